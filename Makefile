@@ -1,0 +1,33 @@
+# turnlog — `make help` lists the targets.
+GO       ?= go
+DB       ?= turnlog.db
+CONFIG   ?=
+ADDR     ?= 127.0.0.1:8080
+BENCHTIME ?= 1x
+
+.PHONY: help run build test vet fmt bench fuzz clean
+
+help: ## list the targets
+	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
+
+build: ## build ./turnlog
+	$(GO) build -o turnlog .
+
+run: build ## serve the offline demo app on an embedded SQLite file (no network, no API key)
+	./turnlog serve --dev --db $(DB) --addr $(ADDR) $(if $(CONFIG),--config $(CONFIG))
+
+test: vet ## gofmt check, go vet, and every test with the race detector
+	$(GO) test -race -timeout 15m ./...
+
+vet: ## gofmt and go vet
+	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))" || { gofmt -l .; echo "gofmt needed"; exit 1; }
+	$(GO) vet ./...
+
+bench: ## the SPEC §10 benchmarks (engine step, storage per step, appends/s, rebuild)
+	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -timeout 30m ./...
+
+fuzz: ## fuzz canonical JSON for a minute
+	$(GO) test -run '^$$' -fuzz FuzzCanonicalize -fuzztime 60s ./events
+
+clean: ## remove the binary and the demo database
+	rm -f turnlog $(DB) $(DB)-wal $(DB)-shm

@@ -1,0 +1,64 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+
+	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/projection"
+)
+
+func nullString(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+func nullInt(n int64) any {
+	if n == 0 {
+		return nil
+	}
+	return n
+}
+
+func (w *writer) applyChanges(ctx context.Context, tx *sql.Tx, changes []projection.Change) error {
+	for _, c := range changes {
+		var err error
+		switch c := c.(type) {
+		case projection.SessionOpened:
+			s := c.Session
+			_, err = tx.StmtContext(ctx, w.sessOpen).ExecContext(ctx, s.ID, s.App, s.Owner, nullString(string(s.Metadata)),
+				formatTime(s.CreatedAt), c.CreatedSeq, s.ActiveAgent, nullString(s.ParentID), nullInt(s.ParentSeq))
+		case projection.TurnOpened:
+			_, err = tx.StmtContext(ctx, w.turnOpen).ExecContext(ctx, c.Session, c.Turn, c.Seq, c.Input, c.Agent, formatTime(c.At))
+		case projection.TurnProgressed:
+			_, err = tx.StmtContext(ctx, w.turnProgress).ExecContext(ctx, c.ModelCalls, c.ToolCalls,
+				c.Usage.InputTokens, c.Usage.OutputTokens, c.Session, c.Turn)
+		case projection.TurnClosed:
+			_, err = tx.StmtContext(ctx, w.turnClose).ExecContext(ctx, string(c.Status), c.Seq, formatTime(c.At),
+				string(c.ErrorCode), c.ErrorMessage, c.Session, c.Turn)
+		case projection.HistoryAppended:
+			stmt := tx.StmtContext(ctx, w.historyAdd)
+			for i, it := range c.Items {
+				item, merr := events.Marshal(it)
+				if merr != nil {
+					return merr
+				}
+				if _, err = stmt.ExecContext(ctx, c.Session, c.Seq, i, c.Turn, string(item)); err != nil {
+					break
+				}
+			}
+			if err == nil {
+				_, err = tx.StmtContext(ctx, w.sessMoved).ExecContext(ctx, c.Agent, c.Seq, c.Session)
+			}
+		default:
+			err = fmt.Errorf("unknown projection change %T", c)
+		}
+		if err != nil {
+			return fmt.Errorf("apply %T: %w", c, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,30 @@
+package sqlite
+
+const (
+	qLastSeq      = `SELECT coalesce(max(seq), 0) FROM events WHERE session_id = ?`
+	qInsertEvent  = `INSERT INTO events (session_id, seq, turn_id, type, path, v, data, blob_hash, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	qInsertBlob   = `INSERT INTO blobs (hash, size, data) VALUES (?, ?, ?) ON CONFLICT (hash) DO NOTHING`
+	qEventsAfter  = `SELECT e.session_id, e.seq, e.turn_id, e.type, e.path, e.v, e.data, e.blob_hash, b.data, e.at FROM events e LEFT JOIN blobs b ON b.hash = e.blob_hash WHERE e.session_id = ? AND e.seq > ? ORDER BY e.seq`
+	qEventsFromID = `SELECT e.id, e.session_id, e.seq, e.turn_id, e.type, e.path, e.v, e.data, e.blob_hash, b.data, e.at FROM events e LEFT JOIN blobs b ON b.hash = e.blob_hash WHERE e.id > ? ORDER BY e.id LIMIT ?`
+	qCountEvents  = `SELECT count(*) FROM events`
+	qSessionOpen  = `INSERT INTO proj_sessions (id, app, owner, metadata, created_at, created_seq, active_agent, parent_id, parent_seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	qSessionMoved = `UPDATE proj_sessions SET active_agent = ?, turn_count = turn_count + 1, last_commit_seq = ? WHERE id = ?`
+	qTurnOpen     = `INSERT INTO proj_turns (session_id, turn_id, start_seq, status, input, agent, started_at) VALUES (?, ?, ?, 'running', ?, ?, ?)`
+	qTurnProgress = `UPDATE proj_turns SET model_calls = model_calls + ?, tool_calls = tool_calls + ?, input_tokens = input_tokens + ?, output_tokens = output_tokens + ? WHERE session_id = ? AND turn_id = ?`
+	qTurnClose    = `UPDATE proj_turns SET status = ?, end_seq = ?, ended_at = ?, error_code = nullif(?, ''), error_message = nullif(?, '') WHERE session_id = ? AND turn_id = ?`
+	qHistoryAdd   = `INSERT INTO proj_history (session_id, seq, idx, turn_id, item) VALUES (?, ?, ?, ?, ?)`
+
+	qSession      = `SELECT id, app, owner, metadata, created_at, active_agent, turn_count, last_commit_seq, parent_id, parent_seq FROM proj_sessions WHERE id = ?`
+	qHistory      = `SELECT item FROM proj_history WHERE session_id = ? ORDER BY seq, idx`
+	qTurnCols     = `SELECT session_id, turn_id, status, agent, input, start_seq, end_seq, started_at, ended_at, model_calls, tool_calls, input_tokens, output_tokens, error_code, error_message FROM proj_turns`
+	qTurns        = qTurnCols + ` WHERE session_id = ? ORDER BY start_seq`
+	qTurn         = qTurnCols + ` WHERE session_id = ? AND turn_id = ?`
+	qRunningTurns = qTurnCols + ` WHERE status = 'running' ORDER BY session_id, start_seq`
+
+	qCreateMigrations = `CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL) STRICT`
+	qMaxMigration     = `SELECT coalesce(max(version), 0) FROM schema_migrations`
+	qRecordMigration  = `INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`
+)
+
+// projectionTables are emptied by rebuild, children first.
+var projectionTables = [...]string{"proj_history", "proj_turns", "proj_sessions"}

@@ -1,0 +1,185 @@
+package sqlite
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/projection"
+)
+
+type scanner interface{ Scan(dest ...any) error }
+
+func scanEvent(sc scanner) (events.Event, error) {
+	var (
+		ev       events.Event
+		data, at string
+		blobHash sql.NullString
+		blob     []byte
+	)
+	if err := sc.Scan(&ev.Session, &ev.Seq, &ev.Turn, &ev.Type, &ev.Path, &ev.V, &data, &blobHash, &blob, &at); err != nil {
+		return ev, err
+	}
+	t, err := time.Parse(time.RFC3339Nano, at)
+	if err != nil {
+		return ev, &events.Error{Code: events.CodeCorruptLog, Field: fmt.Sprintf("%s/%d.at", ev.Session, ev.Seq), Message: "bad timestamp", Err: err}
+	}
+	ev.At = t
+	if blobHash.Valid {
+		if blob == nil {
+			return ev, &events.Error{Code: events.CodeCorruptLog, Field: fmt.Sprintf("%s/%d", ev.Session, ev.Seq), Message: "blob " + blobHash.String + " is missing"}
+		}
+		sum := sha256.Sum256(blob)
+		if "sha256:"+hex.EncodeToString(sum[:]) != blobHash.String {
+			return ev, &events.Error{Code: events.CodeCorruptLog, Field: fmt.Sprintf("%s/%d", ev.Session, ev.Seq), Message: "blob " + blobHash.String + " does not match its hash"}
+		}
+		ev.Data = json.RawMessage(bytes.Clone(blob))
+	} else {
+		ev.Data = json.RawMessage(data)
+	}
+	return ev, nil
+}
+
+// Events implements events.Log.
+func (s *Store) Events(ctx context.Context, session string, after int64) ([]events.Event, error) {
+	rows, err := s.read.QueryContext(ctx, qEventsAfter, session, after)
+	if err != nil {
+		return nil, fmt.Errorf("read events of %s: %w", session, err)
+	}
+	defer rows.Close()
+	var out []events.Event
+	for rows.Next() {
+		ev, err := scanEvent(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ev)
+	}
+	return out, rows.Err()
+}
+
+// LastSeq returns the seq of the newest event of session (0 if it has none).
+func (s *Store) LastSeq(ctx context.Context, session string) (int64, error) {
+	var last int64
+	err := s.read.QueryRowContext(ctx, qLastSeq, session).Scan(&last)
+	return last, err
+}
+
+// Session returns a session's summary. Errors: not_found.
+func (s *Store) Session(ctx context.Context, id string) (projection.Session, error) {
+	var (
+		ss        projection.Session
+		meta      sql.NullString
+		created   string
+		parentID  sql.NullString
+		parentSeq sql.NullInt64
+	)
+	err := s.read.QueryRowContext(ctx, qSession, id).Scan(&ss.ID, &ss.App, &ss.Owner, &meta, &created,
+		&ss.ActiveAgent, &ss.TurnCount, &ss.LastCommitSeq, &parentID, &parentSeq)
+	if errors.Is(err, sql.ErrNoRows) {
+		return ss, events.Errorf(events.CodeNotFound, "session %s not found", id)
+	}
+	if err != nil {
+		return ss, fmt.Errorf("read session %s: %w", id, err)
+	}
+	if meta.Valid {
+		ss.Metadata = json.RawMessage(meta.String)
+	}
+	ss.CreatedAt, _ = time.Parse(time.RFC3339Nano, created)
+	ss.ParentID, ss.ParentSeq = parentID.String, parentSeq.Int64
+	return ss, nil
+}
+
+// History returns a session's committed conversation, in order.
+func (s *Store) History(ctx context.Context, session string) ([]events.Item, error) {
+	rows, err := s.read.QueryContext(ctx, qHistory, session)
+	if err != nil {
+		return nil, fmt.Errorf("read history of %s: %w", session, err)
+	}
+	defer rows.Close()
+	var out []events.Item
+	for rows.Next() {
+		var raw []byte
+		if err := rows.Scan(&raw); err != nil {
+			return nil, err
+		}
+		var it events.Item
+		if err := json.Unmarshal(raw, &it); err != nil {
+			return nil, &events.Error{Code: events.CodeCorruptLog, Field: "history of " + session, Message: "bad item", Err: err}
+		}
+		out = append(out, it)
+	}
+	return out, rows.Err()
+}
+
+func scanTurn(sc scanner) (projection.Turn, error) {
+	var (
+		t                    projection.Turn
+		endSeq               sql.NullInt64
+		started              string
+		ended, code, message sql.NullString
+	)
+	if err := sc.Scan(&t.Session, &t.ID, &t.Status, &t.Agent, &t.Input, &t.StartSeq, &endSeq, &started, &ended,
+		&t.ModelCalls, &t.ToolCalls, &t.Usage.InputTokens, &t.Usage.OutputTokens, &code, &message); err != nil {
+		return t, err
+	}
+	t.EndSeq = endSeq.Int64
+	t.StartedAt, _ = time.Parse(time.RFC3339Nano, started)
+	if ended.Valid {
+		e, _ := time.Parse(time.RFC3339Nano, ended.String)
+		t.EndedAt = &e
+	}
+	t.ErrorCode, t.ErrorMessage = events.Code(code.String), message.String
+	return t, nil
+}
+
+func (s *Store) queryTurns(ctx context.Context, q string, args ...any) ([]projection.Turn, error) {
+	rows, err := s.read.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("read turns: %w", err)
+	}
+	defer rows.Close()
+	var out []projection.Turn
+	for rows.Next() {
+		t, err := scanTurn(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	return out, rows.Err()
+}
+
+// Turns lists a session's turns in start order.
+func (s *Store) Turns(ctx context.Context, session string) ([]projection.Turn, error) {
+	return s.queryTurns(ctx, qTurns, session)
+}
+
+// Turn returns one turn. Errors: not_found.
+func (s *Store) Turn(ctx context.Context, session, turn string) (projection.Turn, error) {
+	t, err := scanTurn(s.read.QueryRowContext(ctx, qTurn, session, turn))
+	if errors.Is(err, sql.ErrNoRows) {
+		return t, events.Errorf(events.CodeNotFound, "turn %s of session %s not found", turn, session)
+	}
+	return t, err
+}
+
+// RunningTurns lists turns that started and have not ended, across all sessions:
+// after a crash these are the turns to recover.
+func (s *Store) RunningTurns(ctx context.Context) ([]projection.Turn, error) {
+	return s.queryTurns(ctx, qRunningTurns)
+}
+
+// CountEvents returns how many events the log holds.
+func (s *Store) CountEvents(ctx context.Context) (int64, error) {
+	var n int64
+	err := s.read.QueryRowContext(ctx, qCountEvents).Scan(&n)
+	return n, err
+}

@@ -1,0 +1,72 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+
+	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/projection"
+)
+
+const rebuildChunk = 2000
+
+// Rebuild empties every projection table and refolds it from the events, in one
+// transaction owned by the writer; it returns how many events it folded.
+func (s *Store) Rebuild(ctx context.Context) (int64, error) {
+	var n int64
+	err := s.exclusive(ctx, func(ctx context.Context, w *writer, tx *sql.Tx) error {
+		for _, t := range projectionTables {
+			if _, err := tx.ExecContext(ctx, "DELETE FROM "+t); err != nil {
+				return fmt.Errorf("empty %s: %w", t, err)
+			}
+		}
+		for lastID := int64(0); ; {
+			evs, next, err := readChunk(ctx, tx, lastID)
+			lastID = next
+			if err != nil {
+				return err
+			}
+			for _, ev := range evs {
+				changes, err := projection.Changes(ev)
+				if err != nil {
+					return fmt.Errorf("fold %s/%d: %w", ev.Session, ev.Seq, err)
+				}
+				if err := w.applyChanges(ctx, tx, changes); err != nil {
+					return fmt.Errorf("fold %s/%d: %w", ev.Session, ev.Seq, err)
+				}
+			}
+			n += int64(len(evs))
+			if len(evs) < rebuildChunk {
+				return nil
+			}
+		}
+	})
+	return n, err
+}
+
+// readChunk reads the next events in global append order after the row id lastID.
+func readChunk(ctx context.Context, tx *sql.Tx, lastID int64) ([]events.Event, int64, error) {
+	rows, err := tx.QueryContext(ctx, qEventsFromID, lastID, rebuildChunk)
+	if err != nil {
+		return nil, lastID, fmt.Errorf("read events: %w", err)
+	}
+	defer rows.Close()
+	var out []events.Event
+	for rows.Next() {
+		ev, err := scanEvent(idScanner{rows, &lastID})
+		if err != nil {
+			return nil, lastID, err
+		}
+		out = append(out, ev)
+	}
+	return out, lastID, rows.Err()
+}
+
+// idScanner scans a leading row id before the event columns.
+type idScanner struct {
+	sc scanner
+	id *int64
+}
+
+func (s idScanner) Scan(dest ...any) error { return s.sc.Scan(append([]any{s.id}, dest...)...) }

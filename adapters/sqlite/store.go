@@ -1,0 +1,138 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/turnlog/turnlog/events"
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+)
+
+// Options tune a Store. The zero value is durable and production-ready.
+type Options struct {
+	// Synchronous is SQLite's synchronous pragma: FULL (default, durable on power
+	// loss), NORMAL (durable on process crash only) or OFF (tests and benchmarks).
+	Synchronous string
+	// BlobThreshold is the data size above which an event's data is stored once in
+	// the blobs table and referenced by hash (default 64 KiB).
+	BlobThreshold int
+	// MaxBatch caps how many appends one group commit holds (default 512).
+	MaxBatch int
+	// Readers is the size of the read-only connection pool (default 4).
+	Readers int
+	// Clock stamps events at commit (default time.Now).
+	Clock events.Clock
+}
+
+func (o Options) withDefaults() (Options, error) {
+	if o.Synchronous == "" {
+		o.Synchronous = "FULL"
+	}
+	switch strings.ToUpper(o.Synchronous) {
+	case "FULL", "NORMAL", "OFF", "EXTRA":
+		o.Synchronous = strings.ToUpper(o.Synchronous)
+	default:
+		return o, events.FieldError(events.CodeInvalid, "synchronous", "must be FULL, NORMAL, EXTRA or OFF, got %q", o.Synchronous)
+	}
+	if o.BlobThreshold <= 0 {
+		o.BlobThreshold = 64 << 10
+	}
+	if o.MaxBatch <= 0 {
+		o.MaxBatch = 512
+	}
+	if o.Readers <= 0 {
+		o.Readers = 4
+	}
+	if o.Clock == nil {
+		o.Clock = time.Now
+	}
+	return o, nil
+}
+
+// Store is the SQLite event store and projection reader.
+type Store struct {
+	opts   Options
+	write  *sql.DB // one connection, owned by the writer goroutine
+	read   *sql.DB // read-only pool
+	reqs   chan *appendReq
+	done   chan struct{}
+	closed chan struct{}
+}
+
+var _ events.Log = (*Store)(nil)
+
+func dsn(path string, sync string, readOnly bool) string {
+	q := url.Values{}
+	q.Add("_pragma", "busy_timeout(5000)")
+	q.Add("_pragma", "foreign_keys(1)")
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "synchronous("+sync+")")
+	if readOnly {
+		q.Add("_pragma", "query_only(1)")
+	} else {
+		q.Add("_txlock", "immediate")
+	}
+	return "file:" + path + "?" + q.Encode()
+}
+
+// Open opens (creating if needed) the database at path, applies pending migrations,
+// and starts the writer. A database whose schema is newer than this binary is refused.
+func Open(ctx context.Context, path string, opts Options) (*Store, error) {
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	w, err := sql.Open("sqlite", dsn(path, opts.Synchronous, false))
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
+	w.SetConnMaxLifetime(0)
+	if err := migrate(ctx, w, opts.Clock); err != nil {
+		w.Close()
+		return nil, err
+	}
+	r, err := sql.Open("sqlite", dsn(path, opts.Synchronous, true))
+	if err != nil {
+		w.Close()
+		return nil, fmt.Errorf("open %s for reading: %w", path, err)
+	}
+	r.SetMaxOpenConns(opts.Readers)
+	r.SetMaxIdleConns(opts.Readers)
+	s := &Store{opts: opts, write: w, read: r, reqs: make(chan *appendReq, opts.MaxBatch),
+		done: make(chan struct{}), closed: make(chan struct{})}
+	wr, err := newWriter(ctx, s)
+	if err != nil {
+		s.write.Close()
+		s.read.Close()
+		return nil, err
+	}
+	go wr.loop()
+	return s, nil
+}
+
+// Close stops the writer after the appends already queued, checkpoints the WAL and
+// closes the database.
+func (s *Store) Close() error {
+	select {
+	case <-s.done:
+		return nil
+	default:
+	}
+	close(s.done)
+	<-s.closed
+	_, _ = s.write.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`)
+	rerr := s.read.Close()
+	if err := s.write.Close(); err != nil {
+		return err
+	}
+	return rerr
+}
+
+// Ping checks that the store answers reads.
+func (s *Store) Ping(ctx context.Context) error { return s.read.PingContext(ctx) }

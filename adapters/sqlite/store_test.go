@@ -1,0 +1,213 @@
+package sqlite_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/turnlog/turnlog/adapters/sqlite"
+	"github.com/turnlog/turnlog/events"
+	sqlitedrv "modernc.org/sqlite"
+)
+
+type testBundle struct {
+	store *sqlite.Store
+	path  string
+	ctx   context.Context
+}
+
+func setup(t *testing.T, opts sqlite.Options) testBundle {
+	t.Helper()
+	if opts.Clock == nil {
+		opts.Clock = func() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC) }
+	}
+	s, path := sqlite.MustOpen(t, opts)
+	return testBundle{store: s, path: path, ctx: context.Background()}
+}
+
+func createSession(t *testing.T, b testBundle, id string) {
+	t.Helper()
+	ev := events.MustNew("", "", &events.SessionCreated{App: "demo", Owner: "alice", Agent: "support"})
+	if _, err := b.store.Append(b.ctx, id, 0, []events.Event{ev}); err != nil {
+		t.Fatalf("create session: %v", err)
+	}
+}
+
+func TestEventsAreAppendOnlyInSQLite(t *testing.T) {
+	t.Parallel()
+	b := setup(t, sqlite.Options{})
+	createSession(t, b, "s1")
+	db, err := sql.Open("sqlite", "file:"+b.path+"?_pragma=busy_timeout(5000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, q := range []string{
+		`UPDATE events SET data = '{}' WHERE session_id = 's1'`,
+		`DELETE FROM events WHERE session_id = 's1'`,
+		`DELETE FROM events`,
+	} {
+		_, err := db.Exec(q)
+		var se *sqlitedrv.Error
+		if !errors.As(err, &se) || se.Code()&0xff != 19 || !strings.Contains(err.Error(), "append-only") {
+			t.Fatalf("%s: err = %v, want a constraint abort saying append-only", q, err)
+		}
+	}
+	evs, err := b.store.Events(b.ctx, "s1", 0)
+	if err != nil || len(evs) != 1 {
+		t.Fatalf("events after refused writes = %d, %v; want 1", len(evs), err)
+	}
+}
+
+func TestInvalidJSONRefusedByCheck(t *testing.T) {
+	t.Parallel()
+	b := setup(t, sqlite.Options{})
+	db, err := sql.Open("sqlite", "file:"+b.path+"?_pragma=busy_timeout(5000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	_, err = db.Exec(`INSERT INTO events (session_id, seq, type, v, data, at) VALUES ('x', 1, 'T', 1, '{not json', 'now')`)
+	if err == nil || !strings.Contains(err.Error(), "CHECK") {
+		t.Fatalf("insert of invalid JSON: err = %v, want CHECK failure", err)
+	}
+}
+
+func TestConcurrentAppendAtSameSeqExactlyOneWins(t *testing.T) {
+	t.Parallel()
+	b := setup(t, sqlite.Options{})
+	createSession(t, b, "s1")
+	for round := 0; round < 20; round++ {
+		last, err := b.store.LastSeq(b.ctx, "s1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		errs := make([]error, 2)
+		start := make(chan struct{})
+		for i := range errs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				ev := events.MustNew("t1", "", &events.LoopDetected{Tool: "x", Repeats: 3, Action: "hint"})
+				_, errs[i] = b.store.Append(b.ctx, "s1", last, []events.Event{ev, ev})
+			}()
+		}
+		close(start)
+		wg.Wait()
+		wins, conflicts := 0, 0
+		for _, err := range errs {
+			switch {
+			case err == nil:
+				wins++
+			case events.IsCode(err, events.CodeConflict):
+				conflicts++
+			default:
+				t.Fatalf("round %d: unexpected error %v", round, err)
+			}
+		}
+		if wins != 1 || conflicts != 1 {
+			t.Fatalf("round %d: wins=%d conflicts=%d, want 1 and 1", round, wins, conflicts)
+		}
+	}
+	evs, err := b.store.Events(b.ctx, "s1", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, ev := range evs {
+		if ev.Seq != int64(i+1) {
+			t.Fatalf("event %d has seq %d: gap or duplicate", i, ev.Seq)
+		}
+	}
+	if got, want := len(evs), 1+20*2; got != want {
+		t.Fatalf("events = %d, want %d", got, want)
+	}
+}
+
+func TestGroupCommitManySessions(t *testing.T) {
+	t.Parallel()
+	b := setup(t, sqlite.Options{Synchronous: "NORMAL"})
+	var wg sync.WaitGroup
+	for i := 0; i < 20; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			id := "g" + string(rune('a'+i))
+			ev := events.MustNew("", "", &events.SessionCreated{App: "demo", Owner: "o", Agent: "a"})
+			if _, err := b.store.Append(b.ctx, id, 0, []events.Event{ev}); err != nil {
+				t.Error(err)
+				return
+			}
+			for seq := int64(1); seq < 30; seq++ {
+				ev := events.MustNew("t", "", &events.LoopDetected{Tool: "x", Repeats: 3, Action: "hint"})
+				if _, err := b.store.Append(b.ctx, id, seq, []events.Event{ev}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	n, err := b.store.CountEvents(b.ctx)
+	if err != nil || n != 20*30 {
+		t.Fatalf("count = %d, %v; want %d", n, err, 20*30)
+	}
+}
+
+func TestLargePayloadGoesToBlobTable(t *testing.T) {
+	t.Parallel()
+	b := setup(t, sqlite.Options{BlobThreshold: 1024})
+	createSession(t, b, "s1")
+	big := strings.Repeat("x", 5000)
+	ev := events.MustNew("t1", "support/tool/c1", &events.ToolResulted{CallID: "c1", Tool: "dump", Output: big})
+	for after := int64(1); after <= 2; after++ { // the same payload twice is stored once
+		if _, err := b.store.Append(b.ctx, "s1", after, []events.Event{ev}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	evs, err := b.store.Events(b.ctx, "s1", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := events.DecodeAs[*events.ToolResulted](evs[0])
+	if err != nil || tr.Output != big {
+		t.Fatalf("blob round trip: err=%v len=%d", err, len(tr.Output))
+	}
+	db, _ := sql.Open("sqlite", "file:"+b.path)
+	defer db.Close()
+	var blobs, rowBytes int
+	if err := db.QueryRow(`SELECT count(*) FROM blobs`).Scan(&blobs); err != nil || blobs != 1 {
+		t.Fatalf("blobs = %d, %v; want 1", blobs, err)
+	}
+	if err := db.QueryRow(`SELECT max(length(data)) FROM events`).Scan(&rowBytes); err != nil || rowBytes > 200 {
+		t.Fatalf("largest event row data = %d bytes, want a small reference", rowBytes)
+	}
+}
+
+func TestNewerSchemaRefused(t *testing.T) {
+	t.Parallel()
+	b := setup(t, sqlite.Options{})
+	b.store.Close()
+	db, _ := sql.Open("sqlite", "file:"+b.path)
+	if _, err := db.Exec(`INSERT INTO schema_migrations (version, name, applied_at) VALUES (999, '0999_future.sql', 'x')`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	_, err := sqlite.Open(b.ctx, b.path, sqlite.Options{})
+	if !events.IsCode(err, events.CodeSchemaTooNew) || !strings.Contains(err.Error(), "999") {
+		t.Fatalf("open newer schema: err = %v, want schema_too_new naming 999", err)
+	}
+}
+
+func TestBadSynchronousRefused(t *testing.T) {
+	t.Parallel()
+	_, err := sqlite.Open(context.Background(), t.TempDir()+"/x.db", sqlite.Options{Synchronous: "sometimes"})
+	if !events.IsCode(err, events.CodeInvalid) || !strings.Contains(err.Error(), "synchronous") {
+		t.Fatalf("err = %v, want invalid naming synchronous", err)
+	}
+}

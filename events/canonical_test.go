@@ -1,0 +1,108 @@
+package events_test
+
+import (
+	"errors"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/turnlog/turnlog/events"
+)
+
+func TestCanonicalizeRules(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name, in, want string
+	}{
+		{"keys sorted", `{"b":1,"a":2,"c":{"z":1,"y":2}}`, `{"a":2,"b":1,"c":{"y":2,"z":1}}`},
+		{"whitespace removed", " { \"a\" : [ 1 , 2 ] ,\n\t\"b\" : null } ", `{"a":[1,2],"b":null}`},
+		{"integral float as integer", `{"x":164.0}`, `{"x":164}`},
+		{"exponent integral", `1e3`, `1000`},
+		{"negative zero", `-0.0`, `0`},
+		{"negative integer zero", `-0`, `0`},
+		{"fraction kept", `0.5`, `0.5`},
+		{"small float", `1.5e-7`, `1.5e-7`},
+		{"largest exact integer", `9007199254740992`, `9007199254740992`},
+		{"smallest exact integer", `-9007199254740992`, `-9007199254740992`},
+		{"unicode unescaped", `"caf\u00e9 <b>"`, `"café <b>"`},
+		{"control escaped", "\"a\\u0001b\"", `"a\u0001b"`},
+		{"array order kept", `[3,1,2]`, `[3,1,2]`},
+		{"booleans", `[true,false]`, `[true,false]`},
+		{"key sort is bytewise", `{"b":1,"B":2,"é":3}`, `{"B":2,"b":1,"é":3}`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			got, err := events.Canonicalize([]byte(tc.in))
+			if err != nil {
+				t.Fatalf("Canonicalize(%s): %v", tc.in, err)
+			}
+			if string(got) != tc.want {
+				t.Fatalf("Canonicalize(%s) = %s, want %s", tc.in, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestCanonicalizeRefusals(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name, in, path, reason string
+	}{
+		{"integer beyond 2^53", `{"order":{"id":9007199254740993}}`, "$.order.id", "beyond ±2^53"},
+		{"negative integer beyond 2^53", `[1,-9007199254740993]`, "$[1]", "beyond ±2^53"},
+		{"integral float beyond 2^53", `{"n":1e300}`, "$.n", "beyond ±2^53"},
+		{"overflow to inf", `{"n":1e400}`, "$.n", "not a finite double"},
+		{"duplicate key", `{"a":1,"a":2}`, "$.a", "duplicate key"},
+		{"odd key path", `{"a b":{"c":1,"c":1}}`, `$["a b"].c`, "duplicate key"},
+		{"malformed", `{"a":}`, "$.a", "malformed JSON"},
+		{"trailing data", `{} {}`, "$", "trailing data"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := events.Canonicalize([]byte(tc.in))
+			var ce *events.CanonicalError
+			if !errors.As(err, &ce) {
+				t.Fatalf("Canonicalize(%s) error = %v, want *CanonicalError", tc.in, err)
+			}
+			if ce.Path != tc.path || !strings.Contains(ce.Reason, tc.reason) {
+				t.Fatalf("error = %v, want path %s and reason containing %q", ce, tc.path, tc.reason)
+			}
+		})
+	}
+}
+
+func TestMarshalRefusesNonFiniteNamingTheField(t *testing.T) {
+	t.Parallel()
+	type inner struct {
+		Amount float64 `json:"amount"`
+	}
+	type outer struct {
+		Lines []inner `json:"lines"`
+	}
+	for _, f := range []float64{math.NaN(), math.Inf(1), math.Inf(-1)} {
+		_, err := events.Marshal(outer{Lines: []inner{{1}, {f}}})
+		var ce *events.CanonicalError
+		if !errors.As(err, &ce) {
+			t.Fatalf("Marshal(%v) error = %v, want *CanonicalError", f, err)
+		}
+		if got, want := ce.Path, "$.lines[1].amount"; got != want {
+			t.Fatalf("path = %s, want %s", got, want)
+		}
+	}
+}
+
+func TestMarshalSortsStructFields(t *testing.T) {
+	t.Parallel()
+	got, err := events.Marshal(struct {
+		Z int     `json:"z"`
+		A float64 `json:"a"`
+	}{1, 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"a":2,"z":1}`; string(got) != want {
+		t.Fatalf("Marshal = %s, want %s", got, want)
+	}
+}

@@ -1,0 +1,74 @@
+package events
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Code is one of the small set of error codes turnlog reports. HTTP status mapping
+// happens only at the API edge.
+type Code string
+
+const (
+	CodeInvalid            Code = "invalid"
+	CodeNotFound           Code = "not_found"
+	CodeConflict           Code = "conflict"
+	CodePolicyDenied       Code = "policy_denied"
+	CodeNondeterminism     Code = "nondeterminism"
+	CodeToolOutcomeUnknown Code = "tool_outcome_unknown"
+	CodeMaxTurns           Code = "max_turns_exceeded"
+	CodeToolCallCap        Code = "tool_call_cap_exceeded"
+	CodeLoopDetected       Code = "loop_detected"
+	CodeModelFailed        Code = "model_failed"
+	CodeCorruptLog         Code = "corrupt_log"
+	CodeSchemaTooNew       Code = "schema_too_new"
+	CodeCanceled           Code = "canceled"
+	CodeInternal           Code = "internal"
+)
+
+// Error is a typed error with a code, a message meant for people, and optionally the
+// field or path it is about.
+type Error struct {
+	Code    Code
+	Message string
+	Field   string
+	Err     error
+}
+
+func (e *Error) Error() string {
+	msg := e.Message
+	if e.Field != "" {
+		msg = e.Field + ": " + msg
+	}
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
+	return msg
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Errorf builds an *Error with a formatted message.
+func Errorf(code Code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// FieldError builds an *Error about a named field or path.
+func FieldError(code Code, field, format string, args ...any) *Error {
+	return &Error{Code: code, Field: field, Message: fmt.Sprintf(format, args...)}
+}
+
+// CodeOf returns the code of the first *Error in err's chain, or CodeInternal.
+func CodeOf(err error) Code {
+	if err == nil {
+		return ""
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return CodeInternal
+}
+
+// IsCode reports whether err carries the given code.
+func IsCode(err error, code Code) bool { return err != nil && CodeOf(err) == code }

@@ -1,0 +1,56 @@
+package events
+
+import "encoding/json"
+
+const TypeModelCalled = "ModelCalled"
+
+// ModelCalled records one model call. It never holds the whole request: only the
+// request's hash, the hashes of its parts, and the items new since the previous call
+// of this agent in this turn (for the first call, the items after the committed
+// history). The full request is rebuilt from the log when a diff is needed.
+type ModelCalled struct {
+	Agent       string        `json:"agent"`
+	LLM         string        `json:"llm"`
+	RequestHash string        `json:"request_hash"`
+	Parts       RequestParts  `json:"parts"`
+	NewItems    []Item        `json:"new_items"`
+	Response    ModelResponse `json:"response"`
+	Usage       Usage         `json:"usage"`
+}
+
+func (*ModelCalled) EventType() string  { return TypeModelCalled }
+func (*ModelCalled) SchemaVersion() int { return 1 }
+
+// RequestParts are the hashes a request hash is made of, kept so a mismatch can name
+// the part that differs.
+type RequestParts struct {
+	Instructions string `json:"instructions"`
+	Tools        string `json:"tools"`
+	Settings     string `json:"settings"`
+	Items        int    `json:"items"` // how many conversation items the request carried
+	ItemsHash    string `json:"items_hash"`
+}
+
+// ModelResponse is what the model answered: text, tool calls, or both.
+type ModelResponse struct {
+	Text      string     `json:"text,omitempty"`
+	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
+}
+
+// ToolCall is one function call a model asked for; Arguments is canonical JSON.
+type ToolCall struct {
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
+}
+
+// Usage counts tokens.
+type Usage struct {
+	InputTokens  int64 `json:"input_tokens"`
+	OutputTokens int64 `json:"output_tokens"`
+}
+
+// Add returns the sum of two usages.
+func (u Usage) Add(o Usage) Usage {
+	return Usage{InputTokens: u.InputTokens + o.InputTokens, OutputTokens: u.OutputTokens + o.OutputTokens}
+}

@@ -1,0 +1,35 @@
+package events
+
+import "encoding/json"
+
+const (
+	TypeToolScheduled = "ToolScheduled"
+	TypeToolResulted  = "ToolResulted"
+)
+
+// ToolScheduled is durable before the tool runs.
+type ToolScheduled struct {
+	CallID     string          `json:"call_id"`
+	Tool       string          `json:"tool"`
+	Arguments  json.RawMessage `json:"arguments"`
+	Idempotent bool            `json:"idempotent"`
+}
+
+func (*ToolScheduled) EventType() string  { return TypeToolScheduled }
+func (*ToolScheduled) SchemaVersion() int { return 1 }
+
+// ToolResulted is durable as soon as the tool returns. Output is the exact text the
+// model receives (canonical JSON for structured results). A tool error is a result too:
+// IsError is set and Output holds the documented error text.
+type ToolResulted struct {
+	CallID     string `json:"call_id"`
+	Tool       string `json:"tool"`
+	Output     string `json:"output"`
+	IsError    bool   `json:"is_error,omitempty"`
+	ErrorKind  string `json:"error_kind,omitempty"` // invalid_arguments, failed, panicked, timeout, unknown_tool
+	Detail     string `json:"detail,omitempty"`     // the error message, kept for audit
+	DurationMS int64  `json:"duration_ms"`
+}
+
+func (*ToolResulted) EventType() string  { return TypeToolResulted }
+func (*ToolResulted) SchemaVersion() int { return 1 }

@@ -1,0 +1,51 @@
+package events
+
+const (
+	TypeTurnStarted   = "TurnStarted"
+	TypeTurnCommitted = "TurnCommitted"
+	TypeTurnFailed    = "TurnFailed"
+	TypeLoopDetected  = "LoopDetected"
+)
+
+// TurnStarted opens a turn with the user's input and the agent that starts it.
+type TurnStarted struct {
+	Input string `json:"input"`
+	Agent string `json:"agent"`
+}
+
+func (*TurnStarted) EventType() string  { return TypeTurnStarted }
+func (*TurnStarted) SchemaVersion() int { return 1 }
+
+// TurnCommitted ends a turn successfully: the conversation items it adds (the user
+// input first) and the agent that is active afterwards.
+type TurnCommitted struct {
+	Items  []Item `json:"items"`
+	Agent  string `json:"agent"`
+	Output string `json:"output"`
+	Usage  Usage  `json:"usage"`
+}
+
+func (*TurnCommitted) EventType() string  { return TypeTurnCommitted }
+func (*TurnCommitted) SchemaVersion() int { return 1 }
+
+// TurnFailed ends a turn without committing anything.
+type TurnFailed struct {
+	ErrorCode Code   `json:"error_code"`
+	Message   string `json:"message"`
+	Path      string `json:"path,omitempty"` // the activity that failed, when one did
+	Usage     Usage  `json:"usage"`
+}
+
+func (*TurnFailed) EventType() string  { return TypeTurnFailed }
+func (*TurnFailed) SchemaVersion() int { return 1 }
+
+// LoopDetected records that the same tool was called with the same canonical
+// arguments several times in a row: the model got a hint, or the turn failed.
+type LoopDetected struct {
+	Tool    string `json:"tool"`
+	Repeats int    `json:"repeats"`
+	Action  string `json:"action"` // "hint" or "fail"
+}
+
+func (*LoopDetected) EventType() string  { return TypeLoopDetected }
+func (*LoopDetected) SchemaVersion() int { return 1 }

@@ -1,0 +1,12 @@
+// Package migrations holds turnlog's numbered SQL schema migrations, embedded in the
+// binary. Files are named NNNN_name.sql and applied in order, each once.
+//
+// A migration must never edit or drop event data: the events table is append-only.
+package migrations
+
+import "embed"
+
+// FS holds every migration file.
+//
+//go:embed *.sql
+var FS embed.FS

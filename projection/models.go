@@ -1,0 +1,49 @@
+package projection
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/turnlog/turnlog/events"
+)
+
+// Session is the summary read model of a session.
+type Session struct {
+	ID            string          `json:"id"`
+	App           string          `json:"app"`
+	Owner         string          `json:"owner"`
+	Metadata      json.RawMessage `json:"metadata,omitempty"`
+	CreatedAt     time.Time       `json:"created_at"`
+	ActiveAgent   string          `json:"active_agent"`
+	TurnCount     int             `json:"turn_count"`
+	LastCommitSeq int64           `json:"last_commit_seq"`
+	ParentID      string          `json:"parent_id,omitempty"`
+	ParentSeq     int64           `json:"parent_seq,omitempty"`
+}
+
+// TurnStatus is where a turn stands in the read model.
+type TurnStatus string
+
+const (
+	TurnRunning   TurnStatus = "running"
+	TurnCommitted TurnStatus = "committed"
+	TurnFailed    TurnStatus = "failed"
+)
+
+// Turn is the read model of one turn.
+type Turn struct {
+	Session      string       `json:"session_id"`
+	ID           string       `json:"turn_id"`
+	Status       TurnStatus   `json:"status"`
+	Agent        string       `json:"agent"`
+	Input        string       `json:"input"`
+	StartSeq     int64        `json:"start_seq"`
+	EndSeq       int64        `json:"end_seq,omitempty"`
+	StartedAt    time.Time    `json:"started_at"`
+	EndedAt      *time.Time   `json:"ended_at,omitempty"`
+	ModelCalls   int          `json:"model_calls"`
+	ToolCalls    int          `json:"tool_calls"`
+	Usage        events.Usage `json:"usage"`
+	ErrorCode    events.Code  `json:"error_code,omitempty"`
+	ErrorMessage string       `json:"error_message,omitempty"`
+}
