@@ -1,0 +1,265 @@
+package config
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/goccy/go-yaml"
+	"github.com/goccy/go-yaml/parser"
+	"github.com/turnlog/turnlog/adapters/scripted"
+	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/fsm"
+)
+
+// File is the shape of agent.yaml.
+type File struct {
+	Apps map[string]App `yaml:"apps"`
+}
+
+// App is one agent graph.
+type App struct {
+	StartAgent string           `yaml:"start_agent"`
+	LLMs       map[string]LLM   `yaml:"llms"`
+	Tools      map[string]Tool  `yaml:"tools"`
+	Agents     map[string]Agent `yaml:"agents"`
+}
+
+// LLM registers a model under an llm_id.
+type LLM struct {
+	Provider string          `yaml:"provider"`
+	Rules    []scripted.Rule `yaml:"rules"`
+}
+
+// Tool configures a Go function tool the binary offers.
+type Tool struct {
+	Function   string `yaml:"function"`
+	Idempotent bool   `yaml:"idempotent"`
+	Timeout    string `yaml:"timeout"`
+	MaxCalls   int    `yaml:"max_calls"`
+	ShowErrors bool   `yaml:"show_errors"`
+}
+
+// Agent is one agent.
+type Agent struct {
+	LLM          string         `yaml:"llm"`
+	Instructions string         `yaml:"instructions"`
+	Tools        []string       `yaml:"tools"`
+	MaxTurns     int            `yaml:"max_turns"`
+	MaxToolCalls int            `yaml:"max_tool_calls"`
+	LoopLimit    int            `yaml:"loop_limit"`
+	Settings     map[string]any `yaml:"settings"`
+}
+
+// Functions are the Go function tools a binary offers to configs, by name.
+type Functions map[string]fsm.Tool
+
+// Error is a config error at a YAML location.
+type Error struct {
+	File string
+	Line int
+	Path string
+	Msg  string
+}
+
+func (e *Error) Error() string {
+	loc := e.File
+	if e.Line > 0 {
+		loc = fmt.Sprintf("%s:%d", e.File, e.Line)
+	}
+	if e.Path != "" {
+		return fmt.Sprintf("%s: %s: %s", loc, e.Path, e.Msg)
+	}
+	return fmt.Sprintf("%s: %s", loc, e.Msg)
+}
+
+// LoadFile reads and assembles a config file.
+func LoadFile(path string, fns Functions) ([]*fsm.App, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read config: %w", err)
+	}
+	return Load(path, data, fns)
+}
+
+// Load decodes agent.yaml strictly and assembles its apps.
+func Load(name string, data []byte, fns Functions) ([]*fsm.App, error) {
+	var f File
+	if err := yaml.UnmarshalWithOptions(data, &f, yaml.Strict(), yaml.DisallowUnknownField()); err != nil {
+		return nil, &Error{File: name, Msg: yaml.FormatError(err, false, false)}
+	}
+	b := builder{name: name, data: data, fns: fns}
+	if len(f.Apps) == 0 {
+		return nil, b.errAt("apps", "at least one app is required")
+	}
+	var apps []*fsm.App
+	for _, appName := range sortedKeys(f.Apps) {
+		a, err := b.app(appName, f.Apps[appName])
+		if err != nil {
+			return nil, err
+		}
+		apps = append(apps, a)
+	}
+	return apps, nil
+}
+
+type builder struct {
+	name string
+	data []byte
+	fns  Functions
+}
+
+// errAt builds an error at a dotted YAML path, with the line of that node if found.
+func (b builder) errAt(path, format string, args ...any) error {
+	e := &Error{File: b.name, Path: path, Msg: fmt.Sprintf(format, args...)}
+	if p, err := yaml.PathString("$." + path); err == nil {
+		if file, err := parser.ParseBytes(b.data, 0); err == nil {
+			if node, err := p.FilterFile(file); err == nil && node != nil {
+				e.Line = node.GetToken().Position.Line
+			}
+		}
+	}
+	return e
+}
+
+func (b builder) app(name string, c App) (*fsm.App, error) {
+	at := "apps." + name
+	models := map[string]fsm.Model{}
+	for _, id := range sortedKeys(c.LLMs) {
+		m, err := b.model(at+".llms."+id, c.LLMs[id])
+		if err != nil {
+			return nil, err
+		}
+		models[id] = m
+	}
+	tools := map[string]fsm.Tool{}
+	for _, tn := range sortedKeys(c.Tools) {
+		t, err := b.tool(at+".tools."+tn, tn, c.Tools[tn])
+		if err != nil {
+			return nil, err
+		}
+		tools[tn] = t
+	}
+	app := &fsm.App{Name: name, StartAgent: c.StartAgent, Agents: map[string]*fsm.Agent{}}
+	if len(c.Agents) == 0 {
+		return nil, b.errAt(at+".agents", "at least one agent is required")
+	}
+	for _, an := range sortedKeys(c.Agents) {
+		ag, err := b.agent(at+".agents."+an, an, c.Agents[an], models, tools)
+		if err != nil {
+			return nil, err
+		}
+		app.Agents[an] = ag
+	}
+	if _, ok := app.Agents[c.StartAgent]; !ok {
+		return nil, b.errAt(at+".start_agent", "names no agent of this app (%q)", c.StartAgent)
+	}
+	if err := app.Validate(); err != nil {
+		return nil, b.errAt(at, "%v", err)
+	}
+	return app, nil
+}
+
+func (b builder) model(at string, c LLM) (fsm.Model, error) {
+	switch c.Provider {
+	case "scripted":
+		m, err := scripted.New(c.Rules)
+		if err != nil {
+			return nil, b.errAt(at, "%v", err)
+		}
+		return m, nil
+	case "":
+		return nil, b.errAt(at+".provider", "is required (scripted)")
+	}
+	return nil, b.errAt(at+".provider", "unknown provider %q (known: scripted)", c.Provider)
+}
+
+func (b builder) tool(at, name string, c Tool) (fsm.Tool, error) {
+	fn := c.Function
+	if fn == "" {
+		fn = name
+	}
+	base, ok := b.fns[fn]
+	if !ok {
+		return nil, b.errAt(at+".function", "no function tool %q in this binary (known: %s)", fn, strings.Join(sortedKeys(b.fns), ", "))
+	}
+	spec := base.Spec()
+	spec.Name = name
+	spec.Idempotent = c.Idempotent
+	spec.ShowErrors = c.ShowErrors
+	if c.MaxCalls < 0 {
+		return nil, b.errAt(at+".max_calls", "must not be negative")
+	}
+	spec.MaxCalls = c.MaxCalls
+	if c.Timeout != "" {
+		d, err := time.ParseDuration(c.Timeout)
+		if err != nil || d <= 0 {
+			return nil, b.errAt(at+".timeout", "must be a positive duration such as 2s, got %q", c.Timeout)
+		}
+		spec.Timeout = d
+	}
+	return &configuredTool{Tool: base, spec: spec}, nil
+}
+
+func (b builder) agent(at, name string, c Agent, models map[string]fsm.Model, tools map[string]fsm.Tool) (*fsm.Agent, error) {
+	m, ok := models[c.LLM]
+	if !ok {
+		return nil, b.errAt(at+".llm", "names no registered llm (%q)", c.LLM)
+	}
+	ag := &fsm.Agent{Name: name, Instructions: c.Instructions, LLM: c.LLM, Model: m,
+		MaxTurns: c.MaxTurns, MaxToolCalls: c.MaxToolCalls, LoopFail: c.LoopLimit}
+	for _, field := range []struct {
+		name string
+		v    int
+	}{{"max_turns", c.MaxTurns}, {"max_tool_calls", c.MaxToolCalls}, {"loop_limit", c.LoopLimit}} {
+		if field.v < 0 {
+			return nil, b.errAt(at+"."+field.name, "must not be negative")
+		}
+	}
+	if c.LoopLimit != 0 && c.LoopLimit <= fsm.LoopHintRepeats {
+		return nil, b.errAt(at+".loop_limit", "must be greater than %d (the hint comes first)", fsm.LoopHintRepeats)
+	}
+	for i, tn := range c.Tools {
+		t, ok := tools[tn]
+		if !ok {
+			return nil, b.errAt(fmt.Sprintf("%s.tools[%d]", at, i), "names no tool of this app (%q)", tn)
+		}
+		ag.Tools = append(ag.Tools, t)
+	}
+	if c.Settings != nil {
+		raw, err := json.Marshal(c.Settings)
+		if err == nil {
+			raw, err = events.Canonicalize(raw)
+		}
+		if err != nil {
+			var ce *events.CanonicalError
+			if errors.As(err, &ce) {
+				return nil, b.errAt(at+".settings", "%s: %s", ce.Path, ce.Reason)
+			}
+			return nil, b.errAt(at+".settings", "%v", err)
+		}
+		ag.Settings = raw
+	}
+	return ag, nil
+}
+
+// configuredTool is a function tool with the settings agent.yaml gives it.
+type configuredTool struct {
+	fsm.Tool
+	spec fsm.ToolSpec
+}
+
+func (t *configuredTool) Spec() fsm.ToolSpec { return t.spec }
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,79 @@
+package fsm
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// Defaults for an agent's limits.
+const (
+	DefaultMaxTurns     = 10 // model calls per turn
+	DefaultMaxToolCalls = 25 // calls of one tool per turn
+	LoopHintRepeats     = 3  // same tool, same arguments, this many times in a row → a hint
+	DefaultLoopFail     = 5  // ... this many times in a row → the turn fails
+)
+
+// App is a named agent graph.
+type App struct {
+	Name       string
+	StartAgent string
+	Agents     map[string]*Agent
+}
+
+// Agent is one agent of an app with its model, tools and limits.
+type Agent struct {
+	Name         string
+	Instructions string
+	LLM          string
+	Model        Model
+	Tools        []Tool
+	Settings     json.RawMessage // canonical per-call settings
+	MaxTurns     int
+	MaxToolCalls int
+	LoopFail     int
+}
+
+// Validate checks an app's wiring and fills limit defaults.
+func (a *App) Validate() error {
+	if a.Name == "" {
+		return fmt.Errorf("app: name is empty")
+	}
+	if _, ok := a.Agents[a.StartAgent]; !ok {
+		return fmt.Errorf("app %s: start agent %q is not defined", a.Name, a.StartAgent)
+	}
+	for name, ag := range a.Agents {
+		if ag.Model == nil {
+			return fmt.Errorf("app %s: agent %s has no model", a.Name, name)
+		}
+		seen := map[string]bool{}
+		for _, t := range ag.Tools {
+			n := t.Spec().Name
+			if seen[n] {
+				return fmt.Errorf("app %s: agent %s lists tool %s twice", a.Name, name, n)
+			}
+			seen[n] = true
+		}
+		if ag.MaxTurns <= 0 {
+			ag.MaxTurns = DefaultMaxTurns
+		}
+		if ag.MaxToolCalls <= 0 {
+			ag.MaxToolCalls = DefaultMaxToolCalls
+		}
+		if ag.LoopFail <= LoopHintRepeats {
+			ag.LoopFail = DefaultLoopFail
+		}
+		if len(ag.Settings) == 0 {
+			ag.Settings = json.RawMessage(`{}`)
+		}
+	}
+	return nil
+}
+
+func (ag *Agent) tool(name string) Tool {
+	for _, t := range ag.Tools {
+		if t.Spec().Name == name {
+			return t
+		}
+	}
+	return nil
+}

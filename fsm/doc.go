@@ -1,0 +1,7 @@
+// Package fsm owns the turn machine and its driver: the table of legal transitions
+// (on looplab/fsm), the replay rule that looks up a recorded result by activity path
+// before executing anything, tool durability, parallel tool calls, limits, and commit.
+//
+// It declares the ports it needs (Model, Tool, Store) and never imports an adapter,
+// an HTTP package or SQL: nothing here may assume SQLite.
+package fsm

@@ -1,0 +1,269 @@
+package fsm
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/projection"
+)
+
+// Options are an Engine's injectable sources.
+type Options struct {
+	Clock events.Clock
+	NewID events.IDFunc
+	// CacheSessions bounds how many sessions' conversations stay in memory between
+	// turns (default 1024), so a turn never refolds a long history.
+	CacheSessions int
+}
+
+// Engine runs turns of configured apps against a Store.
+type Engine struct {
+	store Store
+	apps  map[string]*App
+	opts  Options
+
+	mu      sync.Mutex
+	running map[string]bool
+	cache   map[string]*sessionCache
+}
+
+type sessionCache struct {
+	lastCommitSeq int64
+	conv          *conversation
+}
+
+// New builds an engine. Every app is validated.
+func New(store Store, apps []*App, opts Options) (*Engine, error) {
+	if opts.Clock == nil || opts.NewID == nil {
+		return nil, fmt.Errorf("engine: Clock and NewID are required")
+	}
+	if opts.CacheSessions <= 0 {
+		opts.CacheSessions = 1024
+	}
+	e := &Engine{store: store, apps: map[string]*App{}, opts: opts,
+		running: map[string]bool{}, cache: map[string]*sessionCache{}}
+	for _, a := range apps {
+		if err := a.Validate(); err != nil {
+			return nil, err
+		}
+		if _, dup := e.apps[a.Name]; dup {
+			return nil, fmt.Errorf("app %s is defined twice", a.Name)
+		}
+		e.apps[a.Name] = a
+	}
+	return e, nil
+}
+
+// App returns a configured app by name.
+func (e *Engine) App(name string) (*App, bool) {
+	a, ok := e.apps[name]
+	return a, ok
+}
+
+// CreateSession opens a session of app for owner. Errors: invalid (unknown app,
+// metadata that is not a JSON object), internal.
+func (e *Engine) CreateSession(ctx context.Context, app, owner string, metadata json.RawMessage) (projection.Session, error) {
+	a, ok := e.apps[app]
+	if !ok {
+		return projection.Session{}, events.FieldError(events.CodeInvalid, "app", "unknown app %q", app)
+	}
+	if len(metadata) > 0 {
+		canon, err := events.Canonicalize(metadata)
+		if err != nil {
+			if ce, ok := err.(*events.CanonicalError); ok {
+				ce.Path = "metadata" + strings.TrimPrefix(ce.Path, "$")
+				return projection.Session{}, ce.AsError()
+			}
+			return projection.Session{}, err
+		}
+		if canon[0] != '{' {
+			return projection.Session{}, events.FieldError(events.CodeInvalid, "metadata", "must be a JSON object")
+		}
+		metadata = canon
+	}
+	id := e.opts.NewID()
+	ev, err := events.New("", "", &events.SessionCreated{App: app, Owner: owner, Agent: a.StartAgent, Metadata: metadata})
+	if err != nil {
+		return projection.Session{}, err
+	}
+	if _, err := e.store.Append(ctx, id, 0, []events.Event{ev}); err != nil {
+		return projection.Session{}, fmt.Errorf("create session: %w", err)
+	}
+	return e.store.Session(ctx, id)
+}
+
+// lock marks a session busy in this process. Errors: conflict.
+func (e *Engine) lock(session string) (func(), error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.running[session] {
+		return nil, events.Errorf(events.CodeConflict, "session %s already has a turn running", session)
+	}
+	e.running[session] = true
+	return func() {
+		e.mu.Lock()
+		delete(e.running, session)
+		e.mu.Unlock()
+	}, nil
+}
+
+// conversation returns the committed conversation of a session, from memory when the
+// cache is current, else from the history projection (once per turn at most).
+func (e *Engine) conversation(ctx context.Context, s projection.Session) (*conversation, error) {
+	e.mu.Lock()
+	c, ok := e.cache[s.ID]
+	e.mu.Unlock()
+	if ok && c.lastCommitSeq == s.LastCommitSeq {
+		return c.conv, nil
+	}
+	items, err := e.store.History(ctx, s.ID)
+	if err != nil {
+		return nil, err
+	}
+	conv := &conversation{}
+	conv.append(items...)
+	return conv, nil
+}
+
+func (e *Engine) remember(session string, commitSeq int64, conv *conversation) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if len(e.cache) >= e.opts.CacheSessions {
+		for k := range e.cache { // evict an arbitrary entry: the projection can always refill it
+			delete(e.cache, k)
+			break
+		}
+	}
+	e.cache[session] = &sessionCache{lastCommitSeq: commitSeq, conv: conv}
+}
+
+func (e *Engine) forget(session string) {
+	e.mu.Lock()
+	delete(e.cache, session)
+	e.mu.Unlock()
+}
+
+// RunTurn runs one turn of a session with the user's input and returns its outcome.
+// The turn runs to its end even if ctx is cancelled (the log must not hold a
+// half-turn because a client went away). Errors: invalid (empty input), not_found
+// (session), conflict (a turn is already running), internal (store failure).
+func (e *Engine) RunTurn(ctx context.Context, session, input string) (*Result, error) {
+	if strings.TrimSpace(input) == "" {
+		return nil, events.FieldError(events.CodeInvalid, "input", "is empty")
+	}
+	ctx = context.WithoutCancel(ctx)
+	unlock, err := e.lock(session)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	s, err := e.store.Session(ctx, session)
+	if err != nil {
+		return nil, err
+	}
+	app, ok := e.apps[s.App]
+	if !ok {
+		return nil, events.Errorf(events.CodeInvalid, "session %s belongs to app %q, which is not configured", session, s.App)
+	}
+	agent, ok := app.Agents[s.ActiveAgent]
+	if !ok {
+		return nil, events.Errorf(events.CodeInvalid, "session %s is with agent %q, which app %s no longer has", session, s.ActiveAgent, app.Name)
+	}
+	last, err := e.store.LastSeq(ctx, session)
+	if err != nil {
+		return nil, err
+	}
+	if last != s.LastCommitSeq {
+		if inflight, err := e.inFlight(ctx, session); err != nil || inflight != "" {
+			if err != nil {
+				return nil, err
+			}
+			return nil, events.Errorf(events.CodeConflict, "session %s has turn %s in flight; it is recovered when the server restarts", session, inflight)
+		}
+	}
+	conv, err := e.conversation(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	turn := e.opts.NewID()
+	start, err := events.New(turn, "", &events.TurnStarted{Input: input, Agent: agent.Name})
+	if err != nil {
+		return nil, err
+	}
+	out, err := e.store.Append(ctx, session, last, []events.Event{start})
+	if err != nil {
+		return nil, fmt.Errorf("start turn: %w", err)
+	}
+	r := e.newRun(ctx, app, agent, session, turn, out[0].Seq, conv, nil, true)
+	r.conv.append(events.UserMessage(input))
+	return r.drive()
+}
+
+func (e *Engine) inFlight(ctx context.Context, session string) (string, error) {
+	running, err := e.store.RunningTurns(ctx)
+	if err != nil {
+		return "", err
+	}
+	for _, t := range running {
+		if t.Session == session {
+			return t.ID, nil
+		}
+	}
+	return "", nil
+}
+
+// Recover re-drives every turn that started and did not end (after a crash): recorded
+// activities are reused, only what is missing runs. It returns one result per turn.
+func (e *Engine) Recover(ctx context.Context) ([]*Result, error) {
+	ctx = context.WithoutCancel(ctx)
+	running, err := e.store.RunningTurns(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var results []*Result
+	for _, t := range running {
+		res, err := e.recoverTurn(ctx, t)
+		if err != nil {
+			return results, fmt.Errorf("recover turn %s of %s: %w", t.ID, t.Session, err)
+		}
+		results = append(results, res)
+	}
+	return results, nil
+}
+
+func (e *Engine) recoverTurn(ctx context.Context, t projection.Turn) (*Result, error) {
+	unlock, err := e.lock(t.Session)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	e.forget(t.Session)
+	s, err := e.store.Session(ctx, t.Session)
+	if err != nil {
+		return nil, err
+	}
+	evs, err := e.store.Events(ctx, t.Session, t.StartSeq-1)
+	if err != nil {
+		return nil, err
+	}
+	conv, err := e.conversation(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	seq := evs[len(evs)-1].Seq
+	app, ok := e.apps[s.App]
+	var agent *Agent
+	if ok {
+		agent = app.Agents[t.Agent]
+	}
+	r := e.newRun(ctx, app, agent, t.Session, t.ID, seq, conv, newRecording(evs), true)
+	r.conv.append(events.UserMessage(t.Input))
+	if agent == nil {
+		return r.fail(events.CodeInvalid, fmt.Sprintf("app %q or agent %q is no longer configured", s.App, t.Agent), "")
+	}
+	return r.drive()
+}

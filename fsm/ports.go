@@ -1,0 +1,74 @@
+package fsm
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/projection"
+)
+
+// ModelRequest is everything a model call sends. Items is the whole conversation
+// (committed history, then this turn's items); a Model must not keep or modify it.
+type ModelRequest struct {
+	LLM          string
+	Agent        string
+	Instructions string
+	Tools        []ToolSpec
+	Settings     json.RawMessage // canonical JSON of the per-call settings
+	Items        []events.Item
+}
+
+// ModelResponse is a model's answer and what it cost.
+type ModelResponse struct {
+	events.ModelResponse
+	Usage events.Usage
+}
+
+// Model is a registered model. Errors: model_failed (the provider failed after its
+// own retries); anything else is treated the same way.
+type Model interface {
+	Call(ctx context.Context, req ModelRequest) (ModelResponse, error)
+}
+
+// ToolSpec describes a tool to the model and to the engine.
+type ToolSpec struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Parameters  json.RawMessage `json:"parameters"` // JSON schema
+	Idempotent  bool            `json:"-"`          // safe to re-run after a crash
+	Timeout     time.Duration   `json:"-"`          // the tool's own deadline; expiry is a tool error
+	MaxCalls    int             `json:"-"`          // per-turn cap; 0 means the agent default
+	ShowErrors  bool            `json:"-"`          // include the error message in the model-visible output
+}
+
+// Tool runs one call. Arguments are canonical JSON. A returned error (or a panic) is
+// a tool error the model sees; an *ArgumentsError names the offending field.
+type Tool interface {
+	Spec() ToolSpec
+	Call(ctx context.Context, args json.RawMessage) (json.RawMessage, error)
+}
+
+// ArgumentsError says the arguments a model sent do not fit the tool's schema.
+type ArgumentsError struct {
+	Field   string
+	Message string
+}
+
+func (e *ArgumentsError) Error() string { return "invalid arguments: " + e.Field + ": " + e.Message }
+
+// Store is what the engine needs from persistence: the log and the read models.
+type Store interface {
+	events.Log
+	// LastSeq returns the newest seq of a session (0 if none).
+	LastSeq(ctx context.Context, session string) (int64, error)
+	// Session returns a session summary. Errors: not_found.
+	Session(ctx context.Context, id string) (projection.Session, error)
+	// History returns the committed conversation.
+	History(ctx context.Context, session string) ([]events.Item, error)
+	// Turn returns one turn. Errors: not_found.
+	Turn(ctx context.Context, session, turn string) (projection.Turn, error)
+	// RunningTurns lists turns that started and did not end.
+	RunningTurns(ctx context.Context) ([]projection.Turn, error)
+}

@@ -1,0 +1,54 @@
+package fsm
+
+import "github.com/turnlog/turnlog/events"
+
+// recording indexes a turn's recorded events by (type, path): the replay rule looks
+// an activity's result up here before executing anything.
+type recording struct {
+	events []events.Event
+	byKey  map[string]int
+}
+
+func newRecording(evs []events.Event) *recording {
+	r := &recording{events: evs, byKey: make(map[string]int, len(evs))}
+	for i, ev := range evs {
+		r.byKey[ev.Type+"\x00"+ev.Path] = i
+	}
+	return r
+}
+
+func (r *recording) get(typ, path string) (events.Event, bool) {
+	if r == nil {
+		return events.Event{}, false
+	}
+	i, ok := r.byKey[typ+"\x00"+path]
+	if !ok {
+		return events.Event{}, false
+	}
+	return r.events[i], true
+}
+
+func (r *recording) has(typ, path string) bool {
+	_, ok := r.get(typ, path)
+	return ok
+}
+
+// requestItems rebuilds the conversation a recorded model call at path carried:
+// the committed history, then the new items of each recorded call up to path.
+func (r *recording) requestItems(history []events.Item, path string) ([]events.Item, error) {
+	items := append([]events.Item(nil), history...)
+	for _, ev := range r.events {
+		if ev.Type != events.TypeModelCalled {
+			continue
+		}
+		mc, err := events.DecodeAs[*events.ModelCalled](ev)
+		if err != nil {
+			return nil, err
+		}
+		items = append(items, mc.NewItems...)
+		if ev.Path == path {
+			break
+		}
+	}
+	return items, nil
+}

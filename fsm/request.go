@@ -1,0 +1,173 @@
+package fsm
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"sort"
+	"strconv"
+
+	"github.com/turnlog/turnlog/events"
+)
+
+// conversation is a session's items with a running hash chain, so a request hash
+// costs O(new items), not O(history).
+type conversation struct {
+	items []events.Item
+	chain [][32]byte // chain[i] is the hash after items[:i+1]
+}
+
+func (c *conversation) append(its ...events.Item) {
+	for _, it := range its {
+		var prev [32]byte
+		if n := len(c.chain); n > 0 {
+			prev = c.chain[n-1]
+		}
+		ih := sha256.Sum256(events.MustMarshal(it))
+		c.chain = append(c.chain, sha256.Sum256(append(prev[:], ih[:]...)))
+		c.items = append(c.items, it)
+	}
+}
+
+// truncate drops items past n (used when a turn fails: its items were never committed).
+func (c *conversation) truncate(n int) {
+	c.items, c.chain = c.items[:n], c.chain[:n]
+}
+
+func (c *conversation) hash() string {
+	if len(c.chain) == 0 {
+		return ""
+	}
+	return hex.EncodeToString(c.chain[len(c.chain)-1][:])
+}
+
+func hashOf(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+// requestParts hashes the parts of a model request.
+func requestParts(ag *Agent, c *conversation) events.RequestParts {
+	specs := make([]ToolSpec, len(ag.Tools))
+	for i, t := range ag.Tools {
+		specs[i] = t.Spec()
+	}
+	return events.RequestParts{
+		Instructions: hashOf([]byte(ag.Instructions)),
+		Tools:        hashOf(events.MustMarshal(specs)),
+		Settings:     hashOf(ag.Settings),
+		Items:        len(c.items),
+		ItemsHash:    c.hash(),
+	}
+}
+
+func requestHash(llm string, p events.RequestParts) string {
+	return hashOf(events.MustMarshal(struct {
+		LLM   string              `json:"llm"`
+		Parts events.RequestParts `json:"parts"`
+	}{llm, p}))
+}
+
+// NondeterminismError says a replayed activity would send a different request than
+// the one recorded at its path.
+type NondeterminismError struct {
+	Path  string
+	Field string
+	Want  string // recorded
+	Got   string // now
+}
+
+func (e *NondeterminismError) Error() string {
+	return fmt.Sprintf("nondeterminism at %s: %s differs (recorded %s, now %s)", e.Path, e.Field, e.Want, e.Got)
+}
+
+// explainMismatch names the first field in which the request now differs from the
+// recorded one. recordedItems is the conversation rebuilt from the log.
+func explainMismatch(path, llm string, rec *events.ModelCalled, now events.RequestParts, recordedItems, items []events.Item) *NondeterminismError {
+	e := &NondeterminismError{Path: path}
+	switch {
+	case rec.LLM != llm:
+		e.Field, e.Want, e.Got = "llm", rec.LLM, llm
+	case rec.Parts.Instructions != now.Instructions:
+		e.Field, e.Want, e.Got = "instructions", short(rec.Parts.Instructions), short(now.Instructions)
+	case rec.Parts.Tools != now.Tools:
+		e.Field, e.Want, e.Got = "tools", short(rec.Parts.Tools), short(now.Tools)
+	case rec.Parts.Settings != now.Settings:
+		e.Field, e.Want, e.Got = "settings", short(rec.Parts.Settings), short(now.Settings)
+	default:
+		for i := 0; i < len(recordedItems) && i < len(items); i++ {
+			a, b := events.MustMarshal(recordedItems[i]), events.MustMarshal(items[i])
+			if string(a) != string(b) {
+				field, want, got := jsonDiff(a, b)
+				e.Field, e.Want, e.Got = "items["+strconv.Itoa(i)+"]"+field, want, got
+				return e
+			}
+		}
+		e.Field = "items"
+		e.Want, e.Got = strconv.Itoa(len(recordedItems))+" items", strconv.Itoa(len(items))+" items"
+	}
+	return e
+}
+
+func short(h string) string {
+	if len(h) > 12 {
+		return h[:12]
+	}
+	return h
+}
+
+// jsonDiff returns the first differing path between two JSON documents and the
+// values there, in canonical JSON.
+func jsonDiff(a, b []byte) (path, want, got string) {
+	var va, vb any
+	_ = json.Unmarshal(a, &va)
+	_ = json.Unmarshal(b, &vb)
+	return diffValues("", va, vb)
+}
+
+func diffValues(path string, a, b any) (string, string, string) {
+	ma, aok := a.(map[string]any)
+	mb, bok := b.(map[string]any)
+	if aok && bok {
+		keys := map[string]bool{}
+		for k := range ma {
+			keys[k] = true
+		}
+		for k := range mb {
+			keys[k] = true
+		}
+		sorted := make([]string, 0, len(keys))
+		for k := range keys {
+			sorted = append(sorted, k)
+		}
+		sort.Strings(sorted)
+		for _, k := range sorted {
+			if !reflect.DeepEqual(ma[k], mb[k]) {
+				return diffValues(path+"."+k, ma[k], mb[k])
+			}
+		}
+	}
+	sa, aok := a.([]any)
+	sb, bok := b.([]any)
+	if aok && bok && len(sa) == len(sb) {
+		for i := range sa {
+			if !reflect.DeepEqual(sa[i], sb[i]) {
+				return diffValues(path+"["+strconv.Itoa(i)+"]", sa[i], sb[i])
+			}
+		}
+	}
+	return path, render(a), render(b)
+}
+
+func render(v any) string {
+	if v == nil {
+		return "absent"
+	}
+	b, _ := events.Marshal(v)
+	return string(b)
+}
+
+// DiffJSON is jsonDiff for callers that compare recorded and produced events.
+func DiffJSON(a, b []byte) (path, want, got string) { return jsonDiff(a, b) }

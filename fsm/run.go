@@ -1,0 +1,204 @@
+package fsm
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/turnlog/turnlog/events"
+)
+
+// run is one execution of a turn: it holds the turn's state in memory and appends
+// each transition's events; nothing here refolds the session's log.
+type run struct {
+	e       *Engine
+	ctx     context.Context
+	app     *App
+	agent   *Agent
+	session string
+	turn    string
+	seq     int64 // the last seq of this session the run has seen
+	conv    *conversation
+	base    int // committed history length
+	rec     *recording
+	inLog   bool // the recording is already in this store's log (recovery)
+	m       *Machine
+
+	usage      events.Usage
+	modelCalls map[string]int
+	toolCalls  map[string]int
+	prevItems  int
+	loopKey    string
+	loopCount  int
+	committed  bool
+}
+
+func (e *Engine) newRun(ctx context.Context, app *App, agent *Agent, session, turn string, seq int64,
+	conv *conversation, rec *recording, inLog bool) *run {
+	return &run{e: e, ctx: ctx, app: app, agent: agent, session: session, turn: turn, seq: seq,
+		conv: conv, base: len(conv.items), prevItems: len(conv.items), rec: rec, inLog: inLog,
+		m: NewMachine(StateStarted), modelCalls: map[string]int{}, toolCalls: map[string]int{}}
+}
+
+// emit appends events that are not already in the log, in one transaction.
+func (r *run) emit(evs ...events.Event) error {
+	batch := make([]events.Event, 0, len(evs))
+	for _, ev := range evs {
+		if r.inLog && r.rec.has(ev.Type, ev.Path) {
+			continue
+		}
+		batch = append(batch, ev)
+	}
+	if len(batch) == 0 {
+		return nil
+	}
+	out, err := r.e.store.Append(r.ctx, r.session, r.seq, batch)
+	if err != nil {
+		return fmt.Errorf("append to %s after %d: %w", r.session, r.seq, err)
+	}
+	r.seq = out[len(out)-1].Seq
+	return nil
+}
+
+func (r *run) fire(t Trigger) error {
+	if err := r.m.Fire(t); err != nil {
+		return &events.Error{Code: events.CodeInternal, Message: "turn machine refused a move", Err: err}
+	}
+	return nil
+}
+
+// drive runs the turn from its current point to commit or failure.
+func (r *run) drive() (*Result, error) {
+	defer func() {
+		if !r.committed {
+			r.conv.truncate(r.base)
+		}
+	}()
+	if err := r.fire(TriggerGuardInput); err != nil {
+		return nil, err
+	}
+	for {
+		if err := r.fire(TriggerCallModel); err != nil {
+			return nil, err
+		}
+		resp, called, failure := r.modelStep()
+		if failure != nil {
+			return r.fail(failure.Code, failure.Message, failure.Path, called...)
+		}
+		if len(resp.ToolCalls) == 0 {
+			return r.commit(resp.Text, called...)
+		}
+		if err := r.fire(TriggerRunTools); err != nil {
+			return nil, err
+		}
+		res, err := r.toolStep(resp, called)
+		if res != nil || err != nil {
+			return res, err
+		}
+	}
+}
+
+// modelStep makes (or replays) the agent's next model call. The ModelCalled event is
+// returned, not appended: it shares a transaction with what follows it.
+func (r *run) modelStep() (events.ModelResponse, []events.Event, *ResultError) {
+	ag := r.agent
+	n := r.modelCalls[ag.Name] + 1
+	path := fmt.Sprintf("%s/model/%d", ag.Name, n)
+	if n > ag.MaxTurns {
+		return events.ModelResponse{}, nil, &ResultError{Code: events.CodeMaxTurns, Path: path,
+			Message: fmt.Sprintf("agent %s reached max_turns (%d model calls in one turn)", ag.Name, ag.MaxTurns)}
+	}
+	r.modelCalls[ag.Name] = n
+	parts := requestParts(ag, r.conv)
+	hash := requestHash(ag.LLM, parts)
+	newItems := append([]events.Item{}, r.conv.items[r.prevItems:]...)
+	r.prevItems = len(r.conv.items)
+
+	if ev, ok := r.rec.get(events.TypeModelCalled, path); ok {
+		mc, err := events.DecodeAs[*events.ModelCalled](ev)
+		if err != nil {
+			return events.ModelResponse{}, nil, &ResultError{Code: events.CodeCorruptLog, Path: path, Message: err.Error()}
+		}
+		if mc.RequestHash != hash {
+			recItems, err := r.rec.requestItems(r.conv.items[:r.base], path)
+			if err != nil {
+				return events.ModelResponse{}, nil, &ResultError{Code: events.CodeCorruptLog, Path: path, Message: err.Error()}
+			}
+			nd := explainMismatch(path, ag.LLM, mc, parts, recItems, r.conv.items)
+			return events.ModelResponse{}, nil, &ResultError{Code: events.CodeNondeterminism, Path: path, Message: nd.Error()}
+		}
+		r.usage = r.usage.Add(mc.Usage)
+		return mc.Response, []events.Event{ev}, nil
+	}
+
+	resp, err := ag.Model.Call(r.ctx, ModelRequest{LLM: ag.LLM, Agent: ag.Name, Instructions: ag.Instructions,
+		Tools: specsOf(ag.Tools), Settings: ag.Settings, Items: r.conv.items})
+	if err != nil {
+		return events.ModelResponse{}, nil, &ResultError{Code: events.CodeModelFailed, Path: path,
+			Message: fmt.Sprintf("model %s failed: %v", ag.LLM, err)}
+	}
+	for i, c := range resp.ToolCalls {
+		canon, err := events.Canonicalize(c.Arguments)
+		if err != nil {
+			canon = events.MustMarshal(map[string]string{"unparsed_arguments": string(c.Arguments)})
+		}
+		resp.ToolCalls[i].Arguments = canon
+	}
+	ev, err := events.New(r.turn, path, &events.ModelCalled{Agent: ag.Name, LLM: ag.LLM, RequestHash: hash,
+		Parts: parts, NewItems: newItems, Response: resp.ModelResponse, Usage: resp.Usage})
+	if err != nil {
+		return events.ModelResponse{}, nil, &ResultError{Code: events.CodeModelFailed, Path: path, Message: err.Error()}
+	}
+	r.usage = r.usage.Add(resp.Usage)
+	return resp.ModelResponse, []events.Event{ev}, nil
+}
+
+func specsOf(tools []Tool) []ToolSpec {
+	specs := make([]ToolSpec, len(tools))
+	for i, t := range tools {
+		specs[i] = t.Spec()
+	}
+	return specs
+}
+
+func (r *run) commit(text string, pending ...events.Event) (*Result, error) {
+	r.conv.append(events.AssistantMessage(r.agent.Name, text))
+	if err := r.fire(TriggerGuardOutput); err != nil {
+		return nil, err
+	}
+	if err := r.fire(TriggerCommit); err != nil {
+		return nil, err
+	}
+	items := append([]events.Item{}, r.conv.items[r.base:]...)
+	ev, err := events.New(r.turn, "", &events.TurnCommitted{Items: items, Agent: r.agent.Name, Output: text, Usage: r.usage})
+	if err != nil {
+		return nil, err
+	}
+	if err := r.emit(append(pending, ev)...); err != nil {
+		return nil, err
+	}
+	r.committed = true
+	r.e.remember(r.session, r.seq, r.conv)
+	return &Result{Session: r.session, TurnID: r.turn, Status: StatusCompleted, Output: text, Items: items,
+		Usage: r.usage, Agent: r.agent.Name}, nil
+}
+
+// fail ends the turn without committing; pending events (a model call that was made)
+// are recorded with the failure.
+func (r *run) fail(code events.Code, msg, path string, pending ...events.Event) (*Result, error) {
+	if err := r.fire(TriggerFail); err != nil {
+		return nil, err
+	}
+	ev, err := events.New(r.turn, "", &events.TurnFailed{ErrorCode: code, Message: msg, Path: path, Usage: r.usage})
+	if err != nil {
+		return nil, err
+	}
+	if err := r.emit(append(pending, ev)...); err != nil {
+		return nil, err
+	}
+	agent := ""
+	if r.agent != nil {
+		agent = r.agent.Name
+	}
+	return &Result{Session: r.session, TurnID: r.turn, Status: StatusFailed, Usage: r.usage, Agent: agent,
+		Error: &ResultError{Code: code, Message: msg, Path: path}}, nil
+}

@@ -1,0 +1,230 @@
+package fsm
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/turnlog/turnlog/events"
+)
+
+// Tool error kinds, as the model sees them in {"error":{"kind":...,"message":...}}.
+const (
+	ToolErrInvalidArguments = "invalid_arguments"
+	ToolErrFailed           = "failed"
+	ToolErrPanicked         = "panicked"
+	ToolErrTimeout          = "timeout"
+	ToolErrUnknownTool      = "unknown_tool"
+	ToolErrInvalidOutput    = "invalid_output"
+)
+
+// LoopHint is what the model is told when it repeats a call.
+const LoopHint = "turnlog: you called %s with the same arguments %d times in a row and got the same kind of result; change the arguments or answer with what you have"
+
+// toolSlot is one call of a model response on its way to an output.
+type toolSlot struct {
+	call   events.ToolCall
+	tool   Tool
+	path   string
+	result *events.ToolResulted // recorded or produced
+	run    bool
+}
+
+// toolStep schedules a model response's tool calls durably with the model call, runs
+// the ones without a recorded result concurrently, appends each result as it comes,
+// and adds outputs to the conversation in call order. A non-nil result ends the turn.
+func (r *run) toolStep(resp events.ModelResponse, pending []events.Event) (*Result, error) {
+	ag := r.agent
+	slots := make([]*toolSlot, len(resp.ToolCalls))
+	var recordedResults []events.Event
+	hint := ""
+	for i, c := range resp.ToolCalls {
+		s := &toolSlot{call: c, tool: ag.tool(c.Name), path: fmt.Sprintf("%s/tool/%s", ag.Name, c.ID)}
+		slots[i] = s
+		r.toolCalls[c.Name]++
+		limit := ag.MaxToolCalls
+		if s.tool != nil && s.tool.Spec().MaxCalls > 0 {
+			limit = s.tool.Spec().MaxCalls
+		}
+		if r.toolCalls[c.Name] > limit {
+			return r.fail(events.CodeToolCallCap, fmt.Sprintf("tool %s was called more than %d times in one turn", c.Name, limit), s.path, pending...)
+		}
+		if key := c.Name + "\x00" + string(c.Arguments); key == r.loopKey {
+			r.loopCount++
+		} else {
+			r.loopKey, r.loopCount = key, 1
+		}
+		switch {
+		case r.loopCount >= ag.LoopFail:
+			ev := events.MustNew(r.turn, s.path+"/loop", &events.LoopDetected{Tool: c.Name, Repeats: r.loopCount, Action: "fail"})
+			return r.fail(events.CodeLoopDetected, fmt.Sprintf("tool %s was called with the same arguments %d times in a row", c.Name, r.loopCount), s.path, append(pending, ev)...)
+		case r.loopCount == LoopHintRepeats:
+			pending = append(pending, events.MustNew(r.turn, s.path+"/loop", &events.LoopDetected{Tool: c.Name, Repeats: r.loopCount, Action: "hint"}))
+			hint = fmt.Sprintf(LoopHint, c.Name, r.loopCount)
+		}
+		idempotent := s.tool != nil && s.tool.Spec().Idempotent
+		sched := events.MustNew(r.turn, s.path, &events.ToolScheduled{CallID: c.ID, Tool: c.Name, Arguments: c.Arguments, Idempotent: idempotent})
+		if ev, ok := r.rec.get(events.TypeToolResulted, s.path); ok {
+			tr, err := events.DecodeAs[*events.ToolResulted](ev)
+			if err != nil {
+				return r.fail(events.CodeCorruptLog, err.Error(), s.path, pending...)
+			}
+			s.result = tr
+			recordedResults = append(recordedResults, ev)
+			if recSched, ok := r.rec.get(events.TypeToolScheduled, s.path); ok {
+				sched = recSched
+			}
+			pending = append(pending, sched)
+			continue
+		}
+		if r.rec.has(events.TypeToolScheduled, s.path) && !idempotent {
+			return r.fail(events.CodeToolOutcomeUnknown, fmt.Sprintf(
+				"tool %s (call %s) was scheduled but its result was never recorded; it is not idempotent, so it is not run again", c.Name, c.ID), s.path, pending...)
+		}
+		s.run = true
+		pending = append(pending, sched)
+	}
+	// ModelCalled and every ToolScheduled are durable before any tool runs.
+	if err := r.emit(pending...); err != nil {
+		return nil, err
+	}
+	if err := r.emit(recordedResults...); err != nil {
+		return nil, err
+	}
+	if err := r.runSlots(slots); err != nil {
+		return nil, err
+	}
+	if resp.Text != "" {
+		r.conv.append(events.AssistantMessage(ag.Name, resp.Text))
+	}
+	for _, s := range slots {
+		r.conv.append(events.Item{Type: events.ItemFunctionCall, CallID: s.call.ID, Name: s.call.Name, Arguments: s.call.Arguments, Agent: ag.Name})
+	}
+	for _, s := range slots {
+		r.conv.append(events.Item{Type: events.ItemFunctionCallOutput, CallID: s.call.ID, Output: s.result.Output})
+	}
+	if hint != "" {
+		r.conv.append(events.Item{Type: events.ItemMessage, Role: "system", Content: hint})
+	}
+	return nil, nil
+}
+
+// runSlots runs every slot that needs it concurrently and appends each ToolResulted
+// as soon as its tool returns. A store failure is returned after all tools finish.
+func (r *run) runSlots(slots []*toolSlot) error {
+	type done struct {
+		s  *toolSlot
+		tr *events.ToolResulted
+	}
+	ch := make(chan done)
+	n := 0
+	for _, s := range slots {
+		if !s.run {
+			continue
+		}
+		n++
+		go func() { ch <- done{s, r.execute(s)} }()
+	}
+	var firstErr error
+	for ; n > 0; n-- {
+		d := <-ch
+		d.s.result = d.tr
+		if firstErr != nil {
+			continue
+		}
+		ev, err := events.New(r.turn, d.s.path, d.tr)
+		if err == nil {
+			err = r.emit(ev)
+		}
+		firstErr = err
+	}
+	return firstErr
+}
+
+// execute runs one tool with its timeout, turning every way it can fail into a tool
+// error result. It never returns a platform failure.
+func (r *run) execute(s *toolSlot) *events.ToolResulted {
+	start := r.e.opts.Clock()
+	tr := &events.ToolResulted{CallID: s.call.ID, Tool: s.call.Name}
+	finish := func() *events.ToolResulted {
+		tr.DurationMS = r.e.opts.Clock().Sub(start).Milliseconds()
+		return tr
+	}
+	if s.tool == nil {
+		setToolError(tr, ToolErrUnknownTool, fmt.Sprintf("no tool named %s", s.call.Name), true)
+		return finish()
+	}
+	spec := s.tool.Spec()
+	ctx := r.ctx
+	if spec.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, spec.Timeout)
+		defer cancel()
+	}
+	type outcome struct {
+		out   json.RawMessage
+		err   error
+		panic any
+	}
+	ch := make(chan outcome, 1)
+	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				ch <- outcome{panic: p}
+			}
+		}()
+		out, err := s.tool.Call(ctx, s.call.Arguments)
+		ch <- outcome{out: out, err: err}
+	}()
+	var o outcome
+	select {
+	case o = <-ch:
+	case <-ctx.Done():
+		setToolError(tr, ToolErrTimeout, fmt.Sprintf("the tool did not finish within %s", spec.Timeout), true)
+		return finish()
+	}
+	var argErr *ArgumentsError
+	switch {
+	case o.panic != nil:
+		setToolError(tr, ToolErrPanicked, fmt.Sprint(o.panic), spec.ShowErrors)
+	case errors.As(o.err, &argErr):
+		setToolError(tr, ToolErrInvalidArguments, argErr.Field+": "+argErr.Message, true)
+	case errors.Is(o.err, context.DeadlineExceeded) && spec.Timeout > 0:
+		setToolError(tr, ToolErrTimeout, fmt.Sprintf("the tool did not finish within %s", spec.Timeout), true)
+	case o.err != nil:
+		setToolError(tr, ToolErrFailed, o.err.Error(), spec.ShowErrors)
+	default:
+		if len(o.out) == 0 {
+			o.out = json.RawMessage("null")
+		}
+		canon, err := events.Canonicalize(o.out)
+		if err != nil {
+			setToolError(tr, ToolErrInvalidOutput, err.Error(), true)
+			break
+		}
+		tr.Output = string(canon)
+	}
+	return finish()
+}
+
+// toolErrorText is the fixed text a model sees for a kind when the tool does not opt
+// in to showing its own message; "" means the detail is always shown.
+func toolErrorText(kind string) string {
+	switch kind {
+	case ToolErrFailed:
+		return "the tool failed"
+	case ToolErrPanicked:
+		return "the tool crashed"
+	}
+	return ""
+}
+
+func setToolError(tr *events.ToolResulted, kind, detail string, show bool) {
+	msg := toolErrorText(kind)
+	if show || msg == "" {
+		msg = detail
+	}
+	tr.IsError, tr.ErrorKind, tr.Detail = true, kind, detail
+	tr.Output = string(events.MustMarshal(map[string]any{"error": map[string]string{"kind": kind, "message": msg}}))
+}
