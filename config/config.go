@@ -58,6 +58,13 @@ type Agent struct {
 // Functions are the Go function tools a binary offers to configs, by name.
 type Functions map[string]fsm.Tool
 
+// Options are what the binary plugs into a config.
+type Options struct {
+	Functions Functions
+	// WrapModel, when set, wraps every registered model (call counting, gating).
+	WrapModel func(llmID string, m fsm.Model) fsm.Model
+}
+
 // Error is a config error at a YAML location.
 type Error struct {
 	File string
@@ -78,21 +85,21 @@ func (e *Error) Error() string {
 }
 
 // LoadFile reads and assembles a config file.
-func LoadFile(path string, fns Functions) ([]*fsm.App, error) {
+func LoadFile(path string, opts Options) ([]*fsm.App, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read config: %w", err)
 	}
-	return Load(path, data, fns)
+	return Load(path, data, opts)
 }
 
 // Load decodes agent.yaml strictly and assembles its apps.
-func Load(name string, data []byte, fns Functions) ([]*fsm.App, error) {
+func Load(name string, data []byte, opts Options) ([]*fsm.App, error) {
 	var f File
 	if err := yaml.UnmarshalWithOptions(data, &f, yaml.Strict(), yaml.DisallowUnknownField()); err != nil {
 		return nil, &Error{File: name, Msg: yaml.FormatError(err, false, false)}
 	}
-	b := builder{name: name, data: data, fns: fns}
+	b := builder{name: name, data: data, opts: opts}
 	if len(f.Apps) == 0 {
 		return nil, b.errAt("apps", "at least one app is required")
 	}
@@ -110,7 +117,7 @@ func Load(name string, data []byte, fns Functions) ([]*fsm.App, error) {
 type builder struct {
 	name string
 	data []byte
-	fns  Functions
+	opts Options
 }
 
 // errAt builds an error at a dotted YAML path, with the line of that node if found.
@@ -133,6 +140,9 @@ func (b builder) app(name string, c App) (*fsm.App, error) {
 		m, err := b.model(at+".llms."+id, c.LLMs[id])
 		if err != nil {
 			return nil, err
+		}
+		if b.opts.WrapModel != nil {
+			m = b.opts.WrapModel(id, m)
 		}
 		models[id] = m
 	}
@@ -183,9 +193,9 @@ func (b builder) tool(at, name string, c Tool) (fsm.Tool, error) {
 	if fn == "" {
 		fn = name
 	}
-	base, ok := b.fns[fn]
+	base, ok := b.opts.Functions[fn]
 	if !ok {
-		return nil, b.errAt(at+".function", "no function tool %q in this binary (known: %s)", fn, strings.Join(sortedKeys(b.fns), ", "))
+		return nil, b.errAt(at+".function", "no function tool %q in this binary (known: %s)", fn, strings.Join(sortedKeys(b.opts.Functions), ", "))
 	}
 	spec := base.Spec()
 	spec.Name = name

@@ -19,7 +19,9 @@ import (
 // modelFunc adapts a function to fsm.Model.
 type modelFunc func(fsm.ModelRequest) (fsm.ModelResponse, error)
 
-func (f modelFunc) Call(_ context.Context, r fsm.ModelRequest) (fsm.ModelResponse, error) { return f(r) }
+func (f modelFunc) Call(_ context.Context, r fsm.ModelRequest) (fsm.ModelResponse, error) {
+	return f(r)
+}
 
 type testBundle struct {
 	ctx    context.Context

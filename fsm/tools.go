@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
 
 	"github.com/turnlog/turnlog/events"
 )
@@ -89,6 +90,8 @@ func (r *run) toolStep(resp events.ModelResponse, pending []events.Event) (*Resu
 	if err := r.emit(pending...); err != nil {
 		return nil, err
 	}
+	// Recorded results go back in the order they were first appended (completion order).
+	sort.Slice(recordedResults, func(i, j int) bool { return recordedResults[i].Seq < recordedResults[j].Seq })
 	if err := r.emit(recordedResults...); err != nil {
 		return nil, err
 	}

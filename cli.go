@@ -1,0 +1,140 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/turnlog/turnlog/events"
+)
+
+// Version is set at build time with -ldflags "-X main.Version=...".
+var Version = "dev"
+
+// errSilentExit ends a command with exit status 1 after it printed its own message.
+var errSilentExit = errors.New("exit 1")
+
+type command struct {
+	summary string
+	usage   string
+	run     func(ctx context.Context, c *cliContext, args []string) error
+}
+
+func commands() map[string]command {
+	return map[string]command{
+		"serve":   {"serve the REST API", "serve [--addr HOST:PORT] [--dev] [--config FILE] [--db FILE]", cmdServe},
+		"run":     {"run one turn locally and print the answer", "run [--app NAME] [--session ID] [--config FILE] [--db FILE] INPUT...", cmdRun},
+		"replay":  {"replay a recorded fixture and report the first divergence", "replay FIXTURE_DIR", cmdReplay},
+		"export":  {"print a session's events as a fixture (NDJSON)", "export [--db FILE] SESSION_ID", cmdExport},
+		"rebuild": {"drop every projection and refold it from the events", "rebuild [--db FILE]", cmdRebuild},
+		"migrate": {"apply pending schema migrations", "migrate [--db FILE]", cmdMigrate},
+		"version": {"print the version", "version", cmdVersion},
+	}
+}
+
+// cliContext carries the output streams and the wiring to every command.
+type cliContext struct {
+	stdout, stderr io.Writer
+	wiring         wiring
+}
+
+func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, w wiring) error {
+	c := &cliContext{stdout: stdout, stderr: stderr, wiring: w}
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		usage(stdout)
+		if len(args) == 0 {
+			return errSilentExit
+		}
+		return nil
+	}
+	cmd, ok := commands()[args[0]]
+	if !ok {
+		usage(stderr)
+		return fmt.Errorf("unknown command %q", args[0])
+	}
+	err := cmd.run(ctx, c, args[1:])
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	return err
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "turnlog — durable LLM agents on an append-only SQLite event log")
+	fmt.Fprintln(w, "\nusage: turnlog COMMAND [flags]\n\ncommands:")
+	cmds := commands()
+	names := make([]string, 0, len(cmds))
+	for n := range cmds {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-8s %s\n", n, cmds[n].summary)
+	}
+	fmt.Fprintln(w, "\nRun 'turnlog COMMAND --help' for a command's flags. Every flag has a TURNLOG_* environment twin.")
+}
+
+// commonFlags are the flags most commands share.
+type commonFlags struct {
+	config      string
+	db          string
+	synchronous string
+}
+
+func envOr(name, def string) string {
+	if v, ok := os.LookupEnv(name); ok && v != "" {
+		return v
+	}
+	return def
+}
+
+func newFlagSet(c *cliContext, name string, common *commonFlags, withConfig bool) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(c.stderr)
+	cmd := commands()[name]
+	fs.Usage = func() {
+		fmt.Fprintf(c.stderr, "usage: turnlog %s\n\n%s\n\nflags:\n", cmd.usage, cmd.summary)
+		fs.PrintDefaults()
+	}
+	if common != nil {
+		fs.StringVar(&common.db, "db", envOr("TURNLOG_DB", "turnlog.db"), "SQLite database file (env TURNLOG_DB)")
+		fs.StringVar(&common.synchronous, "synchronous", envOr("TURNLOG_SYNCHRONOUS", "FULL"), "SQLite synchronous: FULL (durable), NORMAL or OFF (env TURNLOG_SYNCHRONOUS)")
+		if withConfig {
+			fs.StringVar(&common.config, "config", envOr("TURNLOG_CONFIG", ""), "agent.yaml with the apps (env TURNLOG_CONFIG; default: the offline demo)")
+		}
+	}
+	return fs
+}
+
+// exitCode maps an error to the process exit status.
+func exitCode(err error) int {
+	switch {
+	case err == nil:
+		return 0
+	case events.IsCode(err, events.CodeInvalid):
+		return 2
+	}
+	return 1
+}
+
+func cmdVersion(_ context.Context, c *cliContext, args []string) error {
+	fs := newFlagSet(c, "version", nil, false)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(c.stdout, "turnlog %s (schema %d)\n", Version, schemaVersion())
+	return err
+}
+
+func requireArgs(fs *flag.FlagSet, n int, what string) error {
+	if fs.NArg() != n {
+		fs.Usage()
+		return events.Errorf(events.CodeInvalid, "expected %s, got %q", what, strings.Join(fs.Args(), " "))
+	}
+	return nil
+}

@@ -1,0 +1,68 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/turnlog/turnlog/fsm"
+)
+
+func cmdRun(ctx context.Context, c *cliContext, args []string) error {
+	var f commonFlags
+	fs := newFlagSet(c, "run", &f, true)
+	app := fs.String("app", envOr("TURNLOG_APP", "demo"), "app to run (env TURNLOG_APP)")
+	session := fs.String("session", "", "continue this session instead of creating one")
+	user := fs.String("user", envOr("TURNLOG_USER", "local"), "owner of a new session (env TURNLOG_USER)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	input := strings.Join(fs.Args(), " ")
+	store, engine, err := c.openEngine(ctx, f)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	if err := recoverTurns(ctx, c, engine); err != nil {
+		return err
+	}
+	if strings.TrimSpace(input) == "" {
+		return nil // nothing to run: recovery alone was asked for
+	}
+	if *session == "" {
+		s, err := engine.CreateSession(ctx, *app, *user, nil)
+		if err != nil {
+			return err
+		}
+		*session = s.ID
+	}
+	fmt.Fprintf(c.stderr, "session %s\n", *session)
+	res, err := engine.RunTurn(ctx, *session, input)
+	if err != nil {
+		return err
+	}
+	return report(c, res)
+}
+
+// report prints a turn's answer on stdout, or its error on stderr with exit status 1.
+func report(c *cliContext, res *fsm.Result) error {
+	if res.Status == fsm.StatusFailed {
+		fmt.Fprintf(c.stderr, "turn %s failed: %s: %s\n", res.TurnID, res.Error.Code, res.Error.Message)
+		return errSilentExit
+	}
+	_, err := fmt.Fprintln(c.stdout, res.Output)
+	return err
+}
+
+// recoverTurns re-drives turns that a crash left in flight and says what became of them.
+func recoverTurns(ctx context.Context, c *cliContext, e *fsm.Engine) error {
+	results, err := e.Recover(ctx)
+	for _, r := range results {
+		if r.Status == fsm.StatusFailed {
+			fmt.Fprintf(c.stderr, "recovered turn %s of session %s: failed: %s: %s\n", r.TurnID, r.Session, r.Error.Code, r.Error.Message)
+		} else {
+			fmt.Fprintf(c.stderr, "recovered turn %s of session %s: completed: %s\n", r.TurnID, r.Session, r.Output)
+		}
+	}
+	return err
+}

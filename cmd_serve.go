@@ -1,0 +1,83 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/httpapi"
+)
+
+func cmdServe(ctx context.Context, c *cliContext, args []string) error {
+	var f commonFlags
+	fs := newFlagSet(c, "serve", &f, true)
+	addr := fs.String("addr", envOr("TURNLOG_ADDR", "127.0.0.1:8080"), "listen address (env TURNLOG_ADDR)")
+	dev := fs.Bool("dev", envOr("TURNLOG_DEV", "") == "1" || envOr("TURNLOG_DEV", "") == "true", "development mode: no API keys needed (env TURNLOG_DEV=1)")
+	keySpec := fs.String("api-keys", envOr("TURNLOG_API_KEYS", ""), "comma-separated KEY=USER pairs (env TURNLOG_API_KEYS)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if err := requireArgs(fs, 0, "no arguments"); err != nil {
+		return err
+	}
+	keys, err := parseKeys(*keySpec)
+	if err != nil {
+		return err
+	}
+	if len(keys) == 0 && !*dev {
+		return events.Errorf(events.CodeInvalid, "no API keys configured: set --api-keys KEY=USER (or TURNLOG_API_KEYS), or pass --dev to serve without keys")
+	}
+	store, engine, err := c.openEngine(ctx, f)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	if err := recoverTurns(ctx, c, engine); err != nil {
+		return err
+	}
+	api := httpapi.New(httpapi.Config{Engine: engine, Reader: store, Keys: keys, Dev: *dev})
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", *addr, err)
+	}
+	if *dev {
+		fmt.Fprintln(c.stderr, "turnlog: WARNING: --dev mode: requests need no API key and act as user \"dev\"; do not expose this server")
+	}
+	fmt.Fprintf(c.stderr, "turnlog: serving on http://%s (database %s)\n", ln.Addr(), f.db)
+	srv := &http.Server{Handler: api.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	fmt.Fprintln(c.stderr, "turnlog: stopped")
+	return nil
+}
+
+func parseKeys(spec string) (map[string]string, error) {
+	keys := map[string]string{}
+	for _, pair := range strings.Split(spec, ",") {
+		pair = strings.TrimSpace(pair)
+		if pair == "" {
+			continue
+		}
+		key, user, ok := strings.Cut(pair, "=")
+		if !ok || key == "" || user == "" {
+			return nil, events.FieldError(events.CodeInvalid, "api-keys", "expected KEY=USER pairs, got %q", pair)
+		}
+		keys[key] = user
+	}
+	return keys, nil
+}

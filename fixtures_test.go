@@ -1,0 +1,117 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/turnlog/turnlog/adapters/sqlite"
+	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/fsm"
+)
+
+func fixtureDirs(t *testing.T) []string {
+	t.Helper()
+	dirs, err := filepath.Glob("fixtures/*/events.jsonl")
+	if err != nil || len(dirs) < 7 {
+		t.Fatalf("fixtures: %v (%d found)", err, len(dirs))
+	}
+	for i, d := range dirs {
+		dirs[i] = filepath.Dir(d)
+	}
+	return dirs
+}
+
+func expectedError(t *testing.T, dir string) (events.Code, []string, bool) {
+	raw, err := os.ReadFile(filepath.Join(dir, "expect-error"))
+	if os.IsNotExist(err) {
+		return "", nil, false
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(raw)), "\n")
+	return events.Code(lines[0]), lines[1:], true
+}
+
+// TestEveryFixtureReplays replays each fixture through the CLI; bad fixtures must fail
+// with their typed error and a message naming what differs.
+func TestEveryFixtureReplays(t *testing.T) {
+	t.Parallel()
+	for _, dir := range fixtureDirs(t) {
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			t.Parallel()
+			var out, errOut bytes.Buffer
+			err := run(context.Background(), []string{"replay", dir}, &out, &errOut)
+			code, texts, bad := expectedError(t, dir)
+			if !bad {
+				if err != nil || !strings.Contains(out.String(), "replay ok") {
+					t.Fatalf("replay %s: %v\n%s%s", dir, err, out.String(), errOut.String())
+				}
+				return
+			}
+			if got := events.CodeOf(err); got != code {
+				t.Fatalf("replay %s: error %v has code %s, want %s", dir, err, got, code)
+			}
+			for _, text := range texts {
+				if !strings.Contains(err.Error(), text) {
+					t.Fatalf("replay %s: error %q does not mention %q", dir, err, text)
+				}
+			}
+		})
+	}
+}
+
+// TestRebuildEqualsIncremental replays each good fixture (projections maintained in
+// the append transaction), then rebuilds them from events and compares every row.
+func TestRebuildEqualsIncremental(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, dir := range fixtureDirs(t) {
+		if _, _, bad := expectedError(t, dir); bad {
+			continue
+		}
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			t.Parallel()
+			c := &cliContext{wiring: defaultWiring()}
+			apps, err := c.loadApps(filepath.Join(dir, "agent.yaml"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			recorded, err := readFixture(filepath.Join(dir, "events.jsonl"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			clock := func() time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) }
+			store, _ := sqlite.MustOpen(t, sqlite.Options{Clock: clock, Synchronous: "OFF"})
+			e, err := fsm.New(store, apps, fsm.Options{Clock: clock, NewID: newIDs()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := e.Replay(ctx, recorded); err != nil {
+				t.Fatal(err)
+			}
+			incremental, err := store.DumpProjections(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n, err := store.Rebuild(ctx); err != nil || n != int64(len(recorded)) {
+				t.Fatalf("rebuild folded %d events (%v), want %d", n, err, len(recorded))
+			}
+			rebuilt, err := store.DumpProjections(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rebuilt != incremental {
+				t.Fatalf("rebuilt projections differ\nincremental:\n%s\nrebuilt:\n%s", incremental, rebuilt)
+			}
+			if !strings.Contains(incremental, "== proj_turns") || strings.Count(incremental, "\n") < 4 {
+				t.Fatalf("projections look empty:\n%s", incremental)
+			}
+		})
+	}
+}

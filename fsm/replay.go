@@ -1,0 +1,170 @@
+package fsm
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/turnlog/turnlog/events"
+)
+
+// ReplayReport summarises a replay that matched its recording.
+type ReplayReport struct {
+	Session string
+	Turns   int
+	Events  int
+}
+
+// Divergence is the first place a replay's log differs from the recording.
+type Divergence struct {
+	Seq   int64
+	Type  string
+	Path  string
+	Field string
+	Want  string // recorded
+	Got   string // replayed
+}
+
+// DivergenceError reports a Divergence as a nondeterminism error.
+func (d *Divergence) Error() string {
+	where := fmt.Sprintf("seq %d %s", d.Seq, d.Type)
+	if d.Path != "" {
+		where += " at " + d.Path
+	}
+	return fmt.Sprintf("replay diverges at %s: %s: recorded %s, replayed %s", where, d.Field, d.Want, d.Got)
+}
+
+// Replay re-drives every turn of a recorded session on this engine, whose store must
+// not hold that session yet. Each activity takes its recorded result; what the code
+// would now send differently fails with nondeterminism naming the path and field, and
+// the replayed log must equal the recording event for event.
+// Errors: corrupt_log (the recording cannot be read), nondeterminism.
+func (e *Engine) Replay(ctx context.Context, recorded []events.Event) (*ReplayReport, error) {
+	if err := checkRecording(recorded); err != nil {
+		return nil, err
+	}
+	session := recorded[0].Session
+	if _, err := e.store.Append(ctx, session, 0, recorded[:1]); err != nil {
+		return nil, fmt.Errorf("replay %s: %w", session, err)
+	}
+	rep := &ReplayReport{Session: session, Events: 1}
+	for i := 1; i < len(recorded); {
+		start := recorded[i]
+		if start.Type != events.TypeTurnStarted {
+			return nil, &events.Error{Code: events.CodeCorruptLog, Field: fmt.Sprintf("seq %d", start.Seq),
+				Message: fmt.Sprintf("expected TurnStarted, found %s", start.Type)}
+		}
+		end := i + 1
+		for end < len(recorded) && recorded[end].Type != events.TypeTurnStarted {
+			end++
+		}
+		if err := e.replayTurn(ctx, recorded[i:end]); err != nil {
+			return nil, err
+		}
+		rep.Turns++
+		rep.Events += end - i
+		i = end
+	}
+	return rep, nil
+}
+
+func checkRecording(recorded []events.Event) error {
+	if len(recorded) == 0 {
+		return events.Errorf(events.CodeCorruptLog, "the recording holds no events")
+	}
+	for i, ev := range recorded {
+		if _, err := events.Decode(ev); err != nil {
+			return err
+		}
+		if ev.Session != recorded[0].Session || ev.Seq != int64(i+1) {
+			return &events.Error{Code: events.CodeCorruptLog, Field: fmt.Sprintf("line %d", i+1),
+				Message: fmt.Sprintf("expected session %s seq %d, found %s seq %d", recorded[0].Session, i+1, ev.Session, ev.Seq)}
+		}
+	}
+	if recorded[0].Type != events.TypeSessionCreated {
+		return events.Errorf(events.CodeCorruptLog, "the recording must start with SessionCreated, not %s", recorded[0].Type)
+	}
+	return nil
+}
+
+func (e *Engine) replayTurn(ctx context.Context, rec []events.Event) error {
+	start := rec[0]
+	ts, err := events.DecodeAs[*events.TurnStarted](start)
+	if err != nil {
+		return err
+	}
+	s, err := e.store.Session(ctx, start.Session)
+	if err != nil {
+		return err
+	}
+	app, ok := e.apps[s.App]
+	if !ok {
+		return events.Errorf(events.CodeInvalid, "the recording uses app %q, which the config does not define", s.App)
+	}
+	agent, ok := app.Agents[ts.Agent]
+	if !ok {
+		return events.Errorf(events.CodeInvalid, "the recording uses agent %q, which app %s does not define", ts.Agent, s.App)
+	}
+	if _, err := e.store.Append(ctx, start.Session, start.Seq-1, rec[:1]); err != nil {
+		return fmt.Errorf("replay turn %s: %w", start.Turn, err)
+	}
+	conv, err := e.conversation(ctx, s)
+	if err != nil {
+		return err
+	}
+	r := e.newRun(ctx, app, agent, start.Session, start.Turn, start.Seq, conv, newRecording(rec), false)
+	r.conv.append(events.UserMessage(ts.Input))
+	res, err := r.drive()
+	if err != nil {
+		return err
+	}
+	if res.Error != nil && res.Error.Code == events.CodeNondeterminism && !recordsFailure(rec, events.CodeNondeterminism) {
+		return &events.Error{Code: events.CodeNondeterminism, Field: res.Error.Path, Message: res.Error.Message}
+	}
+	produced, err := e.store.Events(ctx, start.Session, start.Seq-1)
+	if err != nil {
+		return err
+	}
+	if d := firstDivergence(rec, produced); d != nil {
+		return &events.Error{Code: events.CodeNondeterminism, Field: d.Path, Message: d.Error()}
+	}
+	return nil
+}
+
+func recordsFailure(rec []events.Event, code events.Code) bool {
+	last := rec[len(rec)-1]
+	if last.Type != events.TypeTurnFailed {
+		return false
+	}
+	tf, err := events.DecodeAs[*events.TurnFailed](last)
+	return err == nil && tf.ErrorCode == code
+}
+
+func firstDivergence(rec, got []events.Event) *Divergence {
+	for i := 0; i < len(rec) || i < len(got); i++ {
+		switch {
+		case i >= len(got):
+			return &Divergence{Seq: rec[i].Seq, Type: rec[i].Type, Path: rec[i].Path, Field: "event", Want: rec[i].Type, Got: "nothing"}
+		case i >= len(rec):
+			return &Divergence{Seq: got[i].Seq, Type: got[i].Type, Path: got[i].Path, Field: "event", Want: "nothing", Got: got[i].Type}
+		}
+		a, b := rec[i], got[i]
+		d := &Divergence{Seq: a.Seq, Type: a.Type, Path: a.Path}
+		switch {
+		case a.Type != b.Type:
+			d.Field, d.Want, d.Got = "type", a.Type, b.Type
+		case a.Path != b.Path:
+			d.Field, d.Want, d.Got = "path", a.Path, b.Path
+		case a.Turn != b.Turn:
+			d.Field, d.Want, d.Got = "turn", a.Turn, b.Turn
+		case a.V != b.V:
+			d.Field, d.Want, d.Got = "v", fmt.Sprint(a.V), fmt.Sprint(b.V)
+		case string(a.Data) != string(b.Data):
+			field, want, got := jsonDiff(a.Data, b.Data)
+			d.Field, d.Want, d.Got = "data"+field, want, got
+		default:
+			continue
+		}
+		return d
+	}
+	return nil
+}

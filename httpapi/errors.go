@@ -1,0 +1,78 @@
+package httpapi
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+	"github.com/turnlog/turnlog/events"
+)
+
+type errorBody struct {
+	Error errorDetail `json:"error"`
+}
+
+type errorDetail struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+func statusOf(code events.Code) int {
+	switch code {
+	case events.CodeInvalid:
+		return http.StatusBadRequest
+	case events.CodeNotFound:
+		return http.StatusNotFound
+	case events.CodeConflict:
+		return http.StatusConflict
+	case events.CodePolicyDenied:
+		return http.StatusForbidden
+	}
+	return http.StatusInternalServerError
+}
+
+// errorHandler writes every error in turnlog's shape; unknown errors are logged once
+// by the caller's logger and shown as "internal error".
+func errorHandler(err error, c echo.Context) {
+	if c.Response().Committed {
+		return
+	}
+	status, body := http.StatusInternalServerError, errorDetail{Code: string(events.CodeInternal), Message: "internal error"}
+	var he *echo.HTTPError
+	var te *events.Error
+	switch {
+	case errors.As(err, &te):
+		status, body = statusOf(te.Code), errorDetail{Code: string(te.Code), Message: te.Error()}
+		if te.Code == events.CodeInternal {
+			body.Message = "internal error"
+			c.Logger().Error(err)
+		}
+	case errors.As(err, &he):
+		status = he.Code
+		msg, _ := he.Message.(string)
+		if msg == "" {
+			msg = http.StatusText(status)
+		}
+		body = errorDetail{Code: httpCode(status), Message: msg}
+	default:
+		c.Logger().Error(err)
+	}
+	_ = c.JSON(status, errorBody{Error: body})
+}
+
+func httpCode(status int) string {
+	switch status {
+	case http.StatusNotFound:
+		return string(events.CodeNotFound)
+	case http.StatusUnauthorized:
+		return "unauthorized"
+	case http.StatusRequestEntityTooLarge:
+		return "too_large"
+	case http.StatusMethodNotAllowed:
+		return "method_not_allowed"
+	}
+	if status < 500 {
+		return string(events.CodeInvalid)
+	}
+	return string(events.CodeInternal)
+}

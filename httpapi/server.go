@@ -1,0 +1,76 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
+	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/fsm"
+	"github.com/turnlog/turnlog/projection"
+)
+
+// Reader is what the API reads besides running turns.
+type Reader interface {
+	Session(ctx context.Context, id string) (projection.Session, error)
+	History(ctx context.Context, session string) ([]events.Item, error)
+	Events(ctx context.Context, session string, after int64) ([]events.Event, error)
+	Ping(ctx context.Context) error
+}
+
+// Engine is the part of the turn engine the API drives.
+type Engine interface {
+	CreateSession(ctx context.Context, app, owner string, metadata json.RawMessage) (projection.Session, error)
+	RunTurn(ctx context.Context, session, input string) (*fsm.Result, error)
+}
+
+// Config configures a Server.
+type Config struct {
+	Engine Engine
+	Reader Reader
+	// Keys maps bearer API keys to user names.
+	Keys map[string]string
+	// Dev lets requests without a key act as the user "dev".
+	Dev bool
+	// BodyLimit caps request bodies (default "1M").
+	BodyLimit string
+}
+
+// Server is the HTTP API.
+type Server struct {
+	cfg Config
+	e   *echo.Echo
+}
+
+// New builds the API's echo instance with every route.
+func New(cfg Config) *Server {
+	if cfg.BodyLimit == "" {
+		cfg.BodyLimit = "1M"
+	}
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	e.IPExtractor = echo.ExtractIPDirect()
+	e.HTTPErrorHandler = errorHandler
+	e.Use(middleware.Recover())
+	e.Use(middleware.BodyLimit(cfg.BodyLimit))
+	s := &Server{cfg: cfg, e: e}
+	e.GET("/healthz", s.healthz)
+	v1 := e.Group("/v1", s.authenticate)
+	v1.POST("/sessions", s.createSession)
+	v1.POST("/sessions/:id/turns", s.runTurn)
+	v1.GET("/sessions/:id/history", s.history)
+	v1.GET("/sessions/:id/events", s.events)
+	return s
+}
+
+// Handler returns the http.Handler of the API.
+func (s *Server) Handler() http.Handler { return s.e }
+
+// Echo exposes the echo instance (for route listings and shutdown).
+func (s *Server) Echo() *echo.Echo { return s.e }
+
+func (s *Server) healthz(c echo.Context) error {
+	return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
+}

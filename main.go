@@ -1,0 +1,27 @@
+// Command turnlog runs LLM agents durably on an append-only SQLite event log.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	if err != nil && !errors.Is(err, errSilentExit) {
+		fmt.Fprintln(os.Stderr, "turnlog:", err)
+	}
+	os.Exit(exitCode(err))
+}
+
+// run is the whole CLI; tests call it directly.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	return runWith(ctx, args, stdout, stderr, defaultWiring())
+}

@@ -1,0 +1,66 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"sync"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+	"github.com/turnlog/turnlog/adapters/sqlite"
+	"github.com/turnlog/turnlog/config"
+	"github.com/turnlog/turnlog/examples/demo"
+	"github.com/turnlog/turnlog/fsm"
+)
+
+// wiring is what the binary plugs into configs: the Go function tools it offers and
+// an optional wrapper around every model (tests count and gate calls with it).
+type wiring struct {
+	functions config.Functions
+	wrapModel func(llmID string, m fsm.Model) fsm.Model
+}
+
+func defaultWiring() wiring { return wiring{functions: demo.Functions()} }
+
+func schemaVersion() int { return sqlite.SchemaVersion() }
+
+func (c *cliContext) loadApps(path string) ([]*fsm.App, error) {
+	opts := config.Options{Functions: c.wiring.functions, WrapModel: c.wiring.wrapModel}
+	if path == "" {
+		return config.Load("examples/demo/agent.yaml", demo.Config, opts)
+	}
+	return config.LoadFile(path, opts)
+}
+
+func openStore(ctx context.Context, f commonFlags) (*sqlite.Store, error) {
+	return sqlite.Open(ctx, f.db, sqlite.Options{Synchronous: f.synchronous})
+}
+
+// newIDs returns a goroutine-safe source of monotonic ULIDs.
+func newIDs() func() string {
+	var mu sync.Mutex
+	entropy := ulid.Monotonic(rand.Reader, 0)
+	return func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		return ulid.MustNew(ulid.Timestamp(time.Now()), entropy).String()
+	}
+}
+
+// openEngine opens the store and builds the engine over the configured apps.
+func (c *cliContext) openEngine(ctx context.Context, f commonFlags) (*sqlite.Store, *fsm.Engine, error) {
+	apps, err := c.loadApps(f.config)
+	if err != nil {
+		return nil, nil, err
+	}
+	store, err := openStore(ctx, f)
+	if err != nil {
+		return nil, nil, err
+	}
+	e, err := fsm.New(store, apps, fsm.Options{Clock: time.Now, NewID: newIDs()})
+	if err != nil {
+		store.Close()
+		return nil, nil, err
+	}
+	return store, e, nil
+}
