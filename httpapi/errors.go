@@ -50,7 +50,10 @@ func errorHandler(err error, c echo.Context) {
 	case errors.As(err, &he):
 		status = he.Code
 		msg, _ := he.Message.(string)
-		if msg == "" {
+		switch {
+		case status == http.StatusRequestEntityTooLarge:
+			msg = "request body is too large"
+		case msg == "":
 			msg = http.StatusText(status)
 		}
 		body = errorDetail{Code: httpCode(status), Message: msg}

@@ -1,0 +1,241 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/turnlog/turnlog/adapters/functool"
+	"github.com/turnlog/turnlog/adapters/sqlite"
+	"github.com/turnlog/turnlog/config"
+	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/examples/demo"
+	"github.com/turnlog/turnlog/fsm"
+	"github.com/turnlog/turnlog/httpapi"
+)
+
+type testBundle struct {
+	srv     *httptest.Server
+	release chan struct{} // closes the blocking tool of the "gate" app
+	entered chan struct{} // receives when the blocking tool starts
+}
+
+type noArgs struct{}
+
+// gateApp's only tool blocks until the test releases it, to hold a turn open.
+func gateApp(entered, release chan struct{}) *fsm.App {
+	block := functool.MustNew("block", "waits", func(context.Context, noArgs) (any, error) {
+		entered <- struct{}{}
+		<-release
+		return "released", nil
+	})
+	var calls atomic.Int64
+	model := modelFunc(func(r fsm.ModelRequest) (fsm.ModelResponse, error) {
+		if r.Items[len(r.Items)-1].Type == events.ItemFunctionCallOutput {
+			return fsm.ModelResponse{ModelResponse: events.ModelResponse{Text: "done"}}, nil
+		}
+		return fsm.ModelResponse{ModelResponse: events.ModelResponse{ToolCalls: []events.ToolCall{
+			{ID: fmt.Sprintf("c%d", calls.Add(1)), Name: "block", Arguments: json.RawMessage(`{}`)}}}}, nil
+	})
+	return &fsm.App{Name: "gate", StartAgent: "g", Agents: map[string]*fsm.Agent{
+		"g": {Name: "g", LLM: "m", Model: model, Tools: []fsm.Tool{block}}}}
+}
+
+type modelFunc func(fsm.ModelRequest) (fsm.ModelResponse, error)
+
+func (f modelFunc) Call(_ context.Context, r fsm.ModelRequest) (fsm.ModelResponse, error) { return f(r) }
+
+func setup(t *testing.T) testBundle {
+	t.Helper()
+	store, _ := sqlite.MustOpen(t, sqlite.Options{Synchronous: "OFF"})
+	apps, err := config.Load("demo", demo.Config, config.Options{Functions: demo.Functions()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := testBundle{release: make(chan struct{}), entered: make(chan struct{}, 4)}
+	apps = append(apps, gateApp(b.entered, b.release))
+	var n atomic.Int64
+	e, err := fsm.New(store, apps, fsm.Options{Clock: time.Now, NewID: func() string { return fmt.Sprintf("id%04d", n.Add(1)) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := httpapi.New(httpapi.Config{Engine: e, Reader: store, BodyLimit: "64K",
+		Keys: map[string]string{"key-alice": "alice", "key-bob": "bob"}})
+	b.srv = httptest.NewServer(api.Handler())
+	t.Cleanup(b.srv.Close)
+	t.Cleanup(func() {
+		select {
+		case <-b.release:
+		default:
+			close(b.release)
+		}
+	})
+	return b
+}
+
+type response struct {
+	status int
+	body   map[string]any
+	raw    string
+}
+
+func (b testBundle) do(t *testing.T, method, path, key, body string) response {
+	t.Helper()
+	req, err := http.NewRequest(method, b.srv.URL+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	raw, _ := io.ReadAll(res.Body)
+	r := response{status: res.StatusCode, raw: string(raw)}
+	_ = json.Unmarshal(raw, &r.body)
+	return r
+}
+
+func (r response) errorCode() string {
+	e, _ := r.body["error"].(map[string]any)
+	c, _ := e["code"].(string)
+	return c
+}
+
+func (r response) errorMessage() string {
+	e, _ := r.body["error"].(map[string]any)
+	m, _ := e["message"].(string)
+	return m
+}
+
+func (b testBundle) newSession(t *testing.T, key, app string) string {
+	t.Helper()
+	r := b.do(t, "POST", "/v1/sessions", key, `{"app":"`+app+`","metadata":{"ticket":12}}`)
+	if r.status != http.StatusCreated {
+		t.Fatalf("create session: %d %s", r.status, r.raw)
+	}
+	return r.body["id"].(string)
+}
+
+func TestSessionTurnHistoryEvents(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	r := b.do(t, "POST", "/v1/sessions", "key-alice", `{"app":"demo","metadata":{"ticket":12}}`)
+	if r.status != http.StatusCreated || r.body["app"] != "demo" || r.body["created_at"] == nil {
+		t.Fatalf("create: %d %s", r.status, r.raw)
+	}
+	id := r.body["id"].(string)
+	r = b.do(t, "POST", "/v1/sessions/"+id+"/turns", "key-alice", `{"input":"where is order 42?"}`)
+	if r.status != http.StatusOK || r.body["status"] != "completed" || !strings.Contains(r.body["output"].(string), "shipped") {
+		t.Fatalf("turn: %d %s", r.status, r.raw)
+	}
+	for _, k := range []string{"turn_id", "items", "interrupts", "suspend_payload", "error", "usage"} {
+		if _, ok := r.body[k]; !ok {
+			t.Fatalf("turn response lacks %q: %s", k, r.raw)
+		}
+	}
+	r = b.do(t, "GET", "/v1/sessions/"+id+"/history", "key-alice", "")
+	if items, _ := r.body["items"].([]any); r.status != http.StatusOK || len(items) != 4 {
+		t.Fatalf("history: %d %s", r.status, r.raw)
+	}
+	r = b.do(t, "GET", "/v1/sessions/"+id+"/events", "key-alice", "")
+	all, _ := r.body["events"].([]any)
+	if r.status != http.StatusOK || len(all) != 7 {
+		t.Fatalf("events: %d %s", r.status, r.raw)
+	}
+	r = b.do(t, "GET", "/v1/sessions/"+id+"/events?after=5", "key-alice", "")
+	tail, _ := r.body["events"].([]any)
+	if len(tail) != 2 || tail[0].(map[string]any)["seq"].(float64) != 6 {
+		t.Fatalf("events after 5: %s", r.raw)
+	}
+	if r := b.do(t, "GET", "/healthz", "", ""); r.status != http.StatusOK {
+		t.Fatalf("healthz: %d", r.status)
+	}
+}
+
+func TestErrorStatuses(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	id := b.newSession(t, "key-alice", "demo")
+	turns := "/v1/sessions/" + id + "/turns"
+	cases := []struct {
+		name, method, path, key, body string
+		status                        int
+		code, mentions                string
+	}{
+		{"malformed JSON", "POST", "/v1/sessions", "key-alice", `{"app":`, 400, "invalid", "malformed"},
+		{"unknown field", "POST", "/v1/sessions", "key-alice", `{"app":"demo","colour":1}`, 400, "invalid", "colour"},
+		{"wrong type", "POST", turns, "key-alice", `{"input":42}`, 400, "invalid", "input"},
+		{"integer beyond 2^53", "POST", "/v1/sessions", "key-alice", `{"app":"demo","metadata":{"n":9007199254740993}}`, 400, "invalid", "$.metadata.n"},
+		{"missing app", "POST", "/v1/sessions", "key-alice", `{}`, 400, "invalid", "app"},
+		{"unknown app", "POST", "/v1/sessions", "key-alice", `{"app":"nope"}`, 400, "invalid", "nope"},
+		{"empty input", "POST", turns, "key-alice", `{"input":"  "}`, 400, "invalid", "input"},
+		{"no key", "POST", "/v1/sessions", "", `{"app":"demo"}`, 401, "unauthorized", "key"},
+		{"bad key", "GET", "/v1/sessions/" + id + "/history", "key-mallory", "", 401, "unauthorized", "unknown API key"},
+		{"another user's session", "GET", "/v1/sessions/" + id + "/history", "key-bob", "", 404, "not_found", id},
+		{"another user's turn", "POST", turns, "key-bob", `{"input":"hi"}`, 404, "not_found", id},
+		{"unknown session", "GET", "/v1/sessions/nope/events", "key-alice", "", 404, "not_found", "nope"},
+		{"bad after", "GET", "/v1/sessions/" + id + "/events?after=-1", "key-alice", "", 400, "invalid", "after"},
+		{"resume without suspension", "POST", turns, "key-alice", `{"resume_map":{"x":{"confirmed":true}}}`, 409, "conflict", "no suspended turn"},
+		{"oversized body", "POST", turns, "key-alice", `{"input":"` + strings.Repeat("x", 70<<10) + `"}`, 413, "too_large", "too large"},
+		{"unknown route", "GET", "/v1/nothing", "key-alice", "", 404, "not_found", ""},
+	}
+	for _, tc := range cases {
+		r := b.do(t, tc.method, tc.path, tc.key, tc.body)
+		if r.status != tc.status || r.errorCode() != tc.code || !strings.Contains(r.errorMessage(), tc.mentions) {
+			t.Errorf("%s: got %d %s, want %d %s mentioning %q", tc.name, r.status, r.raw, tc.status, tc.code, tc.mentions)
+		}
+	}
+	// Nothing above changed the session.
+	if r := b.do(t, "GET", "/v1/sessions/"+id+"/events", "key-alice", ""); len(r.body["events"].([]any)) != 1 {
+		t.Fatalf("bad requests changed the log: %s", r.raw)
+	}
+}
+
+func TestConcurrentTurnOnOneSessionIs409(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	id := b.newSession(t, "key-alice", "gate")
+	first := make(chan response, 1)
+	go func() { first <- b.do(t, "POST", "/v1/sessions/"+id+"/turns", "key-alice", `{"input":"one"}`) }()
+	<-b.entered // the first turn is inside its tool
+	r := b.do(t, "POST", "/v1/sessions/"+id+"/turns", "key-alice", `{"input":"two"}`)
+	if r.status != http.StatusConflict || r.errorCode() != "conflict" {
+		t.Fatalf("second turn while the first runs: %d %s", r.status, r.raw)
+	}
+	close(b.release)
+	if r := <-first; r.status != http.StatusOK || r.body["status"] != "completed" {
+		t.Fatalf("first turn: %d %s", r.status, r.raw)
+	}
+}
+
+func TestDevModeActsAsDev(t *testing.T) {
+	t.Parallel()
+	store, _ := sqlite.MustOpen(t, sqlite.Options{Synchronous: "OFF"})
+	apps, _ := config.Load("demo", demo.Config, config.Options{Functions: demo.Functions()})
+	e, _ := fsm.New(store, apps, fsm.Options{Clock: time.Now, NewID: func() string { return "s1" }})
+	srv := httptest.NewServer(httpapi.New(httpapi.Config{Engine: e, Reader: store, Dev: true}).Handler())
+	defer srv.Close()
+	res, err := http.Post(srv.URL+"/v1/sessions", "application/json", bytes.NewBufferString(`{"app":"demo"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var body map[string]any
+	_ = json.NewDecoder(res.Body).Decode(&body)
+	if res.StatusCode != http.StatusCreated || body["owner"] != "dev" {
+		t.Fatalf("dev create: %d %v", res.StatusCode, body)
+	}
+}
