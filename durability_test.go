@@ -1,0 +1,368 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/turnlog/turnlog/adapters/functool"
+	"github.com/turnlog/turnlog/adapters/sqlite"
+	"github.com/turnlog/turnlog/examples/demo"
+	"github.com/turnlog/turnlog/fsm"
+)
+
+// The durability tests run the real CLI in a child process (this test binary, started
+// with TURNLOG_CRASH_CHILD=1), kill it with SIGKILL at a chosen point of a turn, and
+// restart it on the same database file. Tools and the model count their calls in
+// files; "gate" files make a tool or a model call block, which is where the kill lands.
+const childEnv = "TURNLOG_CRASH_CHILD"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(childEnv) == "1" {
+		err := runWith(context.Background(), os.Args[1:], os.Stdout, os.Stderr, crashWiring(os.Getenv("CRASH_DIR")))
+		if err != nil && err != errSilentExit {
+			fmt.Fprintln(os.Stderr, "turnlog:", err)
+		}
+		os.Exit(exitCode(err))
+	}
+	os.Exit(m.Run())
+}
+
+// countAndGate appends a line to dir/name.count and blocks forever if dir/block-name exists.
+func countAndGate(dir, name, line string) int {
+	f, err := os.OpenFile(filepath.Join(dir, name+".count"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Fprintln(f, line)
+	f.Sync()
+	f.Close()
+	n := len(readLines(filepath.Join(dir, name+".count")))
+	for _, gate := range []string{"block-" + name, fmt.Sprintf("block-%s-%d", name, n)} {
+		if _, err := os.Stat(filepath.Join(dir, gate)); err == nil {
+			select {} // held here until the parent kills the process
+		}
+	}
+	return n
+}
+
+func readLines(path string) []string {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	return strings.Fields(string(raw))
+}
+
+type noArgs struct{}
+
+type countedModel struct {
+	fsm.Model
+	dir string
+}
+
+func (m countedModel) Call(ctx context.Context, r fsm.ModelRequest) (fsm.ModelResponse, error) {
+	countAndGate(m.dir, "model", strconv.Itoa(len(r.Items)))
+	return m.Model.Call(ctx, r)
+}
+
+func crashWiring(dir string) wiring {
+	fns := demo.Functions()
+	for _, name := range []string{"counted_write", "counted_read"} {
+		fns[name] = functool.MustNew(name, "counts its calls", func(context.Context, noArgs) (any, error) {
+			return map[string]int{"call": countAndGate(dir, name, "run")}, nil
+		})
+	}
+	return wiring{functions: fns, wrapModel: func(_ string, m fsm.Model) fsm.Model { return countedModel{m, dir} }}
+}
+
+const crashConfig = `
+apps:
+  crash:
+    start_agent: worker
+    llms:
+      script:
+        provider: scripted
+        rules:
+          - when: {after_tool: counted_read}
+            reply: "read done"
+          - when: {input: "chain", after_tool: counted_write}
+            tools: [{name: counted_read}]
+          - when: {after_tool: counted_write}
+            reply: "write done"
+          - when: {input: "^(write|chain)"}
+            tools: [{name: counted_write}]
+          - when: {input: "^read"}
+            tools: [{name: counted_read}]
+          - reply: "hello"
+    tools:
+      counted_write: {idempotent: false}
+      counted_read: {idempotent: true}
+    agents:
+      worker: {llm: script, tools: [counted_write, counted_read]}
+`
+
+type crashBundle struct {
+	dir, db, cfg string
+	session      *string // set by the first, committed turn; the crashed turn continues it
+}
+
+func setupCrash(t *testing.T) crashBundle {
+	t.Helper()
+	dir := t.TempDir()
+	b := crashBundle{dir: dir, db: filepath.Join(dir, "turnlog.db"), cfg: filepath.Join(dir, "agent.yaml"), session: new(string)}
+	if err := os.WriteFile(b.cfg, []byte(crashConfig), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func (b crashBundle) child(args ...string) *exec.Cmd {
+	full := []string{"run", "--app", "crash", "--config", b.cfg, "--db", b.db}
+	if *b.session != "" {
+		full = append(full, "--session", *b.session)
+	}
+	full = append(full, args...)
+	cmd := exec.Command(os.Args[0], full...)
+	cmd.Env = append(os.Environ(), childEnv+"=1", "CRASH_DIR="+b.dir)
+	return cmd
+}
+
+func (b crashBundle) gate(t *testing.T, name string, on bool) {
+	t.Helper()
+	path := filepath.Join(b.dir, "block-"+name)
+	if on {
+		if err := os.WriteFile(path, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	} else if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (b crashBundle) count(name string) []string { return readLines(filepath.Join(b.dir, name+".count")) }
+
+// eventTypes reads the log with plain SQL, as an operator would.
+func (b crashBundle) eventTypes(t *testing.T) []string {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+b.db+"?mode=ro&_pragma=busy_timeout(5000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rows, err := db.Query(`SELECT type || coalesce(nullif(':' || path, ':'), '') FROM events ORDER BY id`)
+	if err != nil {
+		return nil // the child may not have created the schema yet
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var s string
+		rows.Scan(&s)
+		out = append(out, s)
+	}
+	return out
+}
+
+// crashAt starts a turn and SIGKILLs the child once cond holds.
+func (b crashBundle) crashAt(t *testing.T, input string, cond func() bool) {
+	t.Helper()
+	cmd := b.child(input)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatalf("kill point never reached; log: %v", b.eventTypes(t))
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	err := cmd.Wait()
+	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || ws.Signal() != syscall.SIGKILL {
+		t.Fatalf("child was not killed by SIGKILL: %v", err)
+	}
+}
+
+// restart runs the CLI again on the same file: it recovers the in-flight turn.
+func (b crashBundle) restart(t *testing.T) string {
+	t.Helper()
+	out, err := b.child().CombinedOutput()
+	if err != nil {
+		t.Fatalf("restart: %v\n%s", err, out)
+	}
+	return string(out)
+}
+
+func (b crashBundle) committedFirstTurn(t *testing.T) {
+	t.Helper()
+	out, err := b.child("hi").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "hello") {
+		t.Fatalf("first turn: %v\n%s", err, out)
+	}
+	_, rest, _ := strings.Cut(string(out), "session ")
+	*b.session, _, _ = strings.Cut(rest, "\n")
+}
+
+// after checks the database after the restart: the first turn is intact and the
+// crashed turn ended as wanted.
+func (b crashBundle) after(t *testing.T, wantStatus, wantCode string) []string {
+	t.Helper()
+	ctx := context.Background()
+	store, err := sqlite.Open(ctx, b.db, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	turns, err := store.RunningTurns(ctx)
+	if err != nil || len(turns) != 0 {
+		t.Fatalf("turns still running after restart: %v %v", turns, err)
+	}
+	db, _ := sql.Open("sqlite", "file:"+b.db+"?mode=ro")
+	defer db.Close()
+	var statuses []string
+	rows, err := db.Query(`SELECT status || '/' || coalesce(error_code, '') FROM turns ORDER BY start_seq`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var s string
+		rows.Scan(&s)
+		statuses = append(statuses, s)
+	}
+	if want := []string{"committed/", wantStatus + "/" + wantCode}; strings.Join(statuses, ",") != strings.Join(want, ",") {
+		t.Fatalf("turns = %v, want %v", statuses, want)
+	}
+	var history []string
+	hrows, _ := db.Query(`SELECT coalesce(content, name, output) FROM history ORDER BY seq, idx`)
+	defer hrows.Close()
+	for hrows.Next() {
+		var s string
+		hrows.Scan(&s)
+		history = append(history, s)
+	}
+	if len(history) < 2 || history[0] != "hi" || history[1] != "hello" {
+		t.Fatalf("the committed first turn is not intact: %v", history)
+	}
+	return history
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func TestCrashAfterToolScheduledNonIdempotentFailsUnknown(t *testing.T) {
+	t.Parallel()
+	b := setupCrash(t)
+	b.committedFirstTurn(t)
+	b.gate(t, "counted_write", true)
+	b.crashAt(t, "write it", func() bool { return len(b.count("counted_write")) == 1 })
+	if evs := b.eventTypes(t); !contains(evs, "ToolScheduled:worker/tool/call_3_1") || contains(evs, "ToolResulted:worker/tool/call_3_1") {
+		t.Fatalf("kill point: log = %v", evs)
+	}
+	b.gate(t, "counted_write", false)
+	out := b.restart(t)
+	if !strings.Contains(out, "tool_outcome_unknown") {
+		t.Fatalf("restart output: %s", out)
+	}
+	if got := len(b.count("counted_write")); got != 1 {
+		t.Fatalf("non-idempotent tool ran %d times, want 1", got)
+	}
+	history := b.after(t, "failed", "tool_outcome_unknown")
+	if len(history) != 2 {
+		t.Fatalf("the failed turn committed items: %v", history)
+	}
+}
+
+func TestCrashAfterToolScheduledIdempotentReruns(t *testing.T) {
+	t.Parallel()
+	b := setupCrash(t)
+	b.committedFirstTurn(t)
+	b.gate(t, "counted_read", true)
+	b.crashAt(t, "read it", func() bool { return len(b.count("counted_read")) == 1 })
+	b.gate(t, "counted_read", false)
+	out := b.restart(t)
+	if !strings.Contains(out, "completed: read done") {
+		t.Fatalf("restart output: %s", out)
+	}
+	if got := len(b.count("counted_read")); got != 2 {
+		t.Fatalf("idempotent tool ran %d times, want 2 (once cut, once re-run)", got)
+	}
+	// turn one: one call with 1 item; turn two: model/1 (3 items) is durable and not
+	// repeated; model/2 (5 items) runs after the restart.
+	if models := b.count("model"); strings.Join(models, ",") != "1,3,5" {
+		t.Fatalf("model calls (items per request) = %v, want 1,3,5", models)
+	}
+	b.after(t, "committed", "")
+}
+
+func TestCrashAfterToolResultedNeverRerunsTool(t *testing.T) {
+	t.Parallel()
+	b := setupCrash(t)
+	b.committedFirstTurn(t)
+	b.gate(t, "model-3", true) // the model call that would follow the tool result
+	b.crashAt(t, "write it", func() bool {
+		return len(b.count("model")) == 3 && contains(b.eventTypes(t), "ToolResulted:worker/tool/call_3_1")
+	})
+	if evs := b.eventTypes(t); contains(evs, "ModelCalled:worker/model/2") {
+		t.Fatalf("kill point: the next model call is already durable: %v", evs)
+	}
+	b.gate(t, "model-3", false)
+	out := b.restart(t)
+	if !strings.Contains(out, "completed: write done") {
+		t.Fatalf("restart output: %s", out)
+	}
+	if got := len(b.count("counted_write")); got != 1 {
+		t.Fatalf("tool with a durable result ran %d times, want 1", got)
+	}
+	// 1: turn one; 3: model/1 of turn two (durable, never repeated); 5, 5: model/2 cut
+	// before it was recorded, then made again after the restart.
+	if models := b.count("model"); strings.Join(models, ",") != "1,3,5,5" {
+		t.Fatalf("model calls (items per request) = %v, want 1,3,5,5", models)
+	}
+	b.after(t, "committed", "")
+}
+
+func TestCrashAfterNextModelCalledDoesNotRepeatIt(t *testing.T) {
+	t.Parallel()
+	b := setupCrash(t)
+	b.committedFirstTurn(t)
+	b.gate(t, "counted_read", true) // the tool the second model call schedules
+	b.crashAt(t, "chain write then read", func() bool { return len(b.count("counted_read")) == 1 })
+	if evs := b.eventTypes(t); !contains(evs, "ModelCalled:worker/model/2") {
+		t.Fatalf("kill point: model/2 not durable: %v", evs)
+	}
+	b.gate(t, "counted_read", false)
+	out := b.restart(t)
+	if !strings.Contains(out, "completed: read done") {
+		t.Fatalf("restart output: %s", out)
+	}
+	if got := len(b.count("counted_write")); got != 1 {
+		t.Fatalf("counted_write ran %d times, want 1", got)
+	}
+	// model/1 (3 items) and model/2 (5 items) were durable: neither is repeated;
+	// model/3 (7 items) runs after the restart.
+	if models := b.count("model"); strings.Join(models, ",") != "1,3,5,7" {
+		t.Fatalf("model calls (items per request) = %v, want 1,3,5,7", models)
+	}
+	b.after(t, "committed", "")
+}
