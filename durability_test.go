@@ -148,7 +148,9 @@ func (b crashBundle) gate(t *testing.T, name string, on bool) {
 	}
 }
 
-func (b crashBundle) count(name string) []string { return readLines(filepath.Join(b.dir, name+".count")) }
+func (b crashBundle) count(name string) []string {
+	return readLines(filepath.Join(b.dir, name+".count"))
+}
 
 // eventTypes reads the log with plain SQL, as an operator would.
 func (b crashBundle) eventTypes(t *testing.T) []string {

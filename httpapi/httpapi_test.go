@@ -51,7 +51,9 @@ func gateApp(entered, release chan struct{}) *fsm.App {
 
 type modelFunc func(fsm.ModelRequest) (fsm.ModelResponse, error)
 
-func (f modelFunc) Call(_ context.Context, r fsm.ModelRequest) (fsm.ModelResponse, error) { return f(r) }
+func (f modelFunc) Call(_ context.Context, r fsm.ModelRequest) (fsm.ModelResponse, error) {
+	return f(r)
+}
 
 func setup(t *testing.T) testBundle {
 	t.Helper()
