@@ -5,13 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"math/big"
 	"reflect"
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // MaxExactInteger is the largest magnitude an integer may have in a durable record:
@@ -33,21 +33,22 @@ func (e *CanonicalError) AsError() *Error {
 	return &Error{Code: CodeInvalid, Field: e.Path, Message: e.Reason}
 }
 
-// Canonicalize rewrites JSON text in turnlog's canonical form: object keys sorted,
-// no insignificant whitespace, integral numbers written as integers, duplicate keys,
-// integers beyond ±2^53 and non-finite numbers refused with an error naming the path.
+// Canonicalize rewrites JSON text in turnlog's canonical form: object keys sorted
+// (bytewise), no insignificant whitespace, integral numbers written as integers,
+// strings escaped minimally; duplicate keys, integers beyond ±2^53 and non-finite
+// numbers are refused with an error naming the path.
 func Canonicalize(raw []byte) ([]byte, error) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var out bytes.Buffer
-	out.Grow(len(raw))
-	if err := canonValue(dec, &out, "$"); err != nil {
+	p := canonParser{in: raw}
+	out := make([]byte, 0, len(raw))
+	out, err := p.value(out)
+	if err != nil {
 		return nil, err
 	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, &CanonicalError{Path: "$", Reason: "trailing data after the JSON value"}
+	p.skipSpace()
+	if p.pos != len(p.in) {
+		return nil, p.fail("trailing data after the JSON value")
 	}
-	return out.Bytes(), nil
+	return out, nil
 }
 
 // Marshal encodes v with encoding/json and canonicalizes the result.
@@ -74,142 +75,278 @@ func MustMarshal(v any) []byte {
 	return b
 }
 
-func canonValue(dec *json.Decoder, out *bytes.Buffer, path string) error {
-	tok, err := dec.Token()
-	if err != nil {
-		return &CanonicalError{Path: path, Reason: "malformed JSON: " + err.Error()}
-	}
-	switch t := tok.(type) {
-	case json.Delim:
-		switch t {
-		case '{':
-			return canonObject(dec, out, path)
-		case '[':
-			return canonArray(dec, out, path)
-		}
-		return &CanonicalError{Path: path, Reason: "unexpected " + t.String()}
-	case string:
-		writeString(out, t)
-	case json.Number:
-		return canonNumber(out, t, path)
-	case bool:
-		if t {
-			out.WriteString("true")
-		} else {
-			out.WriteString("false")
-		}
-	case nil:
-		out.WriteString("null")
-	}
-	return nil
+// canonParser is a single-pass JSON parser that writes the canonical form as it
+// goes. The path of the current value is kept as a stack and rendered only on error.
+type canonParser struct {
+	in   []byte
+	pos  int
+	path []string // ".key", `["odd key"]` or "[3]" per level
 }
 
-func canonObject(dec *json.Decoder, out *bytes.Buffer, path string) error {
-	type member struct {
-		key string
-		val []byte
+func (p *canonParser) fail(reason string) *CanonicalError {
+	return &CanonicalError{Path: "$" + strings.Join(p.path, ""), Reason: reason}
+}
+
+func (p *canonParser) skipSpace() {
+	for p.pos < len(p.in) {
+		switch p.in[p.pos] {
+		case ' ', '\t', '\n', '\r':
+			p.pos++
+		default:
+			return
+		}
 	}
-	var members []member
-	seen := map[string]bool{}
-	for dec.More() {
-		tok, err := dec.Token()
+}
+
+func (p *canonParser) value(out []byte) ([]byte, error) {
+	p.skipSpace()
+	if p.pos >= len(p.in) {
+		return nil, p.fail("malformed JSON: unexpected end of input")
+	}
+	switch c := p.in[p.pos]; {
+	case c == '{':
+		return p.object(out)
+	case c == '[':
+		return p.array(out)
+	case c == '"':
+		s, err := p.str()
 		if err != nil {
-			return &CanonicalError{Path: path, Reason: "malformed JSON: " + err.Error()}
+			return nil, err
 		}
-		key, ok := tok.(string)
-		if !ok {
-			return &CanonicalError{Path: path, Reason: "object key is not a string"}
+		return appendString(out, s), nil
+	case c == '-' || c >= '0' && c <= '9':
+		return p.number(out)
+	default:
+		for _, lit := range []string{"true", "false", "null"} {
+			if bytes.HasPrefix(p.in[p.pos:], []byte(lit)) {
+				p.pos += len(lit)
+				return append(out, lit...), nil
+			}
 		}
-		childPath := memberPath(path, key)
-		if seen[key] {
-			return &CanonicalError{Path: childPath, Reason: "duplicate key"}
-		}
-		seen[key] = true
-		var val bytes.Buffer
-		if err := canonValue(dec, &val, childPath); err != nil {
-			return err
-		}
-		members = append(members, member{key, val.Bytes()})
 	}
-	if _, err := dec.Token(); err != nil {
-		return &CanonicalError{Path: path, Reason: "malformed JSON: " + err.Error()}
+	return nil, p.fail(fmt.Sprintf("malformed JSON: unexpected %q at offset %d", p.in[p.pos], p.pos))
+}
+
+type member struct {
+	key string
+	val []byte
+}
+
+func (p *canonParser) object(out []byte) ([]byte, error) {
+	p.pos++ // '{'
+	var members []member
+	p.skipSpace()
+	if p.pos < len(p.in) && p.in[p.pos] == '}' {
+		p.pos++
+		return append(out, '{', '}'), nil
+	}
+	for {
+		p.skipSpace()
+		if p.pos >= len(p.in) || p.in[p.pos] != '"' {
+			return nil, p.fail("malformed JSON: expected an object key")
+		}
+		key, err := p.str()
+		if err != nil {
+			return nil, err
+		}
+		p.skipSpace()
+		if p.pos >= len(p.in) || p.in[p.pos] != ':' {
+			return nil, p.fail("malformed JSON: expected ':' after an object key")
+		}
+		p.pos++
+		p.path = append(p.path, memberPath("", key))
+		val, err := p.value(nil)
+		if err != nil {
+			return nil, err
+		}
+		p.path = p.path[:len(p.path)-1]
+		members = append(members, member{key, val})
+		p.skipSpace()
+		if p.pos >= len(p.in) {
+			return nil, p.fail("malformed JSON: unterminated object")
+		}
+		if p.in[p.pos] == ',' {
+			p.pos++
+			continue
+		}
+		if p.in[p.pos] != '}' {
+			return nil, p.fail("malformed JSON: expected ',' or '}' in an object")
+		}
+		p.pos++
+		break
 	}
 	sort.Slice(members, func(i, j int) bool { return members[i].key < members[j].key })
-	out.WriteByte('{')
+	out = append(out, '{')
 	for i, m := range members {
 		if i > 0 {
-			out.WriteByte(',')
+			if m.key == members[i-1].key {
+				p.path = append(p.path, memberPath("", m.key))
+				return nil, p.fail("duplicate key")
+			}
+			out = append(out, ',')
 		}
-		writeString(out, m.key)
-		out.WriteByte(':')
-		out.Write(m.val)
+		out = appendString(out, m.key)
+		out = append(out, ':')
+		out = append(out, m.val...)
 	}
-	out.WriteByte('}')
-	return nil
+	return append(out, '}'), nil
 }
 
-func canonArray(dec *json.Decoder, out *bytes.Buffer, path string) error {
-	out.WriteByte('[')
-	for i := 0; dec.More(); i++ {
+func (p *canonParser) array(out []byte) ([]byte, error) {
+	p.pos++ // '['
+	out = append(out, '[')
+	p.skipSpace()
+	if p.pos < len(p.in) && p.in[p.pos] == ']' {
+		p.pos++
+		return append(out, ']'), nil
+	}
+	for i := 0; ; i++ {
 		if i > 0 {
-			out.WriteByte(',')
+			out = append(out, ',')
 		}
-		if err := canonValue(dec, out, path+"["+strconv.Itoa(i)+"]"); err != nil {
-			return err
+		p.path = append(p.path, "["+strconv.Itoa(i)+"]")
+		var err error
+		if out, err = p.value(out); err != nil {
+			return nil, err
 		}
+		p.path = p.path[:len(p.path)-1]
+		p.skipSpace()
+		if p.pos >= len(p.in) {
+			return nil, p.fail("malformed JSON: unterminated array")
+		}
+		if p.in[p.pos] == ',' {
+			p.pos++
+			continue
+		}
+		if p.in[p.pos] != ']' {
+			return nil, p.fail("malformed JSON: expected ',' or ']' in an array")
+		}
+		p.pos++
+		return append(out, ']'), nil
 	}
-	if _, err := dec.Token(); err != nil {
-		return &CanonicalError{Path: path, Reason: "malformed JSON: " + err.Error()}
-	}
-	out.WriteByte(']')
-	return nil
 }
 
-var maxExact = big.NewInt(MaxExactInteger)
-
-func canonNumber(out *bytes.Buffer, n json.Number, path string) error {
-	s := string(n)
-	if !strings.ContainsAny(s, ".eE") {
-		v, ok := new(big.Int).SetString(s, 10)
-		if !ok {
-			return &CanonicalError{Path: path, Reason: "malformed number " + s}
+// str reads a JSON string token and returns its value.
+func (p *canonParser) str() (string, error) {
+	start := p.pos
+	p.pos++ // '"'
+	simple := true
+	for p.pos < len(p.in) {
+		c := p.in[p.pos]
+		switch {
+		case c == '"':
+			p.pos++
+			raw := p.in[start:p.pos]
+			if simple {
+				return string(raw[1 : len(raw)-1]), nil
+			}
+			var s string
+			if err := json.Unmarshal(raw, &s); err != nil {
+				return "", p.fail("malformed JSON: bad string: " + err.Error())
+			}
+			return s, nil
+		case c == '\\':
+			simple = false
+			p.pos += 2
+		case c < 0x20:
+			return "", p.fail("malformed JSON: control character in a string")
+		case c >= utf8.RuneSelf:
+			simple = false
+			p.pos++
+		default:
+			p.pos++
 		}
-		if v.CmpAbs(maxExact) > 0 {
-			return &CanonicalError{Path: path, Reason: "integer " + s + " is beyond ±2^53 and cannot be stored exactly"}
-		}
-		out.WriteString(v.String()) // drops "-0" to "0"
-		return nil
 	}
-	f, err := strconv.ParseFloat(s, 64)
-	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
-		return &CanonicalError{Path: path, Reason: "number " + s + " is not a finite double"}
-	}
-	return writeFloat(out, f, path)
+	return "", p.fail("malformed JSON: unterminated string")
 }
 
-func writeFloat(out *bytes.Buffer, f float64, path string) error {
-	if f == math.Trunc(f) {
-		if math.Abs(f) > MaxExactInteger {
-			return &CanonicalError{Path: path, Reason: "integral number " + strconv.FormatFloat(f, 'g', -1, 64) + " is beyond ±2^53 and cannot be stored exactly"}
+// appendString writes s as a JSON string the way encoding/json does with HTML
+// escaping off: the one canonical spelling of every string.
+func appendString(out []byte, s string) []byte {
+	plain := true
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= utf8.RuneSelf {
+			plain = false
+			break
 		}
-		out.WriteString(strconv.FormatInt(int64(f), 10))
-		return nil
 	}
-	// encoding/json formats floats the ECMAScript way, which is stable and shortest.
-	b, err := json.Marshal(f)
-	if err != nil {
-		return &CanonicalError{Path: path, Reason: err.Error()}
+	if plain {
+		out = append(out, '"')
+		out = append(out, s...)
+		return append(out, '"')
 	}
-	out.Write(b)
-	return nil
-}
-
-func writeString(out *bytes.Buffer, s string) {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(s) // encoding a string cannot fail
-	out.Write(bytes.TrimSuffix(b.Bytes(), []byte{'\n'}))
+	return append(out, bytes.TrimSuffix(b.Bytes(), []byte{'\n'})...)
+}
+
+var maxExact = big.NewInt(MaxExactInteger)
+
+func (p *canonParser) number(out []byte) ([]byte, error) {
+	start := p.pos
+	if p.in[p.pos] == '-' {
+		p.pos++
+	}
+	digits := func() int {
+		n := 0
+		for p.pos < len(p.in) && p.in[p.pos] >= '0' && p.in[p.pos] <= '9' {
+			p.pos++
+			n++
+		}
+		return n
+	}
+	intStart := p.pos
+	if n := digits(); n == 0 || (n > 1 && p.in[intStart] == '0') {
+		return nil, p.fail("malformed JSON: bad number")
+	}
+	integral := true
+	if p.pos < len(p.in) && p.in[p.pos] == '.' {
+		p.pos++
+		integral = false
+		if digits() == 0 {
+			return nil, p.fail("malformed JSON: bad number")
+		}
+	}
+	if p.pos < len(p.in) && (p.in[p.pos] == 'e' || p.in[p.pos] == 'E') {
+		p.pos++
+		integral = false
+		if p.pos < len(p.in) && (p.in[p.pos] == '+' || p.in[p.pos] == '-') {
+			p.pos++
+		}
+		if digits() == 0 {
+			return nil, p.fail("malformed JSON: bad number")
+		}
+	}
+	s := string(p.in[start:p.pos])
+	if integral {
+		if len(s) <= 16 { // fits in int64 without question
+			n, _ := strconv.ParseInt(s, 10, 64)
+			if n > MaxExactInteger || n < -MaxExactInteger {
+				return nil, p.fail("integer " + s + " is beyond ±2^53 and cannot be stored exactly")
+			}
+			return strconv.AppendInt(out, n, 10), nil // "-0" becomes "0"
+		}
+		v, _ := new(big.Int).SetString(s, 10)
+		if v.CmpAbs(maxExact) > 0 {
+			return nil, p.fail("integer " + s + " is beyond ±2^53 and cannot be stored exactly")
+		}
+		return append(out, v.String()...), nil
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
+		return nil, p.fail("number " + s + " is not a finite double")
+	}
+	if f == math.Trunc(f) {
+		if math.Abs(f) > MaxExactInteger {
+			return nil, p.fail("integral number " + s + " is beyond ±2^53 and cannot be stored exactly")
+		}
+		return strconv.AppendInt(out, int64(f), 10), nil
+	}
+	// encoding/json formats floats the ECMAScript way: stable and shortest.
+	b, _ := json.Marshal(f)
+	return append(out, b...), nil
 }
 
 func memberPath(parent, key string) string {

@@ -21,6 +21,9 @@ func FuzzCanonicalize(f *testing.F) {
 		if err != nil {
 			return
 		}
+		if !json.Valid(in) {
+			t.Fatalf("accepted invalid JSON %q as %q", in, out)
+		}
 		if !json.Valid(out) {
 			t.Fatalf("Canonicalize(%q) = %q, not valid JSON", in, out)
 		}

@@ -18,6 +18,10 @@ type Event struct {
 	V       int             `json:"v"`
 	Data    json.RawMessage `json:"data"`
 	At      time.Time       `json:"at"`
+
+	// payload is the typed body an event was built from, so that folding a fresh
+	// event does not decode its own data again. Events read back have none.
+	payload Payload
 }
 
 // Payload is a typed event body. EventType is the stable name stored in the log.
@@ -32,7 +36,7 @@ func New(turn, path string, p Payload) (Event, error) {
 	if err != nil {
 		return Event{}, fmt.Errorf("encode %s: %w", p.EventType(), err)
 	}
-	return Event{Turn: turn, Type: p.EventType(), Path: path, V: p.SchemaVersion(), Data: data}, nil
+	return Event{Turn: turn, Type: p.EventType(), Path: path, V: p.SchemaVersion(), Data: data, payload: p}, nil
 }
 
 // MustNew is New for payloads turnlog builds itself from already-canonical parts.
@@ -46,7 +50,11 @@ func MustNew(turn, path string, p Payload) Event {
 
 // Decode returns the typed payload of ev. An unknown type or version, or data that does
 // not fit the type, is a corrupt_log error naming the event; it never panics.
+// The payload may be shared with the event's builder: callers must not modify it.
 func Decode(ev Event) (Payload, error) {
+	if ev.payload != nil {
+		return ev.payload, nil
+	}
 	p := newPayload(ev.Type, ev.V)
 	if p == nil {
 		return nil, &Error{Code: CodeCorruptLog, Field: fmt.Sprintf("seq %d", ev.Seq),

@@ -3,6 +3,8 @@ package fsm
 import (
 	"encoding/json"
 	"fmt"
+
+	"github.com/turnlog/turnlog/events"
 )
 
 // Defaults for an agent's limits.
@@ -31,6 +33,9 @@ type Agent struct {
 	MaxTurns     int
 	MaxToolCalls int
 	LoopFail     int
+
+	// hashes of the request parts that never change for this agent, set by Validate.
+	instructionsHash, toolsHash, settingsHash string
 }
 
 // Validate checks an app's wiring and fills limit defaults.
@@ -65,6 +70,11 @@ func (a *App) Validate() error {
 		if len(ag.Settings) == 0 {
 			ag.Settings = json.RawMessage(`{}`)
 		}
+		specs, err := events.Marshal(specsOf(ag.Tools))
+		if err != nil {
+			return fmt.Errorf("app %s: agent %s: tool schemas: %w", a.Name, name, err)
+		}
+		ag.instructionsHash, ag.toolsHash, ag.settingsHash = hashOf([]byte(ag.Instructions)), hashOf(specs), hashOf(ag.Settings)
 	}
 	return nil
 }

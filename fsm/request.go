@@ -50,14 +50,10 @@ func hashOf(b []byte) string {
 
 // requestParts hashes the parts of a model request.
 func requestParts(ag *Agent, c *conversation) events.RequestParts {
-	specs := make([]ToolSpec, len(ag.Tools))
-	for i, t := range ag.Tools {
-		specs[i] = t.Spec()
-	}
 	return events.RequestParts{
-		Instructions: hashOf([]byte(ag.Instructions)),
-		Tools:        hashOf(events.MustMarshal(specs)),
-		Settings:     hashOf(ag.Settings),
+		Instructions: ag.instructionsHash,
+		Tools:        ag.toolsHash,
+		Settings:     ag.settingsHash,
 		Items:        len(c.items),
 		ItemsHash:    c.hash(),
 	}

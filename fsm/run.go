@@ -30,6 +30,10 @@ type run struct {
 	loopKey    string
 	loopCount  int
 	committed  bool
+	// deferred holds results of idempotent tools: they join the run's next commit
+	// instead of paying an fsync of their own (a crash before it re-runs the tool,
+	// which is safe only because it is idempotent).
+	deferred []events.Event
 }
 
 func (e *Engine) newRun(ctx context.Context, app *App, agent *Agent, session, turn string, seq int64,
@@ -39,9 +43,11 @@ func (e *Engine) newRun(ctx context.Context, app *App, agent *Agent, session, tu
 		m: NewMachine(StateStarted), modelCalls: map[string]int{}, toolCalls: map[string]int{}}
 }
 
-// emit appends events that are not already in the log, in one transaction.
+// emit appends events that are not already in the log, after any deferred results,
+// in one transaction.
 func (r *run) emit(evs ...events.Event) error {
-	batch := make([]events.Event, 0, len(evs))
+	batch := make([]events.Event, 0, len(r.deferred)+len(evs))
+	batch = append(batch, r.deferred...)
 	for _, ev := range evs {
 		if r.inLog && r.rec.has(ev.Type, ev.Path) {
 			continue
@@ -56,6 +62,7 @@ func (r *run) emit(evs ...events.Event) error {
 		return fmt.Errorf("append to %s after %d: %w", r.session, r.seq, err)
 	}
 	r.seq = out[len(out)-1].Seq
+	r.deferred = r.deferred[:0]
 	return nil
 }
 

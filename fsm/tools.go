@@ -137,8 +137,12 @@ func (r *run) runSlots(slots []*toolSlot) error {
 			continue
 		}
 		ev, err := events.New(r.turn, d.s.path, d.tr)
-		if err == nil {
-			err = r.emit(ev)
+		switch {
+		case err != nil:
+		case d.s.tool != nil && d.s.tool.Spec().Idempotent:
+			r.deferred = append(r.deferred, ev)
+		default:
+			err = r.emit(ev) // durable now: a finished side effect must never look unknown
 		}
 		firstErr = err
 	}

@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 
 	"github.com/turnlog/turnlog/events"
@@ -23,24 +22,24 @@ func nullInt(n int64) any {
 	return n
 }
 
-func (w *writer) applyChanges(ctx context.Context, tx *sql.Tx, changes []projection.Change) error {
+func (w *writer) applyChanges(ctx context.Context, changes []projection.Change) error {
 	for _, c := range changes {
 		var err error
 		switch c := c.(type) {
 		case projection.SessionOpened:
 			s := c.Session
-			_, err = tx.StmtContext(ctx, w.sessOpen).ExecContext(ctx, s.ID, s.App, s.Owner, nullString(string(s.Metadata)),
+			_, err = w.sessOpen.ExecContext(ctx, s.ID, s.App, s.Owner, nullString(string(s.Metadata)),
 				formatTime(s.CreatedAt), c.CreatedSeq, s.ActiveAgent, nullString(s.ParentID), nullInt(s.ParentSeq))
 		case projection.TurnOpened:
-			_, err = tx.StmtContext(ctx, w.turnOpen).ExecContext(ctx, c.Session, c.Turn, c.Seq, c.Input, c.Agent, formatTime(c.At))
+			_, err = w.turnOpen.ExecContext(ctx, c.Session, c.Turn, c.Seq, c.Input, c.Agent, formatTime(c.At))
 		case projection.TurnProgressed:
-			_, err = tx.StmtContext(ctx, w.turnProgress).ExecContext(ctx, c.ModelCalls, c.ToolCalls,
+			_, err = w.turnProgress.ExecContext(ctx, c.ModelCalls, c.ToolCalls,
 				c.Usage.InputTokens, c.Usage.OutputTokens, c.Session, c.Turn)
 		case projection.TurnClosed:
-			_, err = tx.StmtContext(ctx, w.turnClose).ExecContext(ctx, string(c.Status), c.Seq, formatTime(c.At),
+			_, err = w.turnClose.ExecContext(ctx, string(c.Status), c.Seq, formatTime(c.At),
 				string(c.ErrorCode), c.ErrorMessage, c.Session, c.Turn)
 		case projection.HistoryAppended:
-			stmt := tx.StmtContext(ctx, w.historyAdd)
+			stmt := w.historyAdd
 			for i, it := range c.Items {
 				item, merr := events.Marshal(it)
 				if merr != nil {
@@ -51,7 +50,7 @@ func (w *writer) applyChanges(ctx context.Context, tx *sql.Tx, changes []project
 				}
 			}
 			if err == nil {
-				_, err = tx.StmtContext(ctx, w.sessMoved).ExecContext(ctx, c.Agent, c.Seq, c.Session)
+				_, err = w.sessMoved.ExecContext(ctx, c.Agent, c.Seq, c.Session)
 			}
 		default:
 			err = fmt.Errorf("unknown projection change %T", c)

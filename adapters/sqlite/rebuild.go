@@ -15,14 +15,14 @@ const rebuildChunk = 2000
 // transaction owned by the writer; it returns how many events it folded.
 func (s *Store) Rebuild(ctx context.Context) (int64, error) {
 	var n int64
-	err := s.exclusive(ctx, func(ctx context.Context, w *writer, tx *sql.Tx) error {
+	err := s.exclusive(ctx, func(ctx context.Context, w *writer) error {
 		for _, t := range projectionTables {
-			if _, err := tx.ExecContext(ctx, "DELETE FROM "+t); err != nil {
+			if _, err := w.conn.ExecContext(ctx, "DELETE FROM "+t); err != nil {
 				return fmt.Errorf("empty %s: %w", t, err)
 			}
 		}
 		for lastID := int64(0); ; {
-			evs, next, err := readChunk(ctx, tx, lastID)
+			evs, next, err := readChunk(ctx, w.conn, lastID)
 			lastID = next
 			if err != nil {
 				return err
@@ -32,7 +32,7 @@ func (s *Store) Rebuild(ctx context.Context) (int64, error) {
 				if err != nil {
 					return fmt.Errorf("fold %s/%d: %w", ev.Session, ev.Seq, err)
 				}
-				if err := w.applyChanges(ctx, tx, changes); err != nil {
+				if err := w.applyChanges(ctx, changes); err != nil {
 					return fmt.Errorf("fold %s/%d: %w", ev.Session, ev.Seq, err)
 				}
 			}
@@ -46,8 +46,8 @@ func (s *Store) Rebuild(ctx context.Context) (int64, error) {
 }
 
 // readChunk reads the next events in global append order after the row id lastID.
-func readChunk(ctx context.Context, tx *sql.Tx, lastID int64) ([]events.Event, int64, error) {
-	rows, err := tx.QueryContext(ctx, qEventsFromID, lastID, rebuildChunk)
+func readChunk(ctx context.Context, conn *sql.Conn, lastID int64) ([]events.Event, int64, error) {
+	rows, err := conn.QueryContext(ctx, qEventsFromID, lastID, rebuildChunk)
 	if err != nil {
 		return nil, lastID, fmt.Errorf("read events: %w", err)
 	}

@@ -21,7 +21,7 @@ type appendReq struct {
 	session string
 	after   int64
 	evs     []events.Event
-	run     func(context.Context, *writer, *sql.Tx) error // an exclusive job instead of an append
+	run     func(context.Context, *writer) error // an exclusive job instead of an append
 	out     []events.Event
 	err     error
 	done    chan struct{}
@@ -41,7 +41,16 @@ func (s *Store) Append(ctx context.Context, session string, after int64, evs []e
 			return nil, events.FieldError(events.CodeInvalid, fmt.Sprintf("events[%d]", i), "type, version and data are required")
 		}
 	}
-	req := &appendReq{ctx: ctx, session: session, after: after, evs: evs, done: make(chan struct{})}
+	return s.submit(ctx, &appendReq{ctx: ctx, session: session, after: after, evs: evs, done: make(chan struct{})})
+}
+
+// exclusive runs fn inside the writer's transaction, between appends.
+func (s *Store) exclusive(ctx context.Context, fn func(context.Context, *writer) error) error {
+	_, err := s.submit(ctx, &appendReq{ctx: ctx, run: fn, done: make(chan struct{})})
+	return err
+}
+
+func (s *Store) submit(ctx context.Context, req *appendReq) ([]events.Event, error) {
 	select {
 	case s.reqs <- req:
 	case <-s.done:
@@ -49,34 +58,26 @@ func (s *Store) Append(ctx context.Context, session string, after int64, evs []e
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	// Once queued, the append is decided by the writer: wait for its answer even if
+	// Once queued, the request is decided by the writer: wait for its answer even if
 	// ctx ends, so a caller never mistakes a committed append for a failed one.
 	<-req.done
 	return req.out, req.err
 }
 
-// exclusive runs fn inside the writer's transaction, between group commits.
-func (s *Store) exclusive(ctx context.Context, fn func(context.Context, *writer, *sql.Tx) error) error {
-	req := &appendReq{ctx: ctx, run: fn, done: make(chan struct{})}
-	select {
-	case s.reqs <- req:
-	case <-s.done:
-		return events.Errorf(events.CodeInternal, "store is closed")
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	<-req.done
-	return req.err
-}
-
+// writer owns the single write connection. Transactions are driven with prepared
+// BEGIN/COMMIT statements on it, so no SQL is parsed again per commit.
 type writer struct {
 	s                                 *Store
 	conn                              *sql.Conn
+	begin, commitTx, rollback         *sql.Stmt
 	lastSeq, insEvent, insBlob        *sql.Stmt
 	sessOpen, sessMoved               *sql.Stmt
 	turnOpen, turnProgress, turnClose *sql.Stmt
 	historyAdd                        *sql.Stmt
 	commits                           int
+	// seqs caches each session's last committed seq. A miss or a mismatch is checked
+	// against the table, and UNIQUE (session_id, seq) backs it against other writers.
+	seqs map[string]int64
 }
 
 func newWriter(ctx context.Context, s *Store) (*writer, error) {
@@ -84,11 +85,12 @@ func newWriter(ctx context.Context, s *Store) (*writer, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &writer{s: s, conn: conn}
+	w := &writer{s: s, conn: conn, seqs: map[string]int64{}}
 	for _, p := range []struct {
 		dst **sql.Stmt
 		q   string
-	}{{&w.lastSeq, qLastSeq}, {&w.insEvent, qInsertEvent}, {&w.insBlob, qInsertBlob},
+	}{{&w.begin, "BEGIN IMMEDIATE"}, {&w.commitTx, "COMMIT"}, {&w.rollback, "ROLLBACK"},
+		{&w.lastSeq, qLastSeq}, {&w.insEvent, qInsertEvent}, {&w.insBlob, qInsertBlob},
 		{&w.sessOpen, qSessionOpen}, {&w.sessMoved, qSessionMoved}, {&w.turnOpen, qTurnOpen},
 		{&w.turnProgress, qTurnProgress}, {&w.turnClose, qTurnClose}, {&w.historyAdd, qHistoryAdd}} {
 		if *p.dst, err = conn.PrepareContext(ctx, p.q); err != nil {
@@ -131,96 +133,127 @@ func (w *writer) loop() {
 	}
 }
 
-// commit writes a batch in one transaction; each request sits in a savepoint so a
-// conflicting or invalid request fails alone.
+// commit writes a batch in one transaction (group commit). A request refused before
+// it wrote anything (a seq conflict) fails alone; one that fails half-way makes the
+// transaction roll back, and the batch is written again without it.
 func (w *writer) commit(batch []*appendReq) {
 	ctx := context.Background()
 	finish := func(err error) {
 		for _, r := range batch {
 			if err != nil && r.err == nil {
-				r.err, r.out = err, nil
+				r.err = err
+			}
+			if r.err != nil {
+				r.out = nil
 			}
 			close(r.done)
 		}
 	}
-	tx, err := w.conn.BeginTx(ctx, nil)
-	if err != nil {
-		finish(fmt.Errorf("begin append: %w", err))
-		return
-	}
-	at := w.s.opts.Clock().UTC()
-	for _, r := range batch {
-		if err := r.ctx.Err(); err != nil {
-			r.err = err
-			continue
-		}
-		if _, err := tx.ExecContext(ctx, "SAVEPOINT a"); err != nil {
-			r.err = err
-			continue
-		}
-		if r.run != nil {
-			r.err = r.run(ctx, w, tx)
-		} else {
-			r.out, r.err = w.appendOne(ctx, tx, r, at)
-		}
-		if r.err != nil {
-			_, err = tx.ExecContext(ctx, "ROLLBACK TO a")
-		}
-		if err == nil {
-			_, err = tx.ExecContext(ctx, "RELEASE a")
-		}
-		if err != nil {
-			tx.Rollback()
-			finish(fmt.Errorf("append savepoint: %w", err))
+	for attempt := 0; ; attempt++ {
+		if _, err := w.begin.ExecContext(ctx); err != nil {
+			finish(fmt.Errorf("begin append: %w", err))
 			return
 		}
+		at := w.s.opts.Clock().UTC()
+		seqs := map[string]int64{}
+		redo := false
+		for _, r := range batch {
+			if r.err != nil {
+				continue
+			}
+			if err := r.ctx.Err(); err != nil {
+				r.err = err
+				continue
+			}
+			var wrote bool
+			if r.run != nil {
+				r.err, wrote = r.run(ctx, w), true
+			} else {
+				r.out, wrote, r.err = w.appendOne(ctx, r, at, seqs)
+			}
+			if r.err != nil && wrote {
+				redo = true
+				break
+			}
+		}
+		if redo {
+			if _, err := w.rollback.ExecContext(ctx); err != nil {
+				finish(fmt.Errorf("roll back append: %w", err))
+				return
+			}
+			continue // the failed request keeps its error and is skipped
+		}
+		if _, err := w.commitTx.ExecContext(ctx); err != nil {
+			w.rollback.ExecContext(ctx)
+			finish(fmt.Errorf("commit append: %w", err))
+			return
+		}
+		for s, seq := range seqs {
+			w.seqs[s] = seq
+		}
+		finish(nil)
+		break
 	}
-	if err := tx.Commit(); err != nil {
-		finish(fmt.Errorf("commit append: %w", err))
-		return
-	}
-	finish(nil)
 	if w.commits++; w.commits%checkpointEvery == 0 {
 		_, _ = w.conn.ExecContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)")
 	}
 }
 
-func (w *writer) appendOne(ctx context.Context, tx *sql.Tx, r *appendReq, at time.Time) ([]events.Event, error) {
+// lastSeqOf returns the session's last seq in this transaction: this batch's own
+// appends first, then the cache, then the table.
+func (w *writer) lastSeqOf(ctx context.Context, session string, after int64, batch map[string]int64) (int64, error) {
+	if seq, ok := batch[session]; ok {
+		return seq, nil
+	}
+	if seq, ok := w.seqs[session]; ok && seq == after {
+		return seq, nil
+	}
 	var last int64
-	if err := tx.StmtContext(ctx, w.lastSeq).QueryRowContext(ctx, r.session).Scan(&last); err != nil {
-		return nil, fmt.Errorf("read last seq of %s: %w", r.session, err)
+	if err := w.lastSeq.QueryRowContext(ctx, session).Scan(&last); err != nil {
+		return 0, fmt.Errorf("read last seq of %s: %w", session, err)
+	}
+	return last, nil
+}
+
+// appendOne writes one request's events and their projection changes. wrote says
+// whether anything was written before a failure.
+func (w *writer) appendOne(ctx context.Context, r *appendReq, at time.Time, batch map[string]int64) ([]events.Event, bool, error) {
+	last, err := w.lastSeqOf(ctx, r.session, r.after, batch)
+	if err != nil {
+		return nil, false, err
 	}
 	if last != r.after {
-		return nil, &events.Error{Code: events.CodeConflict, Field: "seq",
+		return nil, false, &events.Error{Code: events.CodeConflict, Field: "seq",
 			Message: fmt.Sprintf("session %s is at seq %d, not %d: another writer appended first", r.session, last, r.after)}
 	}
 	out := make([]events.Event, len(r.evs))
 	for i, ev := range r.evs {
 		ev.Session, ev.Seq, ev.At = r.session, r.after+int64(i)+1, at
-		if err := w.insert(ctx, tx, ev); err != nil {
-			return nil, err
+		if err := w.insert(ctx, ev); err != nil {
+			return nil, true, err
 		}
-		if err := w.project(ctx, tx, ev); err != nil {
-			return nil, fmt.Errorf("project %s/%d: %w", ev.Session, ev.Seq, err)
+		if err := w.project(ctx, ev); err != nil {
+			return nil, true, fmt.Errorf("project %s/%d: %w", ev.Session, ev.Seq, err)
 		}
 		out[i] = ev
 	}
-	return out, nil
+	batch[r.session] = out[len(out)-1].Seq
+	return out, true, nil
 }
 
-func (w *writer) insert(ctx context.Context, tx *sql.Tx, ev events.Event) error {
+func (w *writer) insert(ctx context.Context, ev events.Event) error {
 	data := ev.Data
 	var blobHash any
 	if len(data) > w.s.opts.BlobThreshold {
 		sum := sha256.Sum256(data)
 		h := "sha256:" + hex.EncodeToString(sum[:])
-		if _, err := tx.StmtContext(ctx, w.insBlob).ExecContext(ctx, h, len(data), []byte(data)); err != nil {
+		if _, err := w.insBlob.ExecContext(ctx, h, len(data), []byte(data)); err != nil {
 			return fmt.Errorf("store blob %s: %w", h, err)
 		}
 		blobHash = h
 		data = events.MustMarshal(blobRef{Blob: h, Size: len(ev.Data)})
 	}
-	_, err := tx.StmtContext(ctx, w.insEvent).ExecContext(ctx, ev.Session, ev.Seq, ev.Turn, ev.Type, ev.Path, ev.V,
+	_, err := w.insEvent.ExecContext(ctx, ev.Session, ev.Seq, ev.Turn, ev.Type, ev.Path, ev.V,
 		string(data), blobHash, formatTime(ev.At))
 	if err != nil {
 		if isConstraint(err) {
@@ -243,12 +276,12 @@ func isConstraint(err error) bool {
 	return errors.As(err, &se) && se.Code()&0xff == 19
 }
 
-func (w *writer) project(ctx context.Context, tx *sql.Tx, ev events.Event) error {
+func (w *writer) project(ctx context.Context, ev events.Event) error {
 	changes, err := projection.Changes(ev)
 	if err != nil {
 		return err
 	}
-	return w.applyChanges(ctx, tx, changes)
+	return w.applyChanges(ctx, changes)
 }
 
 func formatTime(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }

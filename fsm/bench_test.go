@@ -1,0 +1,145 @@
+package fsm_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/turnlog/turnlog/adapters/functool"
+	"github.com/turnlog/turnlog/adapters/scripted"
+	"github.com/turnlog/turnlog/adapters/sqlite"
+	"github.com/turnlog/turnlog/fsm"
+)
+
+const (
+	benchTurns        = 200
+	benchStepsPerTurn = 10
+)
+
+type stepArgs struct {
+	I int `json:"i"`
+}
+
+// benchAgent is a ReAct loop of 10 instant tool steps per turn on the scripted model:
+// each tool output tells the model the next argument, and the tenth ends the turn.
+func benchAgent(b *testing.B, idempotent bool) *fsm.Agent {
+	model, err := scripted.New([]scripted.Rule{
+		{When: scripted.When{AfterTool: "step", Output: `"next":10\b`}, Reply: "done"},
+		{When: scripted.When{AfterTool: "step"}, Tools: []scripted.ToolCall{{Name: "step", Arguments: `{"i": {{output.next}}}`}}},
+		{Tools: []scripted.ToolCall{{Name: "step", Arguments: `{"i": 0}`}}},
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	step := functool.MustNew("step", "an instant no-op step", func(_ context.Context, a stepArgs) (any, error) {
+		return map[string]int{"next": a.I + 1}, nil
+	})
+	return &fsm.Agent{Name: "react", LLM: "scripted", Model: model, Tools: []fsm.Tool{&idempotence{step, idempotent}},
+		MaxTurns: benchStepsPerTurn + 1, MaxToolCalls: benchStepsPerTurn}
+}
+
+// idempotence declares whether a tool may be re-run after a crash.
+type idempotence struct {
+	fsm.Tool
+	idempotent bool
+}
+
+func (t *idempotence) Spec() fsm.ToolSpec {
+	s := t.Tool.Spec()
+	s.Idempotent = t.idempotent
+	return s
+}
+
+// fsyncBaseline measures one write+fsync on the benchmark's disk: the physical floor
+// of a durable commit, reported beside the engine figures.
+func fsyncBaseline(b *testing.B, dir string) time.Duration {
+	f, err := os.Create(filepath.Join(dir, "fsync-probe"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	var samples []time.Duration
+	for i := 0; i < 200; i++ {
+		start := time.Now()
+		f.WriteAt([]byte("x"), int64(i))
+		f.Sync()
+		samples = append(samples, time.Since(start))
+	}
+	return median(samples)
+}
+
+func median(d []time.Duration) time.Duration {
+	s := append([]time.Duration(nil), d...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return s[len(s)/2]
+}
+
+// BenchmarkEngineStep runs 200 turns of 10 model+tool steps each on one session with
+// durable commits (synchronous=FULL) and reports the per-step p50 at turns 1, 50 and
+// 200, their ratio, storage per step, and the same machine's fsync floor. A
+// non-idempotent tool costs two commits per step (ModelCalled+ToolScheduled, then
+// ToolResulted); an idempotent one lets its result join the next step's commit.
+func BenchmarkEngineStep(b *testing.B) {
+	b.Run("non-idempotent", func(b *testing.B) { benchEngineStep(b, false, "FULL") })
+	b.Run("idempotent", func(b *testing.B) { benchEngineStep(b, true, "FULL") })
+	// Not durable: the engine's own CPU cost per step, without waiting on the disk.
+	b.Run("cpu-only", func(b *testing.B) { benchEngineStep(b, false, "OFF") })
+}
+
+func benchEngineStep(b *testing.B, idempotent bool, synchronous string) {
+	b.StopTimer()
+	for i := 0; i < b.N; i++ {
+		dir := b.TempDir()
+		path := filepath.Join(dir, "bench.db")
+		store, err := sqlite.Open(context.Background(), path, sqlite.Options{Synchronous: synchronous})
+		if err != nil {
+			b.Fatal(err)
+		}
+		agent := benchAgent(b, idempotent)
+		app := &fsm.App{Name: "bench", StartAgent: agent.Name, Agents: map[string]*fsm.Agent{agent.Name: agent}}
+		e, err := fsm.New(store, []*fsm.App{app}, fsm.Options{Clock: time.Now, NewID: counterIDs("b")})
+		if err != nil {
+			b.Fatal(err)
+		}
+		ctx := context.Background()
+		s, err := e.CreateSession(ctx, "bench", "bench", nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		perStep := make([]time.Duration, benchTurns)
+		b.StartTimer()
+		for turn := 0; turn < benchTurns; turn++ {
+			start := time.Now()
+			res, err := e.RunTurn(ctx, s.ID, "run the loop")
+			if err != nil || res.Status != fsm.StatusCompleted {
+				b.Fatalf("turn %d: %v %+v", turn+1, err, res)
+			}
+			perStep[turn] = time.Since(start) / benchStepsPerTurn
+		}
+		b.StopTimer()
+		store.Close()
+		info, err := os.Stat(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		fsync := fsyncBaseline(b, dir)
+		window := func(turn int) time.Duration { // p50 over turns turn-2..turn+2 (clamped)
+			lo, hi := max(turn-3, 0), min(turn+2, benchTurns)
+			return median(perStep[lo:hi])
+		}
+		t1, t50, t200 := window(1), window(50), window(200)
+		ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+		b.ReportMetric(ms(t1), "step-p50-turn1-ms")
+		b.ReportMetric(ms(t50), "step-p50-turn50-ms")
+		b.ReportMetric(ms(t200), "step-p50-turn200-ms")
+		b.ReportMetric(float64(t200)/float64(t1), "turn200/turn1")
+		b.ReportMetric(ms(fsync), "fsync-ms")
+		b.ReportMetric(float64(t200)/float64(fsync), "step/fsync")
+		b.ReportMetric(float64(info.Size())/float64(benchTurns*benchStepsPerTurn), "db-bytes/step")
+		b.Logf("history-length curve: per-step p50 turn 1 %.3f ms, turn 50 %.3f ms, turn 200 %.3f ms (fsync %.3f ms)",
+			ms(t1), ms(t50), ms(t200), ms(fsync))
+	}
+}
