@@ -108,6 +108,9 @@ func newPayload(typ string, v int) Payload {
 	return nil
 }
 
+// Known reports whether the decoder table has an entry for (typ, v).
+func Known(typ string, v int) bool { return newPayload(typ, v) != nil }
+
 // Types lists every event type name the decoder table knows, for documentation tests.
 func Types() []string {
 	return []string{TypeSessionCreated, TypeTurnStarted, TypeModelCalled, TypeToolScheduled,

@@ -2,8 +2,10 @@ package projection
 
 import (
 	"encoding/json"
+	"fmt"
 	"time"
 
+	"github.com/tidwall/gjson"
 	"github.com/turnlog/turnlog/events"
 )
 
@@ -31,6 +33,14 @@ type TurnProgressed struct {
 	Usage                 events.Usage
 }
 
+// Add folds another progress of the same turn into p.
+func (p TurnProgressed) Add(o TurnProgressed) TurnProgressed {
+	p.ModelCalls += o.ModelCalls
+	p.ToolCalls += o.ToolCalls
+	p.Usage = p.Usage.Add(o.Usage)
+	return p
+}
+
 // TurnClosed ends a turn as committed or failed.
 type TurnClosed struct {
 	Session, Turn string
@@ -42,11 +52,11 @@ type TurnClosed struct {
 }
 
 // HistoryAppended adds a committed turn's items to a session's conversation and
-// moves its active agent.
+// moves its active agent. Items are canonical JSON, one per item.
 type HistoryAppended struct {
 	Session, Turn string
 	Seq           int64
-	Items         []events.Item
+	Items         []json.RawMessage
 	Agent         string
 }
 
@@ -56,8 +66,38 @@ func (TurnProgressed) change()  {}
 func (TurnClosed) change()      {}
 func (HistoryAppended) change() {}
 
-// Changes folds one event into the read-model changes it causes. It is pure.
+// Changes folds one event into the read-model changes it causes. It is pure. Events
+// whose whole body the read models need are decoded; for the rest only the fields
+// used are read from the canonical data, which keeps a rebuild fast.
 func Changes(ev events.Event) ([]Change, error) {
+	switch ev.Type {
+	case events.TypeModelCalled:
+		if err := known(ev); err != nil {
+			return nil, err
+		}
+		u := gjson.GetBytes(ev.Data, "usage")
+		return []Change{TurnProgressed{Session: ev.Session, Turn: ev.Turn, ModelCalls: 1,
+			Usage: events.Usage{InputTokens: u.Get("input_tokens").Int(), OutputTokens: u.Get("output_tokens").Int()}}}, nil
+	case events.TypeToolResulted:
+		if err := known(ev); err != nil {
+			return nil, err
+		}
+		return []Change{TurnProgressed{Session: ev.Session, Turn: ev.Turn, ToolCalls: 1}}, nil
+	case events.TypeToolScheduled, events.TypeLoopDetected:
+		return nil, known(ev)
+	case events.TypeTurnCommitted:
+		if err := known(ev); err != nil {
+			return nil, err
+		}
+		var items []json.RawMessage
+		for _, it := range gjson.GetBytes(ev.Data, "items").Array() {
+			items = append(items, json.RawMessage(it.Raw))
+		}
+		return []Change{
+			HistoryAppended{Session: ev.Session, Turn: ev.Turn, Seq: ev.Seq, Items: items, Agent: gjson.GetBytes(ev.Data, "agent").String()},
+			TurnClosed{Session: ev.Session, Turn: ev.Turn, Status: TurnCommitted, Seq: ev.Seq, At: ev.At},
+		}, nil
+	}
 	p, err := events.Decode(ev)
 	if err != nil {
 		return nil, err
@@ -73,18 +113,18 @@ func Changes(ev events.Event) ([]Change, error) {
 		}}}, nil
 	case *events.TurnStarted:
 		return []Change{TurnOpened{Session: ev.Session, Turn: ev.Turn, Seq: ev.Seq, Input: e.Input, Agent: e.Agent, At: ev.At}}, nil
-	case *events.ModelCalled:
-		return []Change{TurnProgressed{Session: ev.Session, Turn: ev.Turn, ModelCalls: 1, Usage: e.Usage}}, nil
-	case *events.ToolResulted:
-		return []Change{TurnProgressed{Session: ev.Session, Turn: ev.Turn, ToolCalls: 1}}, nil
-	case *events.TurnCommitted:
-		return []Change{
-			HistoryAppended{Session: ev.Session, Turn: ev.Turn, Seq: ev.Seq, Items: e.Items, Agent: e.Agent},
-			TurnClosed{Session: ev.Session, Turn: ev.Turn, Status: TurnCommitted, Seq: ev.Seq, At: ev.At},
-		}, nil
 	case *events.TurnFailed:
 		return []Change{TurnClosed{Session: ev.Session, Turn: ev.Turn, Status: TurnFailed, Seq: ev.Seq, At: ev.At,
 			ErrorCode: e.ErrorCode, ErrorMessage: e.Message}}, nil
 	}
 	return nil, nil
+}
+
+// known refuses an event version no decoder knows, without decoding it.
+func known(ev events.Event) error {
+	if !events.Known(ev.Type, ev.V) {
+		return &events.Error{Code: events.CodeCorruptLog, Field: fmt.Sprintf("seq %d", ev.Seq),
+			Message: fmt.Sprintf("unknown event type %q version %d", ev.Type, ev.V)}
+	}
+	return nil
 }

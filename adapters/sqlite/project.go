@@ -2,9 +2,9 @@ package sqlite
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
-	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/projection"
 )
 
@@ -39,16 +39,8 @@ func (w *writer) applyChanges(ctx context.Context, changes []projection.Change) 
 			_, err = w.turnClose.ExecContext(ctx, string(c.Status), c.Seq, formatTime(c.At),
 				string(c.ErrorCode), c.ErrorMessage, c.Session, c.Turn)
 		case projection.HistoryAppended:
-			stmt := w.historyAdd
-			for i, it := range c.Items {
-				item, merr := events.Marshal(it)
-				if merr != nil {
-					return merr
-				}
-				if _, err = stmt.ExecContext(ctx, c.Session, c.Seq, i, c.Turn, string(item)); err != nil {
-					break
-				}
-			}
+			// One statement adds every item: json_each numbers them from 0 in order.
+			_, err = w.historyAdd.ExecContext(ctx, c.Session, c.Seq, c.Turn, string(joinArray(c.Items)))
 			if err == nil {
 				_, err = w.sessMoved.ExecContext(ctx, c.Agent, c.Seq, c.Session)
 			}
@@ -60,4 +52,21 @@ func (w *writer) applyChanges(ctx context.Context, changes []projection.Change) 
 		}
 	}
 	return nil
+}
+
+// joinArray writes canonical items as one JSON array.
+func joinArray(items []json.RawMessage) []byte {
+	n := 2
+	for _, it := range items {
+		n += len(it) + 1
+	}
+	out := make([]byte, 0, n)
+	out = append(out, '[')
+	for i, it := range items {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, it...)
+	}
+	return append(out, ']')
 }

@@ -12,7 +12,7 @@ const (
 	qTurnOpen     = `INSERT INTO proj_turns (session_id, turn_id, start_seq, status, input, agent, started_at) VALUES (?, ?, ?, 'running', ?, ?, ?)`
 	qTurnProgress = `UPDATE proj_turns SET model_calls = model_calls + ?, tool_calls = tool_calls + ?, input_tokens = input_tokens + ?, output_tokens = output_tokens + ? WHERE session_id = ? AND turn_id = ?`
 	qTurnClose    = `UPDATE proj_turns SET status = ?, end_seq = ?, ended_at = ?, error_code = nullif(?, ''), error_message = nullif(?, '') WHERE session_id = ? AND turn_id = ?`
-	qHistoryAdd   = `INSERT INTO proj_history (session_id, seq, idx, turn_id, item) VALUES (?, ?, ?, ?, ?)`
+	qHistoryAdd   = `INSERT INTO proj_history (session_id, seq, idx, turn_id, item) SELECT ?1, ?2, key, ?3, value FROM json_each(?4)`
 
 	qSession      = `SELECT id, app, owner, metadata, created_at, active_agent, turn_count, last_commit_seq, parent_id, parent_seq FROM proj_sessions WHERE id = ?`
 	qHistory      = `SELECT item FROM proj_history WHERE session_id = ? ORDER BY seq, idx`

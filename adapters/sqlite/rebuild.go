@@ -21,6 +21,7 @@ func (s *Store) Rebuild(ctx context.Context) (int64, error) {
 				return fmt.Errorf("empty %s: %w", t, err)
 			}
 		}
+		progress := progressBuffer{}
 		for lastID := int64(0); ; {
 			evs, next, err := readChunk(ctx, w.conn, lastID)
 			lastID = next
@@ -29,20 +30,57 @@ func (s *Store) Rebuild(ctx context.Context) (int64, error) {
 			}
 			for _, ev := range evs {
 				changes, err := projection.Changes(ev)
-				if err != nil {
-					return fmt.Errorf("fold %s/%d: %w", ev.Session, ev.Seq, err)
+				if err == nil {
+					changes = progress.absorb(changes)
+					err = w.applyChanges(ctx, changes)
 				}
-				if err := w.applyChanges(ctx, changes); err != nil {
+				if err != nil {
 					return fmt.Errorf("fold %s/%d: %w", ev.Session, ev.Seq, err)
 				}
 			}
 			n += int64(len(evs))
 			if len(evs) < rebuildChunk {
-				return nil
+				return w.applyChanges(ctx, progress.drain())
 			}
 		}
 	})
 	return n, err
+}
+
+// progressBuffer sums a turn's TurnProgressed changes during a rebuild and releases
+// the sum just before the turn closes (or at the end), so a turn costs one UPDATE
+// instead of one per model and tool call. Sums are order-free, so the result equals
+// applying every change as it came.
+type progressBuffer map[[2]string]projection.TurnProgressed
+
+func (b progressBuffer) absorb(changes []projection.Change) []projection.Change {
+	var out []projection.Change
+	for _, c := range changes {
+		switch c := c.(type) {
+		case projection.TurnProgressed:
+			key := [2]string{c.Session, c.Turn}
+			b[key] = b[key].Add(c)
+			continue
+		case projection.TurnClosed:
+			key := [2]string{c.Session, c.Turn}
+			if p, ok := b[key]; ok {
+				p.Session, p.Turn = c.Session, c.Turn
+				out = append(out, p)
+				delete(b, key)
+			}
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+func (b progressBuffer) drain() []projection.Change {
+	var out []projection.Change
+	for key, p := range b {
+		p.Session, p.Turn = key[0], key[1]
+		out = append(out, p)
+	}
+	return out
 }
 
 // readChunk reads the next events in global append order after the row id lastID.

@@ -14,7 +14,10 @@ import (
 	sqlite3 "modernc.org/sqlite"
 )
 
-const checkpointEvery = 1000 // commits between passive WAL checkpoints
+// checkpointEvery is how many commits pass between WAL checkpoints. SQLite's own
+// automatic checkpoint is off on the write connection: the checkpointer goroutine
+// copies the WAL back on its own connection, so the writer never waits for it.
+const checkpointEvery = 64
 
 type appendReq struct {
 	ctx     context.Context
@@ -195,7 +198,10 @@ func (w *writer) commit(batch []*appendReq) {
 		break
 	}
 	if w.commits++; w.commits%checkpointEvery == 0 {
-		_, _ = w.conn.ExecContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)")
+		select { // wake the checkpointer; if it is still busy, the next signal will do
+		case w.s.checkpoint <- struct{}{}:
+		default:
+		}
 	}
 }
 
