@@ -21,14 +21,13 @@ type ModelCalled struct {
 func (*ModelCalled) EventType() string  { return TypeModelCalled }
 func (*ModelCalled) SchemaVersion() int { return 1 }
 
-// RequestParts are the hashes a request hash is made of, kept so a mismatch can name
-// the part that differs.
+// RequestParts summarise the parts a request hash is made of (short prefixes of their
+// SHA-256), kept so a mismatch can name the part that differs.
 type RequestParts struct {
 	Instructions string `json:"instructions"`
 	Tools        string `json:"tools"`
 	Settings     string `json:"settings"`
 	Items        int    `json:"items"` // how many conversation items the request carried
-	ItemsHash    string `json:"items_hash"`
 }
 
 // ModelResponse is what the model answered: text, tool calls, or both.

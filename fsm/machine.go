@@ -105,16 +105,16 @@ func (m *Machine) Fire(t Trigger) error {
 	return &TransitionError{State: from, Trigger: t}
 }
 
-// Table renders the transitions as a plain-text table.
+// Table renders the transitions as a Markdown table.
 func Table() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%-13s %-62s %s\n", "trigger", "from", "to")
+	b.WriteString("| trigger | from | to |\n| --- | --- | --- |\n")
 	for _, t := range Transitions() {
 		from := make([]string, len(t.From))
 		for i, f := range t.From {
-			from[i] = string(f)
+			from[i] = "`" + string(f) + "`"
 		}
-		fmt.Fprintf(&b, "%-13s %-62s %s\n", t.Trigger, strings.Join(from, ", "), t.To)
+		fmt.Fprintf(&b, "| `%s` | %s | `%s` |\n", t.Trigger, strings.Join(from, ", "), t.To)
 	}
 	return b.String()
 }

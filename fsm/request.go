@@ -48,22 +48,29 @@ func hashOf(b []byte) string {
 	return hex.EncodeToString(s[:])
 }
 
-// requestParts hashes the parts of a model request.
+// partHashLen is how many hex digits of each part's SHA-256 a ModelCalled keeps:
+// enough to say which part differs. The request hash itself is kept whole.
+const partHashLen = 16
+
+// requestParts is what a ModelCalled records about a request's parts.
 func requestParts(ag *Agent, c *conversation) events.RequestParts {
 	return events.RequestParts{
-		Instructions: ag.instructionsHash,
-		Tools:        ag.toolsHash,
-		Settings:     ag.settingsHash,
+		Instructions: ag.instructionsHash[:partHashLen],
+		Tools:        ag.toolsHash[:partHashLen],
+		Settings:     ag.settingsHash[:partHashLen],
 		Items:        len(c.items),
-		ItemsHash:    c.hash(),
 	}
 }
 
-func requestHash(llm string, p events.RequestParts) string {
-	return hashOf(events.MustMarshal(struct {
-		LLM   string              `json:"llm"`
-		Parts events.RequestParts `json:"parts"`
-	}{llm, p}))
+// requestHash is the SHA-256 of the whole request, built from the full hashes of its
+// parts and the conversation's running hash chain.
+func requestHash(ag *Agent, c *conversation) string {
+	h := sha256.New()
+	for _, part := range []string{ag.LLM, ag.instructionsHash, ag.toolsHash, ag.settingsHash, c.hash(), strconv.Itoa(len(c.items))} {
+		h.Write([]byte(part))
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // NondeterminismError says a replayed activity would send a different request than

@@ -116,7 +116,7 @@ func (r *run) modelStep() (events.ModelResponse, []events.Event, *ResultError) {
 	}
 	r.modelCalls[ag.Name] = n
 	parts := requestParts(ag, r.conv)
-	hash := requestHash(ag.LLM, parts)
+	hash := requestHash(ag, r.conv)
 	newItems := append([]events.Item{}, r.conv.items[r.prevItems:]...)
 	r.prevItems = len(r.conv.items)
 

@@ -24,6 +24,9 @@ type Options struct {
 	MaxBatch int
 	// Readers is the size of the read-only connection pool (default 4).
 	Readers int
+	// CheckpointPages is the WAL size, in pages, at which the writer copies the WAL
+	// back into the database after a commit (default 1000). Close truncates the WAL.
+	CheckpointPages int
 	// Clock stamps events at commit (default time.Now).
 	Clock events.Clock
 }
@@ -47,6 +50,9 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Readers <= 0 {
 		o.Readers = 4
 	}
+	if o.CheckpointPages <= 0 {
+		o.CheckpointPages = 1000
+	}
 	if o.Clock == nil {
 		o.Clock = time.Now
 	}
@@ -55,16 +61,12 @@ func (o Options) withDefaults() (Options, error) {
 
 // Store is the SQLite event store and projection reader.
 type Store struct {
-	opts  Options
-	write *sql.DB // one connection, owned by the writer goroutine
-	read  *sql.DB // read-only pool
-	ckpt  *sql.DB // the checkpointer's connection
-	reqs  chan *appendReq
-	// checkpoint wakes the checkpointer goroutine.
-	checkpoint chan struct{}
-	ckptDone   chan struct{}
-	done       chan struct{}
-	closed     chan struct{}
+	opts   Options
+	write  *sql.DB // one connection, owned by the writer goroutine
+	read   *sql.DB // read-only pool
+	reqs   chan *appendReq
+	done   chan struct{} // closed by Close
+	closed chan struct{} // closed by the writer when it has stopped
 }
 
 var _ events.Log = (*Store)(nil)
@@ -73,20 +75,19 @@ var _ events.Log = (*Store)(nil)
 const (
 	roleWrite = iota
 	roleRead
-	roleCheckpoint
 )
 
-func dsn(path string, sync string, role int) string {
+func dsn(path string, opts Options, role int) string {
 	q := url.Values{}
 	q.Add("_pragma", "busy_timeout(5000)")
 	q.Add("_pragma", "foreign_keys(1)")
 	q.Add("_pragma", "journal_mode(WAL)")
-	q.Add("_pragma", "synchronous("+sync+")")
+	q.Add("_pragma", "synchronous("+opts.Synchronous+")")
 	switch role {
 	case roleRead:
 		q.Add("_pragma", "query_only(1)")
 	case roleWrite:
-		q.Add("_pragma", "wal_autocheckpoint(0)")
+		q.Add("_pragma", fmt.Sprintf("wal_autocheckpoint(%d)", opts.CheckpointPages))
 		q.Add("_txlock", "immediate")
 	}
 	return "file:" + path + "?" + q.Encode()
@@ -99,7 +100,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	w, err := sql.Open("sqlite", dsn(path, opts.Synchronous, roleWrite))
+	w, err := sql.Open("sqlite", dsn(path, opts, roleWrite))
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
@@ -110,47 +111,23 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		w.Close()
 		return nil, err
 	}
-	r, err := sql.Open("sqlite", dsn(path, opts.Synchronous, roleRead))
+	r, err := sql.Open("sqlite", dsn(path, opts, roleRead))
 	if err != nil {
 		w.Close()
 		return nil, fmt.Errorf("open %s for reading: %w", path, err)
 	}
 	r.SetMaxOpenConns(opts.Readers)
 	r.SetMaxIdleConns(opts.Readers)
-	c, err := sql.Open("sqlite", dsn(path, opts.Synchronous, roleCheckpoint))
-	if err != nil {
-		w.Close()
-		r.Close()
-		return nil, fmt.Errorf("open %s for checkpoints: %w", path, err)
-	}
-	c.SetMaxOpenConns(1)
-	s := &Store{opts: opts, write: w, read: r, ckpt: c, reqs: make(chan *appendReq, opts.MaxBatch),
-		checkpoint: make(chan struct{}, 1), ckptDone: make(chan struct{}),
+	s := &Store{opts: opts, write: w, read: r, reqs: make(chan *appendReq, opts.MaxBatch),
 		done: make(chan struct{}), closed: make(chan struct{})}
 	wr, err := newWriter(ctx, s)
 	if err != nil {
 		s.write.Close()
 		s.read.Close()
-		s.ckpt.Close()
 		return nil, err
 	}
 	go wr.loop()
-	go s.checkpointer()
 	return s, nil
-}
-
-// checkpointer copies the WAL back into the database when the writer asks, without
-// blocking appends (a PASSIVE checkpoint never waits for the writer or readers).
-func (s *Store) checkpointer() {
-	defer close(s.ckptDone)
-	for {
-		select {
-		case <-s.checkpoint:
-			_, _ = s.ckpt.Exec(`PRAGMA wal_checkpoint(PASSIVE)`)
-		case <-s.done:
-			return
-		}
-	}
 }
 
 // Close stops the writer after the appends already queued, checkpoints the WAL and
@@ -163,9 +140,7 @@ func (s *Store) Close() error {
 	}
 	close(s.done)
 	<-s.closed
-	<-s.ckptDone
 	_, _ = s.write.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`)
-	s.ckpt.Close()
 	rerr := s.read.Close()
 	if err := s.write.Close(); err != nil {
 		return err

@@ -14,11 +14,6 @@ import (
 	sqlite3 "modernc.org/sqlite"
 )
 
-// checkpointEvery is how many commits pass between WAL checkpoints. SQLite's own
-// automatic checkpoint is off on the write connection: the checkpointer goroutine
-// copies the WAL back on its own connection, so the writer never waits for it.
-const checkpointEvery = 64
-
 type appendReq struct {
 	ctx     context.Context
 	session string
@@ -77,7 +72,6 @@ type writer struct {
 	sessOpen, sessMoved               *sql.Stmt
 	turnOpen, turnProgress, turnClose *sql.Stmt
 	historyAdd                        *sql.Stmt
-	commits                           int
 	// seqs caches each session's last committed seq. A miss or a mismatch is checked
 	// against the table, and UNIQUE (session_id, seq) backs it against other writers.
 	seqs map[string]int64
@@ -196,12 +190,6 @@ func (w *writer) commit(batch []*appendReq) {
 		}
 		finish(nil)
 		break
-	}
-	if w.commits++; w.commits%checkpointEvery == 0 {
-		select { // wake the checkpointer; if it is still busy, the next signal will do
-		case w.s.checkpoint <- struct{}{}:
-		default:
-		}
 	}
 }
 
