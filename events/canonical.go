@@ -8,6 +8,7 @@ import (
 	"math"
 	"math/big"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -38,9 +39,8 @@ func (e *CanonicalError) AsError() *Error {
 // strings escaped minimally; duplicate keys, integers beyond ±2^53 and non-finite
 // numbers are refused with an error naming the path.
 func Canonicalize(raw []byte) ([]byte, error) {
-	p := canonParser{in: raw}
-	out := make([]byte, 0, len(raw))
-	out, err := p.value(out)
+	p := canonParser{in: raw, path: make([]pathElem, 0, 8)}
+	out, err := p.value(make([]byte, 0, len(raw)))
 	if err != nil {
 		return nil, err
 	}
@@ -76,15 +76,31 @@ func MustMarshal(v any) []byte {
 }
 
 // canonParser is a single-pass JSON parser that writes the canonical form as it
-// goes. The path of the current value is kept as a stack and rendered only on error.
+// goes, without building a tree. The path of the current value is a stack rendered
+// only when there is an error to report.
 type canonParser struct {
 	in   []byte
 	pos  int
-	path []string // ".key", `["odd key"]` or "[3]" per level
+	path []pathElem
+	tmp  []byte // scratch for reordering an object's members
+}
+
+type pathElem struct {
+	key   []byte // nil for an array index
+	index int
 }
 
 func (p *canonParser) fail(reason string) *CanonicalError {
-	return &CanonicalError{Path: "$" + strings.Join(p.path, ""), Reason: reason}
+	var b strings.Builder
+	b.WriteString("$")
+	for _, e := range p.path {
+		if e.key == nil {
+			b.WriteString("[" + strconv.Itoa(e.index) + "]")
+		} else {
+			b.WriteString(memberPath("", string(e.key)))
+		}
+	}
+	return &CanonicalError{Path: b.String(), Reason: reason}
 }
 
 func (p *canonParser) skipSpace() {
@@ -117,8 +133,8 @@ func (p *canonParser) value(out []byte) ([]byte, error) {
 	case c == '-' || c >= '0' && c <= '9':
 		return p.number(out)
 	default:
-		for _, lit := range []string{"true", "false", "null"} {
-			if bytes.HasPrefix(p.in[p.pos:], []byte(lit)) {
+		for _, lit := range [...]string{"true", "false", "null"} {
+			if len(p.in)-p.pos >= len(lit) && string(p.in[p.pos:p.pos+len(lit)]) == lit {
 				p.pos += len(lit)
 				return append(out, lit...), nil
 			}
@@ -127,19 +143,25 @@ func (p *canonParser) value(out []byte) ([]byte, error) {
 	return nil, p.fail(fmt.Sprintf("malformed JSON: unexpected %q at offset %d", p.in[p.pos], p.pos))
 }
 
+// member is one key and value of an object, as a span of the output.
 type member struct {
-	key string
-	val []byte
+	key        []byte
+	start, end int
 }
 
 func (p *canonParser) object(out []byte) ([]byte, error) {
 	p.pos++ // '{'
-	var members []member
+	open := len(out)
+	out = append(out, '{')
+	var buf [16]member
+	members := buf[:0]
 	p.skipSpace()
 	if p.pos < len(p.in) && p.in[p.pos] == '}' {
 		p.pos++
-		return append(out, '{', '}'), nil
+		return append(out, '}'), nil
 	}
+	depth := len(p.path)
+	p.path = append(p.path, pathElem{})
 	for {
 		p.skipSpace()
 		if p.pos >= len(p.in) || p.in[p.pos] != '"' {
@@ -154,13 +176,17 @@ func (p *canonParser) object(out []byte) ([]byte, error) {
 			return nil, p.fail("malformed JSON: expected ':' after an object key")
 		}
 		p.pos++
-		p.path = append(p.path, memberPath("", key))
-		val, err := p.value(nil)
-		if err != nil {
+		if len(members) > 0 {
+			out = append(out, ',')
+		}
+		start := len(out)
+		out = appendString(out, key)
+		out = append(out, ':')
+		p.path[depth] = pathElem{key: key}
+		if out, err = p.value(out); err != nil {
 			return nil, err
 		}
-		p.path = p.path[:len(p.path)-1]
-		members = append(members, member{key, val})
+		members = append(members, member{key: key, start: start, end: len(out)})
 		p.skipSpace()
 		if p.pos >= len(p.in) {
 			return nil, p.fail("malformed JSON: unterminated object")
@@ -175,20 +201,33 @@ func (p *canonParser) object(out []byte) ([]byte, error) {
 		p.pos++
 		break
 	}
-	sort.Slice(members, func(i, j int) bool { return members[i].key < members[j].key })
-	out = append(out, '{')
-	for i, m := range members {
-		if i > 0 {
-			if m.key == members[i-1].key {
-				p.path = append(p.path, memberPath("", m.key))
+	sorted := true
+	for i := 1; i < len(members); i++ {
+		if bytes.Compare(members[i-1].key, members[i].key) >= 0 {
+			sorted = false
+			break
+		}
+	}
+	if !sorted {
+		slices.SortStableFunc(members, func(a, b member) int { return bytes.Compare(a.key, b.key) })
+		for i := 1; i < len(members); i++ {
+			if bytes.Equal(members[i-1].key, members[i].key) {
+				p.path[depth] = pathElem{key: members[i].key}
 				return nil, p.fail("duplicate key")
 			}
-			out = append(out, ',')
 		}
-		out = appendString(out, m.key)
-		out = append(out, ':')
-		out = append(out, m.val...)
+		// Rewrite the members in key order from a copy of the object's body.
+		body := open + 1
+		p.tmp = append(p.tmp[:0], out[body:]...)
+		out = out[:body]
+		for i, m := range members {
+			if i > 0 {
+				out = append(out, ',')
+			}
+			out = append(out, p.tmp[m.start-body:m.end-body]...)
+		}
 	}
+	p.path = p.path[:depth]
 	return append(out, '}'), nil
 }
 
@@ -200,16 +239,17 @@ func (p *canonParser) array(out []byte) ([]byte, error) {
 		p.pos++
 		return append(out, ']'), nil
 	}
+	depth := len(p.path)
+	p.path = append(p.path, pathElem{})
 	for i := 0; ; i++ {
 		if i > 0 {
 			out = append(out, ',')
 		}
-		p.path = append(p.path, "["+strconv.Itoa(i)+"]")
+		p.path[depth] = pathElem{index: i}
 		var err error
 		if out, err = p.value(out); err != nil {
 			return nil, err
 		}
-		p.path = p.path[:len(p.path)-1]
 		p.skipSpace()
 		if p.pos >= len(p.in) {
 			return nil, p.fail("malformed JSON: unterminated array")
@@ -222,63 +262,73 @@ func (p *canonParser) array(out []byte) ([]byte, error) {
 			return nil, p.fail("malformed JSON: expected ',' or ']' in an array")
 		}
 		p.pos++
+		p.path = p.path[:depth]
 		return append(out, ']'), nil
 	}
 }
 
-// str reads a JSON string token and returns its value.
-func (p *canonParser) str() (string, error) {
+// str reads a JSON string token and returns its value: a slice of the input when the
+// token has no escapes, else the decoded bytes.
+func (p *canonParser) str() ([]byte, error) {
 	start := p.pos
 	p.pos++ // '"'
-	simple := true
+	escaped := false
 	for p.pos < len(p.in) {
 		c := p.in[p.pos]
 		switch {
 		case c == '"':
 			p.pos++
 			raw := p.in[start:p.pos]
-			if simple {
-				return string(raw[1 : len(raw)-1]), nil
+			if !escaped && utf8.Valid(raw) {
+				return raw[1 : len(raw)-1], nil
 			}
+			// Escapes are decoded, and invalid UTF-8 becomes U+FFFD, as encoding/json does.
 			var s string
 			if err := json.Unmarshal(raw, &s); err != nil {
-				return "", p.fail("malformed JSON: bad string: " + err.Error())
+				return nil, p.fail("malformed JSON: bad string: " + err.Error())
 			}
-			return s, nil
+			return []byte(s), nil
 		case c == '\\':
-			simple = false
+			escaped = true
 			p.pos += 2
 		case c < 0x20:
-			return "", p.fail("malformed JSON: control character in a string")
-		case c >= utf8.RuneSelf:
-			simple = false
-			p.pos++
+			return nil, p.fail("malformed JSON: control character in a string")
 		default:
 			p.pos++
 		}
 	}
-	return "", p.fail("malformed JSON: unterminated string")
+	return nil, p.fail("malformed JSON: unterminated string")
 }
 
 // appendString writes s as a JSON string the way encoding/json does with HTML
-// escaping off: the one canonical spelling of every string.
-func appendString(out []byte, s string) []byte {
-	plain := true
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= utf8.RuneSelf {
-			plain = false
-			break
+// escaping off: the one canonical spelling of every string. Valid UTF-8 without
+// characters that need escaping is copied as it is.
+func appendString(out, s []byte) []byte {
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c < 0x20 || c == '"' || c == '\\' {
+				return appendEscaped(out, s)
+			}
+			i++
+			continue
 		}
+		r, size := utf8.DecodeRune(s[i:])
+		if r == utf8.RuneError && size == 1 || r == '\u2028' || r == '\u2029' {
+			return appendEscaped(out, s)
+		}
+		i += size
 	}
-	if plain {
-		out = append(out, '"')
-		out = append(out, s...)
-		return append(out, '"')
-	}
+	out = append(out, '"')
+	out = append(out, s...)
+	return append(out, '"')
+}
+
+func appendEscaped(out, s []byte) []byte {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
-	_ = enc.Encode(s) // encoding a string cannot fail
+	_ = enc.Encode(string(s)) // encoding a string cannot fail
 	return append(out, bytes.TrimSuffix(b.Bytes(), []byte{'\n'})...)
 }
 
@@ -298,7 +348,8 @@ func (p *canonParser) number(out []byte) ([]byte, error) {
 		return n
 	}
 	intStart := p.pos
-	if n := digits(); n == 0 || (n > 1 && p.in[intStart] == '0') {
+	n := digits()
+	if n == 0 || (n > 1 && p.in[intStart] == '0') {
 		return nil, p.fail("malformed JSON: bad number")
 	}
 	integral := true
@@ -319,34 +370,55 @@ func (p *canonParser) number(out []byte) ([]byte, error) {
 			return nil, p.fail("malformed JSON: bad number")
 		}
 	}
-	s := string(p.in[start:p.pos])
+	text := p.in[start:p.pos]
 	if integral {
-		if len(s) <= 16 { // fits in int64 without question
-			n, _ := strconv.ParseInt(s, 10, 64)
-			if n > MaxExactInteger || n < -MaxExactInteger {
-				return nil, p.fail("integer " + s + " is beyond ±2^53 and cannot be stored exactly")
+		switch {
+		case n <= 15: // below 10^15 < 2^53: already canonical, except "-0"
+			if string(text) == "-0" {
+				return append(out, '0'), nil
 			}
-			return strconv.AppendInt(out, n, 10), nil // "-0" becomes "0"
+			return append(out, text...), nil
+		case n <= 18:
+			v, _ := strconv.ParseInt(string(text), 10, 64)
+			if v > MaxExactInteger || v < -MaxExactInteger {
+				return nil, p.fail("integer " + string(text) + " is beyond ±2^53 and cannot be stored exactly")
+			}
+			return strconv.AppendInt(out, v, 10), nil
 		}
-		v, _ := new(big.Int).SetString(s, 10)
+		v, _ := new(big.Int).SetString(string(text), 10)
 		if v.CmpAbs(maxExact) > 0 {
-			return nil, p.fail("integer " + s + " is beyond ±2^53 and cannot be stored exactly")
+			return nil, p.fail("integer " + string(text) + " is beyond ±2^53 and cannot be stored exactly")
 		}
 		return append(out, v.String()...), nil
 	}
-	f, err := strconv.ParseFloat(s, 64)
+	f, err := strconv.ParseFloat(string(text), 64)
 	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
-		return nil, p.fail("number " + s + " is not a finite double")
+		return nil, p.fail("number " + string(text) + " is not a finite double")
 	}
 	if f == math.Trunc(f) {
 		if math.Abs(f) > MaxExactInteger {
-			return nil, p.fail("integral number " + s + " is beyond ±2^53 and cannot be stored exactly")
+			return nil, p.fail("integral number " + string(text) + " is beyond ±2^53 and cannot be stored exactly")
 		}
 		return strconv.AppendInt(out, int64(f), 10), nil
 	}
-	// encoding/json formats floats the ECMAScript way: stable and shortest.
-	b, _ := json.Marshal(f)
-	return append(out, b...), nil
+	return appendFloat(out, f), nil
+}
+
+// appendFloat formats a non-integral double the way encoding/json (and ECMAScript)
+// does: shortest round-trip digits, exponent form only below 1e-6 or from 1e21.
+func appendFloat(out []byte, f float64) []byte {
+	format := byte('f')
+	if abs := math.Abs(f); abs < 1e-6 || abs >= 1e21 {
+		format = 'e'
+	}
+	out = strconv.AppendFloat(out, f, format, -1, 64)
+	if format == 'e' { // e-09 → e-9
+		if n := len(out); n >= 4 && out[n-4] == 'e' && out[n-3] == '-' && out[n-2] == '0' {
+			out[n-2] = out[n-1]
+			out = out[:n-1]
+		}
+	}
+	return out
 }
 
 func memberPath(parent, key string) string {

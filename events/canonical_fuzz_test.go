@@ -18,8 +18,15 @@ func FuzzCanonicalize(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, in []byte) {
 		out, err := events.Canonicalize(in)
+		ref, refErr := referenceCanonicalize(in)
+		if (err == nil) != (refErr == nil) {
+			t.Fatalf("Canonicalize(%q) error %v, reference error %v", in, err, refErr)
+		}
 		if err != nil {
 			return
+		}
+		if !bytes.Equal(out, ref) {
+			t.Fatalf("Canonicalize(%q) = %q, reference %q", in, out, ref)
 		}
 		if !json.Valid(in) {
 			t.Fatalf("accepted invalid JSON %q as %q", in, out)

@@ -106,3 +106,13 @@ func TestMarshalSortsStructFields(t *testing.T) {
 		t.Fatalf("Marshal = %s, want %s", got, want)
 	}
 }
+
+func BenchmarkCanonicalize(b *testing.B) {
+	in := []byte(`{"agent":"support","llm":"scripted","new_items":[{"agent":"support","arguments":{"order_id":1001},"call_id":"call_1_1","name":"lookup_order","type":"function_call"},{"call_id":"call_1_1","output":"{\"carrier\":\"UPS\",\"eta\":\"2026-11-20\"}","type":"function_call_output"}],"parts":{"instructions":"f80ce78b1a87e942","items":3,"settings":"44136fa355b3678a","tools":"e66c630d6fce11f9"},"request_hash":"46db9377fec6421b1946f50c62474e40a419f88bddd2e2b82195b3b1b83cc69c","response":{"text":"Order 1001 is delivered."},"usage":{"input_tokens":30,"output_tokens":7}}`)
+	b.SetBytes(int64(len(in)))
+	for i := 0; i < b.N; i++ {
+		if _, err := events.Canonicalize(in); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
