@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"runtime"
 	"time"
 
 	"github.com/turnlog/turnlog/events"
@@ -115,6 +116,12 @@ func (w *writer) loop() {
 					return
 				}
 			}
+		}
+		// Callers woken by the last commit are queueing their next appends: give them
+		// the processor while the queue still grows, so they share the next commit.
+		for i, n := 0, -1; i < 8 && len(w.s.reqs) != n; i++ {
+			n = len(w.s.reqs)
+			runtime.Gosched()
 		}
 		batch := []*appendReq{first}
 	fill:
