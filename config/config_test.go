@@ -1,0 +1,94 @@
+package config_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/turnlog/turnlog/adapters/functool"
+	"github.com/turnlog/turnlog/config"
+	"github.com/turnlog/turnlog/examples/demo"
+)
+
+type noArgs struct{}
+
+func functions() config.Functions {
+	return config.Functions{"ping": functool.MustNew("ping", "pong", func(context.Context, noArgs) (any, error) { return "pong", nil })}
+}
+
+const valid = `apps:
+  a:
+    start_agent: main
+    llms:
+      m:
+        provider: scripted
+        rules:
+          - reply: hi
+    tools:
+      ping: {timeout: 2s, idempotent: true, max_calls: 3}
+    agents:
+      main:
+        llm: m
+        tools: [ping]
+        max_turns: 4
+        settings: {max_tokens: 100}
+`
+
+func TestDemoConfigLoads(t *testing.T) {
+	t.Parallel()
+	apps, err := config.Load("demo", demo.Config, config.Options{Functions: demo.Functions()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(apps) != 1 || apps[0].Name != "demo" || apps[0].Agents["support"].MaxTurns != 6 {
+		t.Fatalf("apps = %+v", apps)
+	}
+}
+
+func TestValidConfigCarriesToolSettings(t *testing.T) {
+	t.Parallel()
+	apps, err := config.Load("agent.yaml", []byte(valid), config.Options{Functions: functions()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ag := apps[0].Agents["main"]
+	spec := ag.Tools[0].Spec()
+	if spec.Timeout.String() != "2s" || !spec.Idempotent || spec.MaxCalls != 3 || ag.MaxTurns != 4 || string(ag.Settings) != `{"max_tokens":100}` {
+		t.Fatalf("agent = %+v, tool spec = %+v", ag, spec)
+	}
+}
+
+func TestConfigErrorsNameTheEntryAndLine(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name, old, new string
+		wants          []string
+	}{
+		{"unknown field", "max_turns: 4", "max_turns: 4\n        colour: red", []string{"agent.yaml", "16:", "colour"}},
+		{"unknown tool", "tools: [ping]", "tools: [pong]", []string{"agent.yaml:14", "apps.a.agents.main.tools[0]", `"pong"`}},
+		{"unknown llm", "llm: m", "llm: gpt", []string{"agent.yaml:13", "apps.a.agents.main.llm", `"gpt"`}},
+		{"bad timeout", "timeout: 2s", "timeout: soon", []string{"apps.a.tools.ping.timeout", `"soon"`}},
+		{"unknown function", "ping: {timeout", "pong: {timeout", []string{"apps.a.tools.pong.function", `"pong"`, "ping"}},
+		{"unknown start agent", "start_agent: main", "start_agent: boss", []string{"agent.yaml:3", "start_agent", `"boss"`}},
+		{"negative max_turns", "max_turns: 4", "max_turns: -1", []string{"max_turns", "negative"}},
+		{"bad rule regex", "- reply: hi", "- {when: {input: '(('}, reply: hi}", []string{"apps.a.llms.m", "rules[0].when.input"}},
+		{"unknown provider", "provider: scripted", "provider: magic", []string{"provider", `"magic"`}},
+		{"wrong type", "max_turns: 4", "max_turns: many", []string{"agent.yaml", "[15:20]", "int"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			src := strings.Replace(valid, tc.old, tc.new, 1)
+			_, err := config.Load("agent.yaml", []byte(src), config.Options{Functions: functions()})
+			if err == nil {
+				t.Fatalf("config loaded:\n%s", src)
+			}
+			for _, want := range tc.wants {
+				if !strings.Contains(err.Error(), want) {
+					t.Fatalf("error %q does not mention %q", err, want)
+				}
+			}
+		})
+	}
+}
+
