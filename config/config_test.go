@@ -91,4 +91,3 @@ func TestConfigErrorsNameTheEntryAndLine(t *testing.T) {
 		})
 	}
 }
-
