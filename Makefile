@@ -23,7 +23,7 @@ vet: ## gofmt and go vet
 	$(GO) vet ./...
 
 bench: ## the SPEC §10 benchmarks: engine step and storage per step, rebuild, appends/s
-	$(GO) test -run '^$$' -bench 'EngineStep|Rebuild' -benchtime 1x -timeout 30m ./fsm ./adapters/sqlite
+	$(GO) test -run '^$$' -bench 'EngineStep|Rebuild' -benchtime 1x -p 1 -timeout 30m ./fsm ./adapters/sqlite
 	$(GO) test -run '^$$' -bench 'AppendConcurrent' -benchtime 20000x -timeout 30m ./adapters/sqlite
 	$(GO) test -run '^$$' -bench 'Canonicalize' -benchmem ./events
 
