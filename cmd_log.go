@@ -4,18 +4,23 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 
+	"github.com/turnlog/turnlog/adapters/sqlite"
 	"github.com/turnlog/turnlog/events"
 )
 
-func cmdExport(ctx context.Context, c *cliContext, args []string) error {
+// withStore parses a store command's flags, checks its argument count, and runs fn on
+// the opened store.
+func withStore(ctx context.Context, c *cliContext, name string, args []string, nargs int, what string,
+	fn func(*sqlite.Store, *flag.FlagSet) error) error {
 	var f commonFlags
-	fs := newFlagSet(c, "export", &f, false)
+	fs := newFlagSet(c, name, &f, false)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if err := requireArgs(fs, 1, "one SESSION_ID"); err != nil {
+	if err := requireArgs(fs, nargs, what); err != nil {
 		return err
 	}
 	store, err := openStore(ctx, f)
@@ -23,19 +28,25 @@ func cmdExport(ctx context.Context, c *cliContext, args []string) error {
 		return err
 	}
 	defer store.Close()
-	id := fs.Arg(0)
-	if _, err := store.Session(ctx, id); err != nil {
-		return err
-	}
-	evs, err := store.Events(ctx, id, 0)
-	if err != nil {
-		return err
-	}
-	w := bufio.NewWriter(c.stdout)
-	if err := writeNDJSON(w, evs); err != nil {
-		return err
-	}
-	return w.Flush()
+	return fn(store, fs)
+}
+
+func cmdExport(ctx context.Context, c *cliContext, args []string) error {
+	return withStore(ctx, c, "export", args, 1, "one SESSION_ID", func(store *sqlite.Store, fs *flag.FlagSet) error {
+		id := fs.Arg(0)
+		if _, err := store.Session(ctx, id); err != nil {
+			return err
+		}
+		evs, err := store.Events(ctx, id, 0)
+		if err != nil {
+			return err
+		}
+		w := bufio.NewWriter(c.stdout)
+		if err := writeNDJSON(w, evs); err != nil {
+			return err
+		}
+		return w.Flush()
+	})
 }
 
 func writeNDJSON(w *bufio.Writer, evs []events.Event) error {
@@ -51,41 +62,20 @@ func writeNDJSON(w *bufio.Writer, evs []events.Event) error {
 }
 
 func cmdRebuild(ctx context.Context, c *cliContext, args []string) error {
-	var f commonFlags
-	fs := newFlagSet(c, "rebuild", &f, false)
-	if err := fs.Parse(args); err != nil {
+	return withStore(ctx, c, "rebuild", args, 0, "no arguments", func(store *sqlite.Store, _ *flag.FlagSet) error {
+		n, err := store.Rebuild(ctx)
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(c.stdout, "rebuilt projections from %d events\n", n)
 		return err
-	}
-	if err := requireArgs(fs, 0, "no arguments"); err != nil {
-		return err
-	}
-	store, err := openStore(ctx, f)
-	if err != nil {
-		return err
-	}
-	defer store.Close()
-	n, err := store.Rebuild(ctx)
-	if err != nil {
-		return err
-	}
-	_, err = fmt.Fprintf(c.stdout, "rebuilt projections from %d events\n", n)
-	return err
+	})
 }
 
 func cmdMigrate(ctx context.Context, c *cliContext, args []string) error {
-	var f commonFlags
-	fs := newFlagSet(c, "migrate", &f, false)
-	if err := fs.Parse(args); err != nil {
+	// Opening the store applies pending migrations.
+	return withStore(ctx, c, "migrate", args, 0, "no arguments", func(*sqlite.Store, *flag.FlagSet) error {
+		_, err := fmt.Fprintf(c.stdout, "database is at schema version %d\n", schemaVersion())
 		return err
-	}
-	if err := requireArgs(fs, 0, "no arguments"); err != nil {
-		return err
-	}
-	store, err := openStore(ctx, f)
-	if err != nil {
-		return err
-	}
-	defer store.Close()
-	_, err = fmt.Fprintf(c.stdout, "%s is at schema version %d\n", f.db, schemaVersion())
-	return err
+	})
 }
