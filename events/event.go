@@ -90,6 +90,8 @@ func newPayload(typ string, v int) Payload {
 	switch {
 	case typ == TypeSessionCreated && v == 1:
 		return &SessionCreated{}
+	case typ == TypeSessionBranched && v == 1:
+		return &SessionBranched{}
 	case typ == TypeTurnStarted && v == 1:
 		return &TurnStarted{}
 	case typ == TypeModelCalled && v == 1:
@@ -113,6 +115,6 @@ func Known(typ string, v int) bool { return newPayload(typ, v) != nil }
 
 // Types lists every event type name the decoder table knows, for documentation tests.
 func Types() []string {
-	return []string{TypeSessionCreated, TypeTurnStarted, TypeModelCalled, TypeToolScheduled,
+	return []string{TypeSessionCreated, TypeSessionBranched, TypeTurnStarted, TypeModelCalled, TypeToolScheduled,
 		TypeToolResulted, TypeLoopDetected, TypeTurnCommitted, TypeTurnFailed}
 }

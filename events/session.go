@@ -14,3 +14,21 @@ type SessionCreated struct {
 
 func (*SessionCreated) EventType() string  { return TypeSessionCreated }
 func (*SessionCreated) SchemaVersion() int { return 1 }
+
+const TypeSessionBranched = "SessionBranched"
+
+// SessionBranched opens a session that continues another one's conversation from a
+// committed turn end. Nothing is copied: the branch's history is its source's prefix
+// up to SourceSeq, then its own events.
+type SessionBranched struct {
+	App           string          `json:"app"`
+	Owner         string          `json:"owner"`
+	Agent         string          `json:"agent"` // the source's active agent at the branch point
+	Metadata      json.RawMessage `json:"metadata,omitempty"`
+	SourceSession string          `json:"source_session"`
+	SourceSeq     int64           `json:"source_seq"`
+	SourceTurn    string          `json:"source_turn"`
+}
+
+func (*SessionBranched) EventType() string  { return TypeSessionBranched }
+func (*SessionBranched) SchemaVersion() int { return 1 }

@@ -72,18 +72,10 @@ func (e *Engine) CreateSession(ctx context.Context, app, owner string, metadata 
 		return projection.Session{}, events.FieldError(events.CodeInvalid, "app", "unknown app %q", app)
 	}
 	if len(metadata) > 0 {
-		canon, err := events.Canonicalize(metadata)
-		if err != nil {
-			if ce, ok := err.(*events.CanonicalError); ok {
-				ce.Path = "metadata" + strings.TrimPrefix(ce.Path, "$")
-				return projection.Session{}, ce.AsError()
-			}
+		var err error
+		if metadata, err = canonicalMetadata(metadata); err != nil {
 			return projection.Session{}, err
 		}
-		if canon[0] != '{' {
-			return projection.Session{}, events.FieldError(events.CodeInvalid, "metadata", "must be a JSON object")
-		}
-		metadata = canon
 	}
 	id := e.opts.NewID()
 	ev, err := events.New("", "", &events.SessionCreated{App: app, Owner: owner, Agent: a.StartAgent, Metadata: metadata})
@@ -94,6 +86,22 @@ func (e *Engine) CreateSession(ctx context.Context, app, owner string, metadata 
 		return projection.Session{}, fmt.Errorf("create session: %w", err)
 	}
 	return e.store.Session(ctx, id)
+}
+
+// canonicalMetadata checks that metadata is a JSON object and canonicalizes it.
+func canonicalMetadata(metadata json.RawMessage) (json.RawMessage, error) {
+	canon, err := events.Canonicalize(metadata)
+	if err != nil {
+		if ce, ok := err.(*events.CanonicalError); ok {
+			ce.Path = "metadata" + strings.TrimPrefix(ce.Path, "$")
+			return nil, ce.AsError()
+		}
+		return nil, err
+	}
+	if canon[0] != '{' {
+		return nil, events.FieldError(events.CodeInvalid, "metadata", "must be a JSON object")
+	}
+	return canon, nil
 }
 
 // lock marks a session busy in this process. Errors: conflict.

@@ -65,10 +65,13 @@ type Store interface {
 	LastSeq(ctx context.Context, session string) (int64, error)
 	// Session returns a session summary. Errors: not_found.
 	Session(ctx context.Context, id string) (projection.Session, error)
-	// History returns the committed conversation.
+	// History returns the committed conversation; a branch's starts with its
+	// source's items up to the branch point.
 	History(ctx context.Context, session string) ([]events.Item, error)
 	// Turn returns one turn. Errors: not_found.
 	Turn(ctx context.Context, session, turn string) (projection.Turn, error)
+	// TurnEndingAt returns the turn whose last event has seq. Errors: not_found.
+	TurnEndingAt(ctx context.Context, session string, seq int64) (projection.Turn, error)
 	// RunningTurns lists turns that started and did not end.
 	RunningTurns(ctx context.Context) ([]projection.Turn, error)
 }

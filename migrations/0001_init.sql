@@ -39,9 +39,12 @@ CREATE TABLE proj_sessions (
     active_agent    TEXT    NOT NULL,
     turn_count      INTEGER NOT NULL DEFAULT 0,
     last_commit_seq INTEGER NOT NULL DEFAULT 0,
-    parent_id       TEXT,
-    parent_seq      INTEGER
+    parent_id       TEXT,                -- a branch's source session
+    parent_seq      INTEGER,             -- ... and the seq it branched at
+    parent_turn     TEXT
 ) STRICT;
+CREATE INDEX proj_sessions_owner ON proj_sessions (owner, created_at DESC, id DESC);
+CREATE INDEX proj_sessions_parent ON proj_sessions (parent_id, parent_seq) WHERE parent_id IS NOT NULL;
 
 CREATE TABLE proj_turns (
     session_id    TEXT    NOT NULL,
@@ -59,8 +62,10 @@ CREATE TABLE proj_turns (
     output_tokens INTEGER NOT NULL DEFAULT 0,
     error_code    TEXT,
     error_message TEXT,
+    end_agent     TEXT,                  -- the agent active after a committed turn
     PRIMARY KEY (session_id, turn_id)
 ) STRICT, WITHOUT ROWID;
+CREATE INDEX proj_turns_end ON proj_turns (session_id, end_seq);
 CREATE INDEX proj_turns_running ON proj_turns (status) WHERE status = 'running';
 
 CREATE TABLE proj_history (
@@ -74,11 +79,20 @@ CREATE TABLE proj_history (
 
 -- Views a person can query with sqlite3.
 CREATE VIEW sessions AS
-SELECT id, app, owner, metadata, created_at, active_agent, turn_count, last_commit_seq, parent_id, parent_seq
+SELECT id, app, owner, metadata, created_at, active_agent, turn_count, last_commit_seq, parent_id, parent_seq, parent_turn
 FROM proj_sessions;
 
+-- A session's conversation: for a branch, its sources' items up to each branch point
+-- (from_session names where an item was recorded), then its own.
 CREATE VIEW history AS
-SELECT session_id, seq, idx, turn_id,
+WITH RECURSIVE lineage (session_id, ancestor, upto, depth) AS (
+    SELECT id, id, NULL, 0 FROM proj_sessions
+    UNION ALL
+    SELECT l.session_id, s.parent_id, s.parent_seq, l.depth + 1
+    FROM lineage l JOIN proj_sessions s ON s.id = l.ancestor
+    WHERE s.parent_id IS NOT NULL
+)
+SELECT l.session_id, h.session_id AS from_session, h.seq, h.idx, h.turn_id,
        item ->> '$.type'    AS type,
        item ->> '$.role'    AS role,
        item ->> '$.agent'   AS agent,
@@ -87,7 +101,8 @@ SELECT session_id, seq, idx, turn_id,
        item ->> '$.name'    AS name,
        item ->> '$.arguments' AS arguments,
        item ->> '$.output'  AS output
-FROM proj_history;
+FROM lineage l JOIN proj_history h ON h.session_id = l.ancestor AND (l.upto IS NULL OR h.seq <= l.upto)
+ORDER BY l.session_id, l.depth DESC, h.seq, h.idx;
 
 CREATE VIEW turns AS
 SELECT session_id, turn_id, status, agent, input, start_seq, end_seq, started_at, ended_at,
@@ -95,6 +110,9 @@ SELECT session_id, turn_id, status, agent, input, start_seq, end_seq, started_at
        model_calls, tool_calls, input_tokens, output_tokens, error_code, error_message
 FROM proj_turns;
 
+-- Every committed turn end (where a branch may start) and the branches made there.
 CREATE VIEW branch_points AS
-SELECT session_id, turn_id, end_seq AS seq, ended_at AS committed_at
-FROM proj_turns WHERE status = 'committed';
+SELECT t.session_id, t.turn_id, t.end_seq AS seq, t.ended_at AS committed_at, t.end_agent AS agent,
+       (SELECT json_group_array(s.id) FROM proj_sessions s
+        WHERE s.parent_id = t.session_id AND s.parent_seq = t.end_seq) AS branches
+FROM proj_turns t WHERE t.status = 'committed';

@@ -49,6 +49,7 @@ type TurnClosed struct {
 	At            time.Time
 	ErrorCode     events.Code
 	ErrorMessage  string
+	EndAgent      string // the agent active after a committed turn
 }
 
 // HistoryAppended adds a committed turn's items to a session's conversation and
@@ -93,9 +94,10 @@ func Changes(ev events.Event) ([]Change, error) {
 		for _, it := range gjson.GetBytes(ev.Data, "items").Array() {
 			items = append(items, json.RawMessage(it.Raw))
 		}
+		agent := gjson.GetBytes(ev.Data, "agent").String()
 		return []Change{
-			HistoryAppended{Session: ev.Session, Turn: ev.Turn, Seq: ev.Seq, Items: items, Agent: gjson.GetBytes(ev.Data, "agent").String()},
-			TurnClosed{Session: ev.Session, Turn: ev.Turn, Status: TurnCommitted, Seq: ev.Seq, At: ev.At},
+			HistoryAppended{Session: ev.Session, Turn: ev.Turn, Seq: ev.Seq, Items: items, Agent: agent},
+			TurnClosed{Session: ev.Session, Turn: ev.Turn, Status: TurnCommitted, Seq: ev.Seq, At: ev.At, EndAgent: agent},
 		}, nil
 	}
 	p, err := events.Decode(ev)
@@ -110,6 +112,11 @@ func Changes(ev events.Event) ([]Change, error) {
 		}
 		return []Change{SessionOpened{CreatedSeq: ev.Seq, Session: Session{
 			ID: ev.Session, App: e.App, Owner: e.Owner, Metadata: meta, CreatedAt: ev.At, ActiveAgent: e.Agent,
+		}}}, nil
+	case *events.SessionBranched:
+		return []Change{SessionOpened{CreatedSeq: ev.Seq, Session: Session{
+			ID: ev.Session, App: e.App, Owner: e.Owner, Metadata: e.Metadata, CreatedAt: ev.At, ActiveAgent: e.Agent,
+			ParentID: e.SourceSession, ParentSeq: e.SourceSeq, ParentTurn: e.SourceTurn,
 		}}}, nil
 	case *events.TurnStarted:
 		return []Change{TurnOpened{Session: ev.Session, Turn: ev.Turn, Seq: ev.Seq, Input: e.Input, Agent: e.Agent, At: ev.At}}, nil

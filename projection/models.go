@@ -19,6 +19,7 @@ type Session struct {
 	LastCommitSeq int64           `json:"last_commit_seq"`
 	ParentID      string          `json:"parent_id,omitempty"`
 	ParentSeq     int64           `json:"parent_seq,omitempty"`
+	ParentTurn    string          `json:"parent_turn,omitempty"`
 }
 
 // TurnStatus is where a turn stands in the read model.
@@ -46,4 +47,5 @@ type Turn struct {
 	Usage        events.Usage `json:"usage"`
 	ErrorCode    events.Code  `json:"error_code,omitempty"`
 	ErrorMessage string       `json:"error_message,omitempty"`
+	EndAgent     string       `json:"end_agent,omitempty"` // active agent after a committed turn
 }

@@ -29,7 +29,7 @@ func (w *writer) applyChanges(ctx context.Context, changes []projection.Change) 
 		case projection.SessionOpened:
 			s := c.Session
 			_, err = w.sessOpen.ExecContext(ctx, s.ID, s.App, s.Owner, nullString(string(s.Metadata)),
-				formatTime(s.CreatedAt), c.CreatedSeq, s.ActiveAgent, nullString(s.ParentID), nullInt(s.ParentSeq))
+				formatTime(s.CreatedAt), c.CreatedSeq, s.ActiveAgent, nullString(s.ParentID), nullInt(s.ParentSeq), nullString(s.ParentTurn))
 		case projection.TurnOpened:
 			_, err = w.turnOpen.ExecContext(ctx, c.Session, c.Turn, c.Seq, c.Input, c.Agent, formatTime(c.At))
 		case projection.TurnProgressed:
@@ -37,7 +37,7 @@ func (w *writer) applyChanges(ctx context.Context, changes []projection.Change) 
 				c.Usage.InputTokens, c.Usage.OutputTokens, c.Session, c.Turn)
 		case projection.TurnClosed:
 			_, err = w.turnClose.ExecContext(ctx, string(c.Status), c.Seq, formatTime(c.At),
-				string(c.ErrorCode), c.ErrorMessage, c.Session, c.Turn)
+				string(c.ErrorCode), c.ErrorMessage, c.EndAgent, c.Session, c.Turn)
 		case projection.HistoryAppended:
 			// One statement adds every item: json_each numbers them from 0 in order.
 			_, err = w.historyAdd.ExecContext(ctx, c.Session, c.Seq, c.Turn, string(joinArray(c.Items)))

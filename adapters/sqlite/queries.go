@@ -7,18 +7,29 @@ const (
 	qEventsAfter  = `SELECT e.session_id, e.seq, e.turn_id, e.type, e.path, e.v, e.data, e.blob_hash, b.data, e.at FROM events e LEFT JOIN blobs b ON b.hash = e.blob_hash WHERE e.session_id = ? AND e.seq > ? ORDER BY e.seq`
 	qEventsFromID = `SELECT e.id, e.session_id, e.seq, e.turn_id, e.type, e.path, e.v, e.data, e.blob_hash, b.data, e.at FROM events e LEFT JOIN blobs b ON b.hash = e.blob_hash WHERE e.id > ? ORDER BY e.id LIMIT ?`
 	qCountEvents  = `SELECT count(*) FROM events`
-	qSessionOpen  = `INSERT INTO proj_sessions (id, app, owner, metadata, created_at, created_seq, active_agent, parent_id, parent_seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	qSessionOpen  = `INSERT INTO proj_sessions (id, app, owner, metadata, created_at, created_seq, active_agent, parent_id, parent_seq, parent_turn) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	qSessionMoved = `UPDATE proj_sessions SET active_agent = ?, turn_count = turn_count + 1, last_commit_seq = ? WHERE id = ?`
 	qTurnOpen     = `INSERT INTO proj_turns (session_id, turn_id, start_seq, status, input, agent, started_at) VALUES (?, ?, ?, 'running', ?, ?, ?)`
 	qTurnProgress = `UPDATE proj_turns SET model_calls = model_calls + ?, tool_calls = tool_calls + ?, input_tokens = input_tokens + ?, output_tokens = output_tokens + ? WHERE session_id = ? AND turn_id = ?`
-	qTurnClose    = `UPDATE proj_turns SET status = ?, end_seq = ?, ended_at = ?, error_code = nullif(?, ''), error_message = nullif(?, '') WHERE session_id = ? AND turn_id = ?`
+	qTurnClose    = `UPDATE proj_turns SET status = ?, end_seq = ?, ended_at = ?, error_code = nullif(?, ''), error_message = nullif(?, ''), end_agent = nullif(?, '') WHERE session_id = ? AND turn_id = ?`
 	qHistoryAdd   = `INSERT INTO proj_history (session_id, seq, idx, turn_id, item) SELECT ?1, ?2, key, ?3, value FROM json_each(?4)`
 
-	qSession      = `SELECT id, app, owner, metadata, created_at, active_agent, turn_count, last_commit_seq, parent_id, parent_seq FROM proj_sessions WHERE id = ?`
-	qHistory      = `SELECT item FROM proj_history WHERE session_id = ? ORDER BY seq, idx`
-	qTurnCols     = `SELECT session_id, turn_id, status, agent, input, start_seq, end_seq, started_at, ended_at, model_calls, tool_calls, input_tokens, output_tokens, error_code, error_message FROM proj_turns`
+	qSessionCols  = `SELECT id, app, owner, metadata, created_at, active_agent, turn_count, last_commit_seq, parent_id, parent_seq, parent_turn FROM proj_sessions`
+	qSession      = qSessionCols + ` WHERE id = ?`
+	qSessionsPage = qSessionCols + ` WHERE owner = ?1 AND (app = ?2 OR ?2 = '') AND (?3 = '' OR created_at < ?3 OR (created_at = ?3 AND id < ?4)) ORDER BY created_at DESC, id DESC LIMIT ?5`
+	qBranchesOf   = qSessionCols + ` WHERE parent_id = ? ORDER BY parent_seq, created_at, id`
+	// qHistory walks a branch's sources: each contributes its items up to the seq the
+	// next one branched at, oldest source first.
+	qHistory = `WITH RECURSIVE lineage (ancestor, upto, depth) AS (
+    SELECT ?1, NULL, 0
+    UNION ALL
+    SELECT s.parent_id, s.parent_seq, l.depth + 1 FROM lineage l JOIN proj_sessions s ON s.id = l.ancestor WHERE s.parent_id IS NOT NULL
+) SELECT h.item FROM lineage l JOIN proj_history h ON h.session_id = l.ancestor AND (l.upto IS NULL OR h.seq <= l.upto)
+ORDER BY l.depth DESC, h.seq, h.idx`
+	qTurnCols     = `SELECT session_id, turn_id, status, agent, input, start_seq, end_seq, started_at, ended_at, model_calls, tool_calls, input_tokens, output_tokens, error_code, error_message, end_agent FROM proj_turns`
 	qTurns        = qTurnCols + ` WHERE session_id = ? ORDER BY start_seq`
 	qTurn         = qTurnCols + ` WHERE session_id = ? AND turn_id = ?`
+	qTurnEndingAt = qTurnCols + ` WHERE session_id = ? AND end_seq = ?`
 	qRunningTurns = qTurnCols + ` WHERE status = 'running' ORDER BY session_id, start_seq`
 
 	qCreateMigrations = `CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL) STRICT`

@@ -72,29 +72,67 @@ func (s *Store) LastSeq(ctx context.Context, session string) (int64, error) {
 	return last, err
 }
 
+func scanSession(sc scanner) (projection.Session, error) {
+	var (
+		ss                    projection.Session
+		meta, parentID, pturn sql.NullString
+		created               string
+		parentSeq             sql.NullInt64
+	)
+	if err := sc.Scan(&ss.ID, &ss.App, &ss.Owner, &meta, &created, &ss.ActiveAgent, &ss.TurnCount, &ss.LastCommitSeq,
+		&parentID, &parentSeq, &pturn); err != nil {
+		return ss, err
+	}
+	if meta.Valid {
+		ss.Metadata = json.RawMessage(meta.String)
+	}
+	ss.CreatedAt, _ = time.Parse(time.RFC3339Nano, created)
+	ss.ParentID, ss.ParentSeq, ss.ParentTurn = parentID.String, parentSeq.Int64, pturn.String
+	return ss, nil
+}
+
 // Session returns a session's summary. Errors: not_found.
 func (s *Store) Session(ctx context.Context, id string) (projection.Session, error) {
-	var (
-		ss        projection.Session
-		meta      sql.NullString
-		created   string
-		parentID  sql.NullString
-		parentSeq sql.NullInt64
-	)
-	err := s.read.QueryRowContext(ctx, qSession, id).Scan(&ss.ID, &ss.App, &ss.Owner, &meta, &created,
-		&ss.ActiveAgent, &ss.TurnCount, &ss.LastCommitSeq, &parentID, &parentSeq)
+	ss, err := scanSession(s.read.QueryRowContext(ctx, qSession, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return ss, events.Errorf(events.CodeNotFound, "session %s not found", id)
 	}
 	if err != nil {
 		return ss, fmt.Errorf("read session %s: %w", id, err)
 	}
-	if meta.Valid {
-		ss.Metadata = json.RawMessage(meta.String)
-	}
-	ss.CreatedAt, _ = time.Parse(time.RFC3339Nano, created)
-	ss.ParentID, ss.ParentSeq = parentID.String, parentSeq.Int64
 	return ss, nil
+}
+
+func (s *Store) querySessions(ctx context.Context, q string, args ...any) ([]projection.Session, error) {
+	rows, err := s.read.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("read sessions: %w", err)
+	}
+	defer rows.Close()
+	var out []projection.Session
+	for rows.Next() {
+		ss, err := scanSession(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ss)
+	}
+	return out, rows.Err()
+}
+
+// SessionPage lists an owner's sessions newest first, optionally of one app, starting
+// after the session (createdAt, id) of the previous page ("" for the first).
+func (s *Store) SessionPage(ctx context.Context, owner, app string, afterCreated time.Time, afterID string, limit int) ([]projection.Session, error) {
+	cursor := ""
+	if afterID != "" {
+		cursor = formatTime(afterCreated)
+	}
+	return s.querySessions(ctx, qSessionsPage, owner, app, cursor, afterID, limit)
+}
+
+// Branches lists the sessions branched from session, by branch point.
+func (s *Store) Branches(ctx context.Context, session string) ([]projection.Session, error) {
+	return s.querySessions(ctx, qBranchesOf, session)
 }
 
 // History returns a session's committed conversation, in order.
@@ -125,9 +163,10 @@ func scanTurn(sc scanner) (projection.Turn, error) {
 		endSeq               sql.NullInt64
 		started              string
 		ended, code, message sql.NullString
+		endAgent             sql.NullString
 	)
 	if err := sc.Scan(&t.Session, &t.ID, &t.Status, &t.Agent, &t.Input, &t.StartSeq, &endSeq, &started, &ended,
-		&t.ModelCalls, &t.ToolCalls, &t.Usage.InputTokens, &t.Usage.OutputTokens, &code, &message); err != nil {
+		&t.ModelCalls, &t.ToolCalls, &t.Usage.InputTokens, &t.Usage.OutputTokens, &code, &message, &endAgent); err != nil {
 		return t, err
 	}
 	t.EndSeq = endSeq.Int64
@@ -136,7 +175,7 @@ func scanTurn(sc scanner) (projection.Turn, error) {
 		e, _ := time.Parse(time.RFC3339Nano, ended.String)
 		t.EndedAt = &e
 	}
-	t.ErrorCode, t.ErrorMessage = events.Code(code.String), message.String
+	t.ErrorCode, t.ErrorMessage, t.EndAgent = events.Code(code.String), message.String, endAgent.String
 	return t, nil
 }
 
@@ -167,6 +206,15 @@ func (s *Store) Turn(ctx context.Context, session, turn string) (projection.Turn
 	t, err := scanTurn(s.read.QueryRowContext(ctx, qTurn, session, turn))
 	if errors.Is(err, sql.ErrNoRows) {
 		return t, events.Errorf(events.CodeNotFound, "turn %s of session %s not found", turn, session)
+	}
+	return t, err
+}
+
+// TurnEndingAt returns the turn of session whose last event is seq. Errors: not_found.
+func (s *Store) TurnEndingAt(ctx context.Context, session string, seq int64) (projection.Turn, error) {
+	t, err := scanTurn(s.read.QueryRowContext(ctx, qTurnEndingAt, session, seq))
+	if errors.Is(err, sql.ErrNoRows) {
+		return t, events.Errorf(events.CodeNotFound, "no turn of session %s ends at seq %d", session, seq)
 	}
 	return t, err
 }
