@@ -106,6 +106,8 @@ func newPayload(typ string, v int) Payload {
 		return &TurnCommitted{}
 	case typ == TypeTurnFailed && v == 1:
 		return &TurnFailed{}
+	case typ == TypeTurnCanceled && v == 1:
+		return &TurnCanceled{}
 	}
 	return nil
 }
@@ -116,5 +118,5 @@ func Known(typ string, v int) bool { return newPayload(typ, v) != nil }
 // Types lists every event type name the decoder table knows, for documentation tests.
 func Types() []string {
 	return []string{TypeSessionCreated, TypeSessionBranched, TypeTurnStarted, TypeModelCalled, TypeToolScheduled,
-		TypeToolResulted, TypeLoopDetected, TypeTurnCommitted, TypeTurnFailed}
+		TypeToolResulted, TypeLoopDetected, TypeTurnCommitted, TypeTurnFailed, TypeTurnCanceled}
 }

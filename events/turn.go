@@ -4,6 +4,7 @@ const (
 	TypeTurnStarted   = "TurnStarted"
 	TypeTurnCommitted = "TurnCommitted"
 	TypeTurnFailed    = "TurnFailed"
+	TypeTurnCanceled  = "TurnCanceled"
 	TypeLoopDetected  = "LoopDetected"
 )
 
@@ -49,3 +50,13 @@ type LoopDetected struct {
 
 func (*LoopDetected) EventType() string  { return TypeLoopDetected }
 func (*LoopDetected) SchemaVersion() int { return 1 }
+
+// TurnCanceled ends a turn that a person stopped; nothing is committed. Tools that
+// already ran are not undone.
+type TurnCanceled struct {
+	Reason string `json:"reason"`
+	Usage  Usage  `json:"usage"`
+}
+
+func (*TurnCanceled) EventType() string  { return TypeTurnCanceled }
+func (*TurnCanceled) SchemaVersion() int { return 1 }

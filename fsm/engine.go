@@ -27,9 +27,19 @@ type Engine struct {
 	opts  Options
 
 	mu      sync.Mutex
-	running map[string]bool
+	running map[string]*runHandle // sessions with a turn in this process
 	cache   map[string]*sessionCache
 }
+
+// runHandle lets a person cancel the turn running on a session.
+type runHandle struct {
+	turn     string // set once TurnStarted is durable
+	cancel   chan struct{}
+	once     sync.Once
+	finished chan struct{}
+}
+
+func (h *runHandle) stop() { h.once.Do(func() { close(h.cancel) }) }
 
 type sessionCache struct {
 	lastCommitSeq int64
@@ -45,7 +55,7 @@ func New(store Store, apps []*App, opts Options) (*Engine, error) {
 		opts.CacheSessions = 1024
 	}
 	e := &Engine{store: store, apps: map[string]*App{}, opts: opts,
-		running: map[string]bool{}, cache: map[string]*sessionCache{}}
+		running: map[string]*runHandle{}, cache: map[string]*sessionCache{}}
 	for _, a := range apps {
 		if err := a.Validate(); err != nil {
 			return nil, err
@@ -105,18 +115,26 @@ func canonicalMetadata(metadata json.RawMessage) (json.RawMessage, error) {
 }
 
 // lock marks a session busy in this process. Errors: conflict.
-func (e *Engine) lock(session string) (func(), error) {
+func (e *Engine) lock(session string) (*runHandle, func(), error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.running[session] {
-		return nil, events.Errorf(events.CodeConflict, "session %s already has a turn running", session)
+	if e.running[session] != nil {
+		return nil, nil, events.Errorf(events.CodeConflict, "session %s already has a turn running", session)
 	}
-	e.running[session] = true
-	return func() {
+	h := &runHandle{cancel: make(chan struct{}), finished: make(chan struct{})}
+	e.running[session] = h
+	return h, func() {
 		e.mu.Lock()
 		delete(e.running, session)
 		e.mu.Unlock()
+		close(h.finished)
 	}, nil
+}
+
+func (e *Engine) setRunningTurn(h *runHandle, turn string) {
+	e.mu.Lock()
+	h.turn = turn
+	e.mu.Unlock()
 }
 
 // conversation returns the committed conversation of a session, from memory when the
@@ -164,7 +182,7 @@ func (e *Engine) RunTurn(ctx context.Context, session, input string) (*Result, e
 		return nil, events.FieldError(events.CodeInvalid, "input", "is empty")
 	}
 	ctx = context.WithoutCancel(ctx)
-	unlock, err := e.lock(session)
+	h, unlock, err := e.lock(session)
 	if err != nil {
 		return nil, err
 	}
@@ -206,7 +224,9 @@ func (e *Engine) RunTurn(ctx context.Context, session, input string) (*Result, e
 	if err != nil {
 		return nil, fmt.Errorf("start turn: %w", err)
 	}
+	e.setRunningTurn(h, turn)
 	r := e.newRun(ctx, app, agent, session, turn, out[0].Seq, conv, nil, true)
+	r.cancel = h.cancel
 	r.conv.append(events.UserMessage(input))
 	return r.drive()
 }
@@ -244,11 +264,12 @@ func (e *Engine) Recover(ctx context.Context) ([]*Result, error) {
 }
 
 func (e *Engine) recoverTurn(ctx context.Context, t projection.Turn) (*Result, error) {
-	unlock, err := e.lock(t.Session)
+	h, unlock, err := e.lock(t.Session)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
+	e.setRunningTurn(h, t.ID)
 	e.forget(t.Session)
 	s, err := e.store.Session(ctx, t.Session)
 	if err != nil {
@@ -269,9 +290,56 @@ func (e *Engine) recoverTurn(ctx context.Context, t projection.Turn) (*Result, e
 		agent = app.Agents[t.Agent]
 	}
 	r := e.newRun(ctx, app, agent, t.Session, t.ID, seq, conv, newRecording(evs), true)
+	r.cancel = h.cancel
 	r.conv.append(events.UserMessage(t.Input))
 	if agent == nil {
 		return r.fail(events.CodeInvalid, fmt.Sprintf("app %q or agent %q is no longer configured", s.App, t.Agent), "")
 	}
 	return r.drive()
+}
+
+// Cancel stops a running turn of session: the run records TurnCanceled at its next
+// step (a tool already running finishes and is recorded first) and Cancel returns once
+// it has. A turn left running by a crash is canceled directly. Errors: not_found,
+// conflict (the turn has already ended).
+func (e *Engine) Cancel(ctx context.Context, session, turn, reason string) (projection.Turn, error) {
+	if reason == "" {
+		reason = "canceled by request"
+	}
+	e.mu.Lock()
+	h := e.running[session]
+	e.mu.Unlock()
+	if h != nil && h.turn == turn {
+		h.stop()
+		select {
+		case <-h.finished:
+		case <-ctx.Done():
+			return projection.Turn{}, ctx.Err()
+		}
+		return e.store.Turn(ctx, session, turn)
+	}
+	t, err := e.store.Turn(ctx, session, turn)
+	if err != nil {
+		return t, err
+	}
+	if t.Status != projection.TurnRunning {
+		return t, events.Errorf(events.CodeConflict, "turn %s is %s: there is nothing to cancel", turn, t.Status)
+	}
+	_, unlock, err := e.lock(session)
+	if err != nil {
+		return t, err
+	}
+	defer unlock()
+	last, err := e.store.LastSeq(ctx, session)
+	if err != nil {
+		return t, err
+	}
+	ev, err := events.New(turn, "", &events.TurnCanceled{Reason: reason, Usage: t.Usage})
+	if err != nil {
+		return t, err
+	}
+	if _, err := e.store.Append(ctx, session, last, []events.Event{ev}); err != nil {
+		return t, err
+	}
+	return e.store.Turn(ctx, session, turn)
 }

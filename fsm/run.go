@@ -34,6 +34,33 @@ type run struct {
 	// instead of paying an fsync of their own (a crash before it re-runs the tool,
 	// which is safe only because it is idempotent).
 	deferred []events.Event
+	cancel   <-chan struct{} // closed when a person cancels the turn
+}
+
+func (r *run) canceled() bool {
+	select {
+	case <-r.cancel:
+		return true
+	default:
+		return false
+	}
+}
+
+// cancelTurn ends the turn as canceled, recording what is pending first.
+func (r *run) cancelTurn(pending ...events.Event) (*Result, error) {
+	if err := r.fire(TriggerCancel); err != nil {
+		return nil, err
+	}
+	const reason = "canceled by request"
+	ev, err := events.New(r.turn, "", &events.TurnCanceled{Reason: reason, Usage: r.usage})
+	if err != nil {
+		return nil, err
+	}
+	if err := r.emit(append(pending, ev)...); err != nil {
+		return nil, err
+	}
+	return &Result{Session: r.session, TurnID: r.turn, Status: StatusFailed, Usage: r.usage, Agent: r.agent.Name,
+		Error: &ResultError{Code: events.CodeCanceled, Message: reason}}, nil
 }
 
 func (e *Engine) newRun(ctx context.Context, app *App, agent *Agent, session, turn string, seq int64,
@@ -84,10 +111,16 @@ func (r *run) drive() (*Result, error) {
 		return nil, err
 	}
 	for {
+		if r.canceled() {
+			return r.cancelTurn()
+		}
 		if err := r.fire(TriggerCallModel); err != nil {
 			return nil, err
 		}
 		resp, called, failure := r.modelStep()
+		if failure != nil && r.canceled() {
+			return r.cancelTurn(called...)
+		}
 		if failure != nil {
 			return r.fail(failure.Code, failure.Message, failure.Path, called...)
 		}
@@ -137,7 +170,9 @@ func (r *run) modelStep() (events.ModelResponse, []events.Event, *ResultError) {
 		return mc.Response, []events.Event{ev}, nil
 	}
 
-	resp, err := ag.Model.Call(r.ctx, ModelRequest{LLM: ag.LLM, Agent: ag.Name, Instructions: ag.Instructions,
+	callCtx, stop := r.cancelContext()
+	defer stop()
+	resp, err := ag.Model.Call(callCtx, ModelRequest{LLM: ag.LLM, Agent: ag.Name, Instructions: ag.Instructions,
 		Tools: specsOf(ag.Tools), Settings: ag.Settings, Items: r.conv.items})
 	if err != nil {
 		return events.ModelResponse{}, nil, &ResultError{Code: events.CodeModelFailed, Path: path,
@@ -208,4 +243,18 @@ func (r *run) fail(code events.Code, msg, path string, pending ...events.Event) 
 	}
 	return &Result{Session: r.session, TurnID: r.turn, Status: StatusFailed, Usage: r.usage, Agent: agent,
 		Error: &ResultError{Code: code, Message: msg, Path: path}}, nil
+}
+
+// cancelContext is the run's context, also cancelled when a person cancels the turn,
+// so a long model call stops early.
+func (r *run) cancelContext() (context.Context, func()) {
+	ctx, cancel := context.WithCancel(r.ctx)
+	go func() {
+		select {
+		case <-r.cancel:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
 }

@@ -51,7 +51,7 @@ CREATE TABLE proj_turns (
     turn_id       TEXT    NOT NULL,
     start_seq     INTEGER NOT NULL,
     end_seq       INTEGER,
-    status        TEXT    NOT NULL CHECK (status IN ('running', 'committed', 'failed')),
+    status        TEXT    NOT NULL CHECK (status IN ('running', 'suspended', 'committed', 'failed', 'canceled')),
     input         TEXT    NOT NULL,
     agent         TEXT    NOT NULL,
     started_at    TEXT    NOT NULL,

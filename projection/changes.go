@@ -120,6 +120,9 @@ func Changes(ev events.Event) ([]Change, error) {
 		}}}, nil
 	case *events.TurnStarted:
 		return []Change{TurnOpened{Session: ev.Session, Turn: ev.Turn, Seq: ev.Seq, Input: e.Input, Agent: e.Agent, At: ev.At}}, nil
+	case *events.TurnCanceled:
+		return []Change{TurnClosed{Session: ev.Session, Turn: ev.Turn, Status: TurnCanceled, Seq: ev.Seq, At: ev.At,
+			ErrorCode: events.CodeCanceled, ErrorMessage: e.Reason}}, nil
 	case *events.TurnFailed:
 		return []Change{TurnClosed{Session: ev.Session, Turn: ev.Turn, Status: TurnFailed, Seq: ev.Seq, At: ev.At,
 			ErrorCode: e.ErrorCode, ErrorMessage: e.Message}}, nil

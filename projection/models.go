@@ -29,6 +29,7 @@ const (
 	TurnRunning   TurnStatus = "running"
 	TurnCommitted TurnStatus = "committed"
 	TurnFailed    TurnStatus = "failed"
+	TurnCanceled  TurnStatus = "canceled"
 )
 
 // Turn is the read model of one turn.
