@@ -57,6 +57,7 @@ func cmdServe(ctx context.Context, c *cliContext, args []string) error {
 		return err
 	case <-ctx.Done():
 	}
+	api.Stop() // live streams end; in-flight turns finish (or are recovered at the next start)
 	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
 	if err := srv.Shutdown(shutdownCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {

@@ -178,6 +178,32 @@ func (e *Engine) forget(session string) {
 // half-turn because a client went away). Errors: invalid (empty input), not_found
 // (session), conflict (a turn is already running), internal (store failure).
 func (e *Engine) RunTurn(ctx context.Context, session, input string) (*Result, error) {
+	started, err := e.StartTurn(ctx, session, input)
+	if err != nil {
+		return nil, err
+	}
+	return started.Wait()
+}
+
+// StartedTurn is a turn whose TurnStarted is durable and that runs in the background.
+type StartedTurn struct {
+	ID       string
+	StartSeq int64
+	done     chan struct{}
+	res      *Result
+	err      error
+}
+
+// Wait returns the turn's outcome once it has ended.
+func (t *StartedTurn) Wait() (*Result, error) {
+	<-t.done
+	return t.res, t.err
+}
+
+// StartTurn checks the request, appends TurnStarted, and drives the turn in the
+// background; the caller may follow it in the log from StartSeq. It returns the same
+// errors as RunTurn, before anything is written.
+func (e *Engine) StartTurn(ctx context.Context, session, input string) (*StartedTurn, error) {
 	if strings.TrimSpace(input) == "" {
 		return nil, events.FieldError(events.CodeInvalid, "input", "is empty")
 	}
@@ -186,7 +212,22 @@ func (e *Engine) RunTurn(ctx context.Context, session, input string) (*Result, e
 	if err != nil {
 		return nil, err
 	}
-	defer unlock()
+	r, err := e.prepareTurn(ctx, session, input, h)
+	if err != nil {
+		unlock()
+		return nil, err
+	}
+	t := &StartedTurn{ID: r.turn, StartSeq: r.seq, done: make(chan struct{})}
+	go func() {
+		defer close(t.done)
+		defer unlock()
+		t.res, t.err = r.drive()
+	}()
+	return t, nil
+}
+
+// prepareTurn appends TurnStarted for a locked session and returns the run to drive.
+func (e *Engine) prepareTurn(ctx context.Context, session, input string, h *runHandle) (*run, error) {
 	s, err := e.store.Session(ctx, session)
 	if err != nil {
 		return nil, err
@@ -228,7 +269,7 @@ func (e *Engine) RunTurn(ctx context.Context, session, input string) (*Result, e
 	r := e.newRun(ctx, app, agent, session, turn, out[0].Seq, conv, nil, true)
 	r.cancel = h.cancel
 	r.conv.append(events.UserMessage(input))
-	return r.drive()
+	return r, nil
 }
 
 func (e *Engine) inFlight(ctx context.Context, session string) (string, error) {

@@ -73,6 +73,7 @@ func setup(t *testing.T) testBundle {
 		Keys: map[string]string{"key-alice": "alice", "key-bob": "bob"}})
 	b.srv = httptest.NewServer(api.Handler())
 	t.Cleanup(b.srv.Close)
+	t.Cleanup(api.Stop) // runs first: live streams end, so Close does not wait on them
 	t.Cleanup(func() {
 		select {
 		case <-b.release:

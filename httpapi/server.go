@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"sync"
+	"time"
 
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
@@ -12,18 +14,25 @@ import (
 	"github.com/turnlog/turnlog/projection"
 )
 
-// Reader is what the API reads besides running turns.
+// Reader is what the API reads: the log and the projections.
 type Reader interface {
 	Session(ctx context.Context, id string) (projection.Session, error)
+	SessionPage(ctx context.Context, owner, app string, afterCreated time.Time, afterID string, limit int) ([]projection.Session, error)
+	Branches(ctx context.Context, session string) ([]projection.Session, error)
 	History(ctx context.Context, session string) ([]events.Item, error)
 	Events(ctx context.Context, session string, after int64) ([]events.Event, error)
+	Turns(ctx context.Context, session string) ([]projection.Turn, error)
+	LastTurn(ctx context.Context, session string) (projection.Turn, error)
+	Watch(session string) (<-chan struct{}, func())
 	Ping(ctx context.Context) error
 }
 
 // Engine is the part of the turn engine the API drives.
 type Engine interface {
 	CreateSession(ctx context.Context, app, owner string, metadata json.RawMessage) (projection.Session, error)
-	RunTurn(ctx context.Context, session, input string) (*fsm.Result, error)
+	StartTurn(ctx context.Context, session, input string) (*fsm.StartedTurn, error)
+	Branch(ctx context.Context, source, owner string, at fsm.BranchPoint, metadata json.RawMessage) (projection.Session, error)
+	Cancel(ctx context.Context, session, turn, reason string) (projection.Turn, error)
 }
 
 // Config configures a Server.
@@ -40,8 +49,10 @@ type Config struct {
 
 // Server is the HTTP API.
 type Server struct {
-	cfg Config
-	e   *echo.Echo
+	cfg      Config
+	e        *echo.Echo
+	stopping chan struct{} // closed by Stop: live streams end
+	stopOnce sync.Once
 }
 
 // New builds the API's echo instance with every route.
@@ -55,21 +66,33 @@ func New(cfg Config) *Server {
 	e.HTTPErrorHandler = errorHandler
 	e.Use(middleware.Recover())
 	e.Use(middleware.BodyLimit(cfg.BodyLimit))
-	s := &Server{cfg: cfg, e: e}
+	s := &Server{cfg: cfg, e: e, stopping: make(chan struct{})}
 	e.GET("/healthz", s.healthz)
 	v1 := e.Group("/v1", s.authenticate)
 	v1.POST("/sessions", s.createSession)
+	v1.GET("/sessions", s.listSessions)
+	v1.GET("/sessions/:id", s.getSession)
 	v1.POST("/sessions/:id/turns", s.runTurn)
+	v1.GET("/sessions/:id/turns", s.listTurns)
+	v1.POST("/sessions/:id/turns/:turn_id/cancel", s.cancelTurn)
 	v1.GET("/sessions/:id/history", s.history)
+	v1.GET("/sessions/:id/interrupts", s.interrupts)
 	v1.GET("/sessions/:id/events", s.events)
+	v1.GET("/sessions/:id/branch-points", s.branchPoints)
+	v1.POST("/sessions/:id/branches", s.createBranch)
+	v1.GET("/sessions/:id/export", s.export)
 	return s
 }
 
 // Handler returns the http.Handler of the API.
 func (s *Server) Handler() http.Handler { return s.e }
 
-// Echo exposes the echo instance (for route listings and shutdown).
+// Echo exposes the echo instance (for route listings).
 func (s *Server) Echo() *echo.Echo { return s.e }
+
+// Stop ends every live stream; call it before shutting the HTTP server down, which
+// waits for handlers to return but does not cancel their contexts.
+func (s *Server) Stop() { s.stopOnce.Do(func() { close(s.stopping) }) }
 
 func (s *Server) healthz(c echo.Context) error {
 	return c.JSON(http.StatusOK, map[string]string{"status": "ok"})

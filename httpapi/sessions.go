@@ -1,10 +1,13 @@
 package httpapi
 
 import (
+	"bufio"
+	"encoding/base64"
 	"encoding/json"
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/labstack/echo/v4"
 	"github.com/turnlog/turnlog/events"
@@ -45,53 +48,79 @@ func (s *Server) ownedSession(c echo.Context) (projection.Session, error) {
 	return sess, nil
 }
 
-type turnRequest struct {
-	Input     *string                    `json:"input,omitempty"`
-	ResumeMap map[string]json.RawMessage `json:"resume_map,omitempty"`
-	Stream    bool                       `json:"stream,omitempty"`
+const (
+	defaultPageSize = 20
+	maxPageSize     = 100
+)
+
+type sessionPage struct {
+	Sessions   []projection.Session `json:"sessions"`
+	NextCursor string               `json:"next_cursor,omitempty"`
 }
 
-type turnResponse struct {
-	TurnID         string           `json:"turn_id"`
-	Status         string           `json:"status"`
-	Output         string           `json:"output"`
-	Items          []events.Item    `json:"items"`
-	Interrupts     []any            `json:"interrupts"`
-	SuspendPayload any              `json:"suspend_payload"`
-	Error          *fsm.ResultError `json:"error"`
-	Usage          events.Usage     `json:"usage"`
-	Agent          string           `json:"agent"`
-}
-
-func (s *Server) runTurn(c echo.Context) error {
-	var req turnRequest
-	if err := decodeBody(c, &req); err != nil {
-		return err
+func (s *Server) listSessions(c echo.Context) error {
+	limit := defaultPageSize
+	if v := c.QueryParam("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > maxPageSize {
+			return events.FieldError(events.CodeInvalid, "limit", "must be an integer from 1 to %d, got %q", maxPageSize, v)
+		}
+		limit = n
 	}
-	if _, err := s.ownedSession(c); err != nil {
-		return err
+	var afterCreated time.Time
+	afterID := ""
+	if v := c.QueryParam("cursor"); v != "" {
+		raw, err := base64.RawURLEncoding.DecodeString(v)
+		created, id, ok := strings.Cut(string(raw), "|")
+		t, terr := time.Parse(time.RFC3339Nano, created)
+		if err != nil || !ok || terr != nil || id == "" {
+			return events.FieldError(events.CodeInvalid, "cursor", "is not a cursor this API returned")
+		}
+		afterCreated, afterID = t, id
 	}
-	switch {
-	case req.Input != nil && req.ResumeMap != nil:
-		return events.FieldError(events.CodeInvalid, "body", "give either input or resume_map, not both")
-	case req.ResumeMap != nil:
-		return events.FieldError(events.CodeConflict, "resume_map", "the session has no suspended turn to resume")
-	case req.Input == nil:
-		return events.FieldError(events.CodeInvalid, "input", "is required")
-	}
-	if req.Stream || strings.Contains(c.Request().Header.Get(echo.HeaderAccept), "text/event-stream") {
-		return events.FieldError(events.CodeInvalid, "stream", "streaming is not available in this version")
-	}
-	res, err := s.cfg.Engine.RunTurn(c.Request().Context(), c.Param("id"), *req.Input)
+	page, err := s.cfg.Reader.SessionPage(c.Request().Context(), userOf(c), c.QueryParam("app"), afterCreated, afterID, limit+1)
 	if err != nil {
 		return err
 	}
-	items := res.Items
-	if items == nil {
-		items = []events.Item{}
+	out := sessionPage{Sessions: page}
+	if len(page) > limit {
+		out.Sessions = page[:limit]
+		last := page[limit-1]
+		out.NextCursor = base64.RawURLEncoding.EncodeToString([]byte(last.CreatedAt.UTC().Format(time.RFC3339Nano) + "|" + last.ID))
 	}
-	return c.JSON(http.StatusOK, turnResponse{TurnID: res.TurnID, Status: res.Status, Output: res.Output, Items: items,
-		Interrupts: []any{}, Error: res.Error, Usage: res.Usage, Agent: res.Agent})
+	if out.Sessions == nil {
+		out.Sessions = []projection.Session{}
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+type sessionSummary struct {
+	projection.Session
+	Status string          `json:"status"` // idle, or running while a turn is in flight
+	Parent *branchOriginal `json:"parent"`
+}
+
+type branchOriginal struct {
+	SessionID string `json:"session_id"`
+	Seq       int64  `json:"seq"`
+	TurnID    string `json:"turn_id"`
+}
+
+func (s *Server) getSession(c echo.Context) error {
+	sess, err := s.ownedSession(c)
+	if err != nil {
+		return err
+	}
+	out := sessionSummary{Session: sess, Status: "idle"}
+	if t, err := s.cfg.Reader.LastTurn(c.Request().Context(), sess.ID); err == nil && t.Status == projection.TurnRunning {
+		out.Status = "running"
+	} else if err != nil && !events.IsCode(err, events.CodeNotFound) {
+		return err
+	}
+	if sess.ParentID != "" {
+		out.Parent = &branchOriginal{SessionID: sess.ParentID, Seq: sess.ParentSeq, TurnID: sess.ParentTurn}
+	}
+	return c.JSON(http.StatusOK, out)
 }
 
 func (s *Server) history(c echo.Context) error {
@@ -108,24 +137,103 @@ func (s *Server) history(c echo.Context) error {
 	return c.JSON(http.StatusOK, map[string]any{"items": items})
 }
 
-func (s *Server) events(c echo.Context) error {
+func (s *Server) interrupts(c echo.Context) error {
 	if _, err := s.ownedSession(c); err != nil {
 		return err
 	}
-	after := int64(0)
-	if v := c.QueryParam("after"); v != "" {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n < 0 {
-			return events.FieldError(events.CodeInvalid, "after", "must be a non-negative integer, got %q", v)
-		}
-		after = n
-	}
-	evs, err := s.cfg.Reader.Events(c.Request().Context(), c.Param("id"), after)
+	// No tool in this version suspends a turn, so nothing is ever pending.
+	return c.JSON(http.StatusOK, map[string]any{"interrupts": []any{}})
+}
+
+type branchPoint struct {
+	TurnID      string     `json:"turn_id"`
+	Seq         int64      `json:"seq"`
+	CommittedAt *time.Time `json:"committed_at"`
+	Agent       string     `json:"agent"`
+	Branches    []string   `json:"branches"`
+}
+
+func (s *Server) branchPoints(c echo.Context) error {
+	sess, err := s.ownedSession(c)
 	if err != nil {
 		return err
 	}
-	if evs == nil {
-		evs = []events.Event{}
+	ctx := c.Request().Context()
+	turns, err := s.cfg.Reader.Turns(ctx, sess.ID)
+	if err != nil {
+		return err
 	}
-	return c.JSON(http.StatusOK, map[string]any{"events": evs})
+	branches, err := s.cfg.Reader.Branches(ctx, sess.ID)
+	if err != nil {
+		return err
+	}
+	bySeq := map[int64][]string{}
+	for _, b := range branches {
+		if b.Owner == userOf(c) { // another user's branch is invisible here too
+			bySeq[b.ParentSeq] = append(bySeq[b.ParentSeq], b.ID)
+		}
+	}
+	points := []branchPoint{}
+	for _, t := range turns {
+		if t.Status != projection.TurnCommitted {
+			continue
+		}
+		ids := bySeq[t.EndSeq]
+		if ids == nil {
+			ids = []string{}
+		}
+		points = append(points, branchPoint{TurnID: t.ID, Seq: t.EndSeq, CommittedAt: t.EndedAt, Agent: t.EndAgent, Branches: ids})
+	}
+	out := map[string]any{"session_id": sess.ID, "branch_points": points, "parent": nil}
+	if sess.ParentID != "" {
+		out["parent"] = branchOriginal{SessionID: sess.ParentID, Seq: sess.ParentSeq, TurnID: sess.ParentTurn}
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+type branchRequest struct {
+	AtTurn   string          `json:"at_turn,omitempty"`
+	AtSeq    int64           `json:"at_seq,omitempty"`
+	Metadata json.RawMessage `json:"metadata,omitempty"`
+}
+
+func (s *Server) createBranch(c echo.Context) error {
+	var req branchRequest
+	if err := decodeBody(c, &req); err != nil {
+		return err
+	}
+	if _, err := s.ownedSession(c); err != nil {
+		return err
+	}
+	if req.AtSeq < 0 {
+		return events.FieldError(events.CodeInvalid, "at_seq", "must be positive")
+	}
+	sess, err := s.cfg.Engine.Branch(c.Request().Context(), c.Param("id"), userOf(c),
+		fsm.BranchPoint{Turn: req.AtTurn, Seq: req.AtSeq}, req.Metadata)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusCreated, sess)
+}
+
+func (s *Server) export(c echo.Context) error {
+	if _, err := s.ownedSession(c); err != nil {
+		return err
+	}
+	evs, err := s.cfg.Reader.Events(c.Request().Context(), c.Param("id"), 0)
+	if err != nil {
+		return err
+	}
+	c.Response().Header().Set(echo.HeaderContentType, "application/x-ndjson")
+	c.Response().WriteHeader(http.StatusOK)
+	w := bufio.NewWriter(c.Response())
+	for _, ev := range evs {
+		line, err := json.Marshal(ev)
+		if err != nil {
+			return err
+		}
+		w.Write(line)
+		w.WriteByte('\n')
+	}
+	return w.Flush()
 }

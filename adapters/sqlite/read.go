@@ -210,6 +210,15 @@ func (s *Store) Turn(ctx context.Context, session, turn string) (projection.Turn
 	return t, err
 }
 
+// LastTurn returns a session's newest turn. Errors: not_found (no turn yet).
+func (s *Store) LastTurn(ctx context.Context, session string) (projection.Turn, error) {
+	t, err := scanTurn(s.read.QueryRowContext(ctx, qLastTurn, session))
+	if errors.Is(err, sql.ErrNoRows) {
+		return t, events.Errorf(events.CodeNotFound, "session %s has no turns", session)
+	}
+	return t, err
+}
+
 // TurnEndingAt returns the turn of session whose last event is seq. Errors: not_found.
 func (s *Store) TurnEndingAt(ctx context.Context, session string, seq int64) (projection.Turn, error) {
 	t, err := scanTurn(s.read.QueryRowContext(ctx, qTurnEndingAt, session, seq))

@@ -65,6 +65,7 @@ type Store struct {
 	write  *sql.DB // one connection, owned by the writer goroutine
 	read   *sql.DB // read-only pool
 	reqs   chan *appendReq
+	watch  watchers      // readers following sessions live
 	done   chan struct{} // closed by Close
 	closed chan struct{} // closed by the writer when it has stopped
 }

@@ -196,6 +196,7 @@ func (w *writer) commit(batch []*appendReq) {
 			w.seqs[s] = seq
 		}
 		finish(nil)
+		w.s.watch.notify(seqs)
 		break
 	}
 }

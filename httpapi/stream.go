@@ -1,0 +1,173 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+	"github.com/tidwall/gjson"
+	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/fsm"
+)
+
+// sse writes Server-Sent Events; every event's id is the log seq it reflects, so a
+// client that reconnects with Last-Event-ID resumes without gaps or duplicates.
+type sse struct {
+	w http.ResponseWriter
+	f http.Flusher
+}
+
+func startSSE(c echo.Context) (*sse, error) {
+	f, ok := c.Response().Writer.(http.Flusher)
+	if !ok {
+		return nil, events.Errorf(events.CodeInternal, "streaming is not supported by this connection")
+	}
+	h := c.Response().Header()
+	h.Set(echo.HeaderContentType, "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	c.Response().WriteHeader(http.StatusOK)
+	f.Flush()
+	return &sse{w: c.Response(), f: f}, nil
+}
+
+func (s *sse) send(seq int64, name string, data any) error {
+	body, err := json.Marshal(data)
+	if err != nil {
+		return err
+	}
+	if _, err := fmt.Fprintf(s.w, "id: %d\nevent: %s\ndata: %s\n\n", seq, name, body); err != nil {
+		return err
+	}
+	s.f.Flush()
+	return nil
+}
+
+// after reads where a stream starts: Last-Event-ID (a reconnecting client) wins over
+// the after query parameter.
+func after(c echo.Context) (int64, error) {
+	v, field := c.Request().Header.Get("Last-Event-ID"), "Last-Event-ID"
+	if v == "" {
+		v, field = c.QueryParam("after"), "after"
+	}
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 {
+		return 0, events.FieldError(events.CodeInvalid, field, "must be a non-negative integer, got %q", v)
+	}
+	return n, nil
+}
+
+func (s *Server) events(c echo.Context) error {
+	if _, err := s.ownedSession(c); err != nil {
+		return err
+	}
+	from, err := after(c)
+	if err != nil {
+		return err
+	}
+	if strings.Contains(c.Request().Header.Get(echo.HeaderAccept), "text/event-stream") {
+		return s.follow(c, from, func(ev events.Event) (string, any, bool) { return ev.Type, ev, false })
+	}
+	evs, err := s.cfg.Reader.Events(c.Request().Context(), c.Param("id"), from)
+	if err != nil {
+		return err
+	}
+	if evs == nil {
+		evs = []events.Event{}
+	}
+	return c.JSON(http.StatusOK, map[string]any{"events": evs})
+}
+
+// follow streams a session's events after seq `from` as they are committed. render
+// names and shapes each event ("" skips it) and says whether the stream ends there.
+// It returns when the client goes away or the server stops.
+func (s *Server) follow(c echo.Context, from int64, render func(events.Event) (string, any, bool)) error {
+	session := c.Param("id")
+	wake, stop := s.cfg.Reader.Watch(session) // before the first read: no commit is missed
+	defer stop()
+	out, err := startSSE(c)
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	for {
+		evs, err := s.cfg.Reader.Events(ctx, session, from)
+		if err != nil {
+			return nil // the client is gone or the store failed; the stream just ends
+		}
+		for _, ev := range evs {
+			from = ev.Seq
+			name, data, last := render(ev)
+			if name != "" {
+				if err := out.send(ev.Seq, name, data); err != nil {
+					return nil
+				}
+			}
+			if last {
+				return nil
+			}
+		}
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			return nil
+		case <-s.stopping:
+			return nil
+		}
+	}
+}
+
+// streamTurn streams one turn as it runs, from its TurnStarted to its end, with the
+// event names of the API. The turn goes on if the client leaves; it can follow the
+// rest on /events with Last-Event-ID.
+func (s *Server) streamTurn(c echo.Context, t *fsm.StartedTurn) error {
+	return s.follow(c, t.StartSeq-1, func(ev events.Event) (string, any, bool) {
+		if ev.Turn != t.ID {
+			return "", nil, false
+		}
+		return turnEvent(ev)
+	})
+}
+
+// turnEvent maps a log event to a turn-stream event: its name, its data, and whether
+// it ends the turn.
+func turnEvent(ev events.Event) (string, any, bool) {
+	d := gjson.ParseBytes(ev.Data)
+	base := map[string]any{"turn_id": ev.Turn}
+	with := func(kv ...any) map[string]any {
+		for i := 0; i+1 < len(kv); i += 2 {
+			base[kv[i].(string)] = kv[i+1]
+		}
+		return base
+	}
+	switch ev.Type {
+	case events.TypeTurnStarted:
+		return "turn_started", with("input", d.Get("input").String(), "agent", d.Get("agent").String()), false
+	case events.TypeModelCalled:
+		if text := d.Get("response.text").String(); text != "" {
+			return "text_delta", with("agent", d.Get("agent").String(), "path", ev.Path, "text", text), false
+		}
+	case events.TypeToolScheduled:
+		return "tool_call", with("call_id", d.Get("call_id").String(), "tool", d.Get("tool").String(),
+			"arguments", json.RawMessage(d.Get("arguments").Raw), "path", ev.Path), false
+	case events.TypeToolResulted:
+		return "tool_result", with("call_id", d.Get("call_id").String(), "tool", d.Get("tool").String(),
+			"output", d.Get("output").String(), "is_error", d.Get("is_error").Bool(), "path", ev.Path), false
+	case events.TypeTurnCommitted:
+		return "turn_committed", with("status", fsm.StatusCompleted, "output", d.Get("output").String(),
+			"agent", d.Get("agent").String(), "items", json.RawMessage(d.Get("items").Raw), "usage", json.RawMessage(d.Get("usage").Raw)), true
+	case events.TypeTurnFailed:
+		return "turn_failed", with("status", fsm.StatusFailed, "usage", json.RawMessage(d.Get("usage").Raw),
+			"error", map[string]string{"code": d.Get("error_code").String(), "message": d.Get("message").String()}), true
+	case events.TypeTurnCanceled:
+		return "turn_failed", with("status", fsm.StatusFailed, "usage", json.RawMessage(d.Get("usage").Raw),
+			"error", map[string]string{"code": string(events.CodeCanceled), "message": d.Get("reason").String()}), true
+	}
+	return "", nil, false
+}
