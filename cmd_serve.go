@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rs/zerolog"
+	"github.com/turnlog/turnlog/adapters/metrics"
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/httpapi"
 )
@@ -32,7 +34,8 @@ func cmdServe(ctx context.Context, c *cliContext, args []string) error {
 	if len(keys) == 0 && !*dev {
 		return events.Errorf(events.CodeInvalid, "no API keys configured: set --api-keys KEY=USER (or TURNLOG_API_KEYS), or pass --dev to serve without keys")
 	}
-	store, engine, err := c.openEngine(ctx, f)
+	m := metrics.New()
+	store, engine, err := c.openEngine(ctx, f, m)
 	if err != nil {
 		return err
 	}
@@ -40,7 +43,9 @@ func cmdServe(ctx context.Context, c *cliContext, args []string) error {
 	if err := recoverTurns(ctx, c, engine); err != nil {
 		return err
 	}
-	api := httpapi.New(httpapi.Config{Engine: engine, Reader: store, Keys: keys, Dev: *dev})
+	logger := zerolog.New(c.stderr).With().Timestamp().Logger()
+	api := httpapi.New(httpapi.Config{Engine: engine, Reader: store, Keys: keys, Dev: *dev,
+		Ready: store.Ready, Metrics: m.Handler(), Meter: m, Logger: logger})
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", *addr, err)

@@ -36,6 +36,12 @@ func openStore(ctx context.Context, f commonFlags) (*sqlite.Store, error) {
 	return sqlite.Open(ctx, f.db, sqlite.Options{Synchronous: f.synchronous})
 }
 
+// observer is what a command reports metrics to: the engine's events and commits.
+type observer interface {
+	fsm.Observer
+	Committed(events int)
+}
+
 // newIDs returns a goroutine-safe source of monotonic ULIDs.
 func newIDs() func() string {
 	var mu sync.Mutex
@@ -47,17 +53,23 @@ func newIDs() func() string {
 	}
 }
 
-// openEngine opens the store and builds the engine over the configured apps.
-func (c *cliContext) openEngine(ctx context.Context, f commonFlags) (*sqlite.Store, *fsm.Engine, error) {
+// openEngine opens the store and builds the engine over the configured apps; obs,
+// when given, hears the engine and the store.
+func (c *cliContext) openEngine(ctx context.Context, f commonFlags, obs ...observer) (*sqlite.Store, *fsm.Engine, error) {
 	apps, err := c.loadApps(f.config)
 	if err != nil {
 		return nil, nil, err
 	}
-	store, err := openStore(ctx, f)
+	sopts := sqlite.Options{Synchronous: f.synchronous}
+	eopts := fsm.Options{Clock: time.Now, NewID: newIDs()}
+	for _, o := range obs {
+		sopts.OnCommit, eopts.Observer = o.Committed, o
+	}
+	store, err := sqlite.Open(ctx, f.db, sopts)
 	if err != nil {
 		return nil, nil, err
 	}
-	e, err := fsm.New(store, apps, fsm.Options{Clock: time.Now, NewID: newIDs()})
+	e, err := fsm.New(store, apps, eopts)
 	if err != nil {
 		store.Close()
 		return nil, nil, err

@@ -18,6 +18,8 @@ type Options struct {
 	// CacheSessions bounds how many sessions' conversations stay in memory between
 	// turns (default 1024), so a turn never refolds a long history.
 	CacheSessions int
+	// Observer hears model calls, tool calls and turn ends (default: nobody).
+	Observer Observer
 }
 
 // Engine runs turns of configured apps against a Store.
@@ -53,6 +55,9 @@ func New(store Store, apps []*App, opts Options) (*Engine, error) {
 	}
 	if opts.CacheSessions <= 0 {
 		opts.CacheSessions = 1024
+	}
+	if opts.Observer == nil {
+		opts.Observer = noObserver{}
 	}
 	e := &Engine{store: store, apps: map[string]*App{}, opts: opts,
 		running: map[string]*runHandle{}, cache: map[string]*sessionCache{}}

@@ -3,6 +3,7 @@ package fsm
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/turnlog/turnlog/events"
 )
@@ -59,6 +60,7 @@ func (r *run) cancelTurn(pending ...events.Event) (*Result, error) {
 	if err := r.emit(append(pending, ev)...); err != nil {
 		return nil, err
 	}
+	r.e.opts.Observer.TurnEnded("canceled")
 	return &Result{Session: r.session, TurnID: r.turn, Status: StatusFailed, Usage: r.usage, Agent: r.agent.Name,
 		Error: &ResultError{Code: events.CodeCanceled, Message: reason}}, nil
 }
@@ -172,8 +174,10 @@ func (r *run) modelStep() (events.ModelResponse, []events.Event, *ResultError) {
 
 	callCtx, stop := r.cancelContext()
 	defer stop()
+	began := time.Now()
 	resp, err := ag.Model.Call(callCtx, ModelRequest{LLM: ag.LLM, Agent: ag.Name, Instructions: ag.Instructions,
 		Tools: specsOf(ag.Tools), Settings: ag.Settings, Items: r.conv.items})
+	r.e.opts.Observer.ModelCalled(ag.LLM, time.Since(began), err != nil)
 	if err != nil {
 		return events.ModelResponse{}, nil, &ResultError{Code: events.CodeModelFailed, Path: path,
 			Message: fmt.Sprintf("model %s failed: %v", ag.LLM, err)}
@@ -220,6 +224,7 @@ func (r *run) commit(text string, pending ...events.Event) (*Result, error) {
 	}
 	r.committed = true
 	r.e.remember(r.session, r.seq, r.conv)
+	r.e.opts.Observer.TurnEnded(StatusCompleted)
 	return &Result{Session: r.session, TurnID: r.turn, Status: StatusCompleted, Output: text, Items: items,
 		Usage: r.usage, Agent: r.agent.Name}, nil
 }
@@ -237,6 +242,7 @@ func (r *run) fail(code events.Code, msg, path string, pending ...events.Event) 
 	if err := r.emit(append(pending, ev)...); err != nil {
 		return nil, err
 	}
+	r.e.opts.Observer.TurnEnded(StatusFailed)
 	agent := ""
 	if r.agent != nil {
 		agent = r.agent.Name

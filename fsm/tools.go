@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/turnlog/turnlog/events"
 )
@@ -154,8 +155,10 @@ func (r *run) runSlots(slots []*toolSlot) error {
 func (r *run) execute(s *toolSlot) *events.ToolResulted {
 	start := r.e.opts.Clock()
 	tr := &events.ToolResulted{CallID: s.call.ID, Tool: s.call.Name}
+	began := time.Now()
 	finish := func() *events.ToolResulted {
 		tr.DurationMS = r.e.opts.Clock().Sub(start).Milliseconds()
+		r.e.opts.Observer.ToolCalled(s.call.Name, time.Since(began), tr.IsError)
 		return tr
 	}
 	if s.tool == nil {

@@ -9,11 +9,14 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
 	"github.com/turnlog/turnlog/adapters/functool"
+	"github.com/turnlog/turnlog/adapters/metrics"
 	"github.com/turnlog/turnlog/adapters/sqlite"
 	"github.com/turnlog/turnlog/config"
 	"github.com/turnlog/turnlog/events"
@@ -24,6 +27,8 @@ import (
 
 type testBundle struct {
 	srv     *httptest.Server
+	api     *httpapi.Server
+	log     *syncBuffer
 	release chan struct{} // closes the blocking tool of the "gate" app
 	entered chan struct{} // receives when the blocking tool starts
 }
@@ -65,12 +70,16 @@ func setup(t *testing.T) testBundle {
 	b := testBundle{release: make(chan struct{}), entered: make(chan struct{}, 4)}
 	apps = append(apps, gateApp(b.entered, b.release))
 	var n atomic.Int64
-	e, err := fsm.New(store, apps, fsm.Options{Clock: time.Now, NewID: func() string { return fmt.Sprintf("id%04d", n.Add(1)) }})
+	m := metrics.New()
+	e, err := fsm.New(store, apps, fsm.Options{Clock: time.Now, NewID: func() string { return fmt.Sprintf("id%04d", n.Add(1)) }, Observer: m})
 	if err != nil {
 		t.Fatal(err)
 	}
+	b.log = &syncBuffer{}
 	api := httpapi.New(httpapi.Config{Engine: e, Reader: store, BodyLimit: "64K",
-		Keys: map[string]string{"key-alice": "alice", "key-bob": "bob"}})
+		Keys:  map[string]string{"key-alice": "alice", "key-bob": "bob"},
+		Ready: store.Ready, Metrics: m.Handler(), Meter: m, Logger: zerolog.New(b.log)})
+	b.api = api
 	b.srv = httptest.NewServer(api.Handler())
 	t.Cleanup(b.srv.Close)
 	t.Cleanup(api.Stop) // runs first: live streams end, so Close does not wait on them
@@ -241,4 +250,22 @@ func TestDevModeActsAsDev(t *testing.T) {
 	if res.StatusCode != http.StatusCreated || body["owner"] != "dev" {
 		t.Fatalf("dev create: %d %v", res.StatusCode, body)
 	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the server's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

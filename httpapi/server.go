@@ -9,6 +9,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
+	"github.com/rs/zerolog"
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/fsm"
 	"github.com/turnlog/turnlog/projection"
@@ -45,11 +46,19 @@ type Config struct {
 	Dev bool
 	// BodyLimit caps request bodies (default "1M").
 	BodyLimit string
+	// Ready reports whether the store is reachable and current (for /readyz).
+	Ready func(context.Context) error
+	// Metrics serves /metrics; Meter hears requests and streams (both optional).
+	Metrics http.Handler
+	Meter   Meter
+	// Logger writes the request log (default: nothing).
+	Logger zerolog.Logger
 }
 
 // Server is the HTTP API.
 type Server struct {
 	cfg      Config
+	meter    Meter
 	e        *echo.Echo
 	stopping chan struct{} // closed by Stop: live streams end
 	stopOnce sync.Once
@@ -64,10 +73,20 @@ func New(cfg Config) *Server {
 	e.HideBanner, e.HidePort = true, true
 	e.IPExtractor = echo.ExtractIPDirect()
 	e.HTTPErrorHandler = errorHandler
+	s := &Server{cfg: cfg, e: e, stopping: make(chan struct{}), meter: cfg.Meter}
+	if s.meter == nil {
+		s.meter = noMeter{}
+	}
+	e.Use(middleware.RequestID())
+	e.Use(s.logRequests)
 	e.Use(middleware.Recover())
 	e.Use(middleware.BodyLimit(cfg.BodyLimit))
-	s := &Server{cfg: cfg, e: e, stopping: make(chan struct{})}
 	e.GET("/healthz", s.healthz)
+	e.GET("/readyz", s.readyz)
+	e.GET("/openapi.yaml", s.openapi)
+	if cfg.Metrics != nil {
+		e.GET("/metrics", echo.WrapHandler(cfg.Metrics))
+	}
 	v1 := e.Group("/v1", s.authenticate)
 	v1.POST("/sessions", s.createSession)
 	v1.GET("/sessions", s.listSessions)

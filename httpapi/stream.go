@@ -95,6 +95,8 @@ func (s *Server) follow(c echo.Context, from int64, render func(events.Event) (s
 	if err != nil {
 		return err
 	}
+	s.meter.SSEClient(1)
+	defer s.meter.SSEClient(-1)
 	ctx := c.Request().Context()
 	for {
 		evs, err := s.cfg.Reader.Events(ctx, session, from)

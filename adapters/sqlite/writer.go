@@ -195,8 +195,17 @@ func (w *writer) commit(batch []*appendReq) {
 		for s, seq := range seqs {
 			w.seqs[s] = seq
 		}
+		n := 0
+		for _, r := range batch {
+			if r.err == nil {
+				n += len(r.out)
+			}
+		}
 		finish(nil)
 		w.s.watch.notify(seqs)
+		if w.s.opts.OnCommit != nil && n > 0 {
+			w.s.opts.OnCommit(n)
+		}
 		break
 	}
 }

@@ -1,0 +1,65 @@
+package httpapi
+
+import (
+	_ "embed"
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/rs/zerolog"
+)
+
+//go:embed openapi.yaml
+var openAPI []byte
+
+// Meter hears what the API does, for metrics.
+type Meter interface {
+	SSEClient(delta int)
+	Request(method, route string, status int, took time.Duration)
+}
+
+type noMeter struct{}
+
+func (noMeter) SSEClient(int)                              {}
+func (noMeter) Request(string, string, int, time.Duration) {}
+
+func (s *Server) openapi(c echo.Context) error {
+	return c.Blob(http.StatusOK, "application/yaml", openAPI)
+}
+
+// readyz answers 200 when the store answers and its schema is the one this binary
+// knows; 503 otherwise.
+func (s *Server) readyz(c echo.Context) error {
+	if s.cfg.Ready != nil {
+		if err := s.cfg.Ready(c.Request().Context()); err != nil {
+			return c.JSON(http.StatusServiceUnavailable, errorBody{Error: errorDetail{Code: "not_ready", Message: err.Error()}})
+		}
+	}
+	return c.JSON(http.StatusOK, map[string]string{"status": "ready"})
+}
+
+// logRequests writes one structured line per request, with its id, and records it.
+func (s *Server) logRequests(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		start := time.Now()
+		err := next(c)
+		if err != nil {
+			c.Error(err) // write the error response now, so its status is logged
+		}
+		status := c.Response().Status
+		took := time.Since(start)
+		route := c.Path()
+		s.meter.Request(c.Request().Method, route, status, took)
+		var ev *zerolog.Event
+		switch {
+		case status >= 500:
+			ev = s.cfg.Logger.Error()
+		default:
+			ev = s.cfg.Logger.Info()
+		}
+		ev.Str("request_id", c.Response().Header().Get(echo.HeaderXRequestID)).
+			Str("method", c.Request().Method).Str("route", route).Str("path", c.Request().URL.Path).
+			Int("status", status).Dur("took", took).Str("user", userOf(c)).Msg("request")
+		return nil
+	}
+}
