@@ -22,9 +22,11 @@ vet: ## gofmt and go vet
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))" || { gofmt -l .; echo "gofmt needed"; exit 1; }
 	$(GO) vet ./...
 
-bench: ## the SPEC §10 benchmarks: engine step and storage per step, rebuild, appends/s
+bench: ## the SPEC §10 benchmarks: engine step, storage, rebuild, appends/s, branch, history read, HTTP turns
 	$(GO) test -run '^$$' -bench 'EngineStep|Rebuild' -benchtime 1x -p 1 -timeout 30m ./fsm ./adapters/sqlite
 	$(GO) test -run '^$$' -bench 'AppendConcurrent' -benchtime 20000x -timeout 30m ./adapters/sqlite
+	$(GO) test -run '^$$' -bench 'Branch|HistoryRead' -benchtime 200x -timeout 30m ./fsm
+	$(GO) test -run '^$$' -bench 'HTTPTurn' -benchtime 1000x -timeout 30m ./httpapi
 	$(GO) test -run '^$$' -bench 'Canonicalize' -benchmem ./events
 
 fuzz: ## fuzz canonical JSON for a minute

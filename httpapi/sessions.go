@@ -127,14 +127,25 @@ func (s *Server) history(c echo.Context) error {
 	if _, err := s.ownedSession(c); err != nil {
 		return err
 	}
-	items, err := s.cfg.Reader.History(c.Request().Context(), c.Param("id"))
+	items, err := s.cfg.Reader.HistoryRaw(c.Request().Context(), c.Param("id"))
 	if err != nil {
 		return err
 	}
-	if items == nil {
-		items = []events.Item{}
+	// The stored items are canonical JSON already: write them as they are.
+	n := len(`{"items":[]}`)
+	for _, it := range items {
+		n += len(it) + 1
 	}
-	return c.JSON(http.StatusOK, map[string]any{"items": items})
+	body := make([]byte, 0, n)
+	body = append(body, `{"items":[`...)
+	for i, it := range items {
+		if i > 0 {
+			body = append(body, ',')
+		}
+		body = append(body, it...)
+	}
+	body = append(body, "]}"...)
+	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, body)
 }
 
 func (s *Server) interrupts(c echo.Context) error {

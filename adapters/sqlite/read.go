@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/tidwall/gjson"
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/projection"
 )
@@ -135,26 +136,77 @@ func (s *Store) Branches(ctx context.Context, session string) ([]projection.Sess
 	return s.querySessions(ctx, qBranchesOf, session)
 }
 
-// History returns a session's committed conversation, in order.
+// History returns a session's committed conversation, in order; a branch's starts
+// with its sources' items up to each branch point.
 func (s *Store) History(ctx context.Context, session string) ([]events.Item, error) {
+	raw, err := s.HistoryRaw(ctx, session)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]events.Item, len(raw))
+	for i, r := range raw {
+		if out[i], err = decodeItem(r); err != nil {
+			return nil, &events.Error{Code: events.CodeCorruptLog, Field: "history of " + session, Message: "bad item", Err: err}
+		}
+	}
+	return out, nil
+}
+
+// HistoryRaw returns the same items as History as their stored canonical JSON, for
+// callers that only pass them on.
+func (s *Store) HistoryRaw(ctx context.Context, session string) ([]json.RawMessage, error) {
 	rows, err := s.read.QueryContext(ctx, qHistory, session)
 	if err != nil {
 		return nil, fmt.Errorf("read history of %s: %w", session, err)
 	}
 	defer rows.Close()
-	var out []events.Item
+	var out []json.RawMessage
 	for rows.Next() {
 		var raw []byte
 		if err := rows.Scan(&raw); err != nil {
 			return nil, err
 		}
-		var it events.Item
-		if err := json.Unmarshal(raw, &it); err != nil {
-			return nil, &events.Error{Code: events.CodeCorruptLog, Field: "history of " + session, Message: "bad item", Err: err}
-		}
-		out = append(out, it)
+		out = append(out, raw)
 	}
 	return out, rows.Err()
+}
+
+// decodeItem reads one canonical item with gjson, several times faster than
+// encoding/json's reflection on long histories.
+func decodeItem(raw []byte) (events.Item, error) {
+	if !gjson.ValidBytes(raw) {
+		return events.Item{}, fmt.Errorf("item is not JSON")
+	}
+	var it events.Item
+	var err error
+	gjson.ParseBytes(raw).ForEach(func(k, v gjson.Result) bool {
+		switch k.Str {
+		case "type":
+			it.Type = v.Str
+		case "role":
+			it.Role = v.Str
+		case "content":
+			it.Content = v.Str
+		case "agent":
+			it.Agent = v.Str
+		case "call_id":
+			it.CallID = v.Str
+		case "name":
+			it.Name = v.Str
+		case "output":
+			it.Output = v.Str
+		case "arguments":
+			it.Arguments = json.RawMessage(v.Raw)
+		default:
+			err = fmt.Errorf("unknown item field %q", k.Str)
+			return false
+		}
+		return true
+	})
+	if err == nil && it.Type == "" {
+		err = fmt.Errorf("item has no type")
+	}
+	return it, err
 }
 
 func scanTurn(sc scanner) (projection.Turn, error) {

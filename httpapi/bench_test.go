@@ -1,0 +1,99 @@
+package httpapi_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/turnlog/turnlog/adapters/sqlite"
+	"github.com/turnlog/turnlog/config"
+	"github.com/turnlog/turnlog/examples/demo"
+	"github.com/turnlog/turnlog/fsm"
+	"github.com/turnlog/turnlog/httpapi"
+)
+
+// BenchmarkHTTPTurn runs demo turns (a model call, a tool call, a model call) over
+// loopback HTTP against a durable store, from 1 and from 50 sessions at once, and
+// reports requests/s and latency percentiles.
+func BenchmarkHTTPTurn(b *testing.B) {
+	for _, sessions := range []int{1, 50} {
+		b.Run(fmt.Sprintf("sessions=%d", sessions), func(b *testing.B) {
+			store, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "bench.db"), sqlite.Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer store.Close()
+			apps, err := config.Load("demo", demo.Config, config.Options{Functions: demo.Functions()})
+			if err != nil {
+				b.Fatal(err)
+			}
+			var n atomic.Int64
+			e, err := fsm.New(store, apps, fsm.Options{Clock: time.Now, NewID: func() string { return fmt.Sprintf("id%08d", n.Add(1)) }})
+			if err != nil {
+				b.Fatal(err)
+			}
+			api := httpapi.New(httpapi.Config{Engine: e, Reader: store, Dev: true})
+			srv := httptest.NewServer(api.Handler())
+			defer srv.Close()
+			client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: sessions}}
+			post := func(path, body string) (string, error) {
+				res, err := client.Post(srv.URL+path, "application/json", strings.NewReader(body))
+				if err != nil {
+					return "", err
+				}
+				defer res.Body.Close()
+				raw, _ := io.ReadAll(res.Body)
+				if res.StatusCode >= 300 {
+					return "", fmt.Errorf("%s: %d %s", path, res.StatusCode, raw)
+				}
+				return string(raw), nil
+			}
+			ids := make([]string, sessions)
+			for i := range ids {
+				raw, err := post("/v1/sessions", `{"app":"demo"}`)
+				if err != nil {
+					b.Fatal(err)
+				}
+				ids[i] = raw[strings.Index(raw, `"id":"`)+6:][:10]
+			}
+			per := b.N/sessions + 1
+			var mu sync.Mutex
+			var took []time.Duration
+			var wg sync.WaitGroup
+			b.ResetTimer()
+			start := time.Now()
+			for _, id := range ids {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for i := 0; i < per; i++ {
+						t0 := time.Now()
+						if _, err := post("/v1/sessions/"+id+"/turns", `{"input":"where is order 42?"}`); err != nil {
+							b.Error(err)
+							return
+						}
+						mu.Lock()
+						took = append(took, time.Since(t0))
+						mu.Unlock()
+					}
+				}()
+			}
+			wg.Wait()
+			elapsed := time.Since(start)
+			b.StopTimer()
+			sort.Slice(took, func(i, j int) bool { return took[i] < took[j] })
+			b.ReportMetric(float64(len(took))/elapsed.Seconds(), "turns/s")
+			b.ReportMetric(float64(took[len(took)/2])/1e6, "p50-ms")
+			b.ReportMetric(float64(took[len(took)*99/100])/1e6, "p99-ms")
+		})
+	}
+}
