@@ -13,6 +13,15 @@ import (
 	"time"
 )
 
+// shBlocks returns every ```sh block of a Markdown text, in order.
+func shBlocks(text string) []string {
+	var out []string
+	for _, m := range regexp.MustCompile("(?s)```sh\n(.*?)```").FindAllStringSubmatch(text, -1) {
+		out = append(out, m[1])
+	}
+	return out
+}
+
 // quickstartBlock returns the first ```sh block after the "## Quickstart" heading.
 func quickstartBlock(t *testing.T) string {
 	t.Helper()
@@ -31,15 +40,11 @@ func quickstartBlock(t *testing.T) string {
 	return m[1]
 }
 
-// TestReadmeQuickstart serves the demo exactly as `make run` does (dev mode, the
-// default config) and runs the README's curl quickstart verbatim against it.
-func TestReadmeQuickstart(t *testing.T) {
-	t.Parallel()
-	if _, err := exec.LookPath("curl"); err != nil {
-		t.Fatal("curl is needed to run the README quickstart")
-	}
+// serveDemo serves the demo exactly as `make run` does (dev mode, the default config)
+// on a free loopback port and returns its URL; the server stops with the test.
+func serveDemo(t *testing.T) string {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	pr, pw := io.Pipe()
 	done := make(chan error, 1)
 	db := filepath.Join(t.TempDir(), "turnlog.db")
@@ -59,24 +64,59 @@ func TestReadmeQuickstart(t *testing.T) {
 	if addr == "" {
 		t.Fatalf("server did not start: %v", <-done)
 	}
-	cmd := exec.Command("bash", "-euo", "pipefail", "-c", quickstartBlock(t))
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("serve: %v", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Error("serve did not stop on cancel")
+		}
+	})
+	return addr
+}
+
+func runScript(t *testing.T, addr, script string) string {
+	t.Helper()
+	cmd := exec.Command("bash", "-euo", "pipefail", "-c", script)
 	cmd.Env = append(os.Environ(), "TURNLOG_URL="+addr)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		t.Fatalf("quickstart failed: %v\n%s", err, out)
+		t.Fatalf("script failed: %v\n%s", err, out)
 	}
+	return string(out)
+}
+
+// TestReadmeQuickstart runs the README's curl quickstart verbatim against the demo
+// server.
+func TestReadmeQuickstart(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("curl"); err != nil {
+		t.Fatal("curl is needed to run the README quickstart")
+	}
+	out := runScript(t, serveDemo(t), quickstartBlock(t))
 	for _, want := range []string{"session ", `"status":"completed"`, "Order 42 is shipped", `"type":"function_call_output"`, `"seq":3`} {
-		if !strings.Contains(string(out), want) {
+		if !strings.Contains(out, want) {
 			t.Fatalf("quickstart output lacks %q:\n%s", want, out)
 		}
 	}
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("serve: %v", err)
+}
+
+// TestAPIExamples runs every curl example of docs/api.md, in order, as one script.
+func TestAPIExamples(t *testing.T) {
+	t.Parallel()
+	raw, err := os.ReadFile("docs/api.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := runScript(t, serveDemo(t), strings.Join(shBlocks(string(raw)), "\n"))
+	for _, want := range []string{`"status":"ok"`, `"status":"ready"`, "openapi: 3.1", "turnlog_", "session ", `"sessions":[`,
+		"turn ", "event: turn_committed", "Refundable: true", `"turns":[`, "cancel of an ended turn: 409", `"interrupts":[]`,
+		"id: 11", `"branch_points":[`, "branch ", "Order 7 is processing", `"type":"SessionCreated"`} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("docs/api.md examples' output lacks %q:\n%s", want, out)
 		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("serve did not stop on cancel")
 	}
 }
