@@ -11,6 +11,7 @@ import (
 
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/parser"
+	"github.com/turnlog/turnlog/adapters/openai"
 	"github.com/turnlog/turnlog/adapters/scripted"
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/fsm"
@@ -31,8 +32,22 @@ type App struct {
 
 // LLM registers a model under an llm_id.
 type LLM struct {
-	Provider string          `yaml:"provider"`
-	Rules    []scripted.Rule `yaml:"rules"`
+	Provider string `yaml:"provider"`
+	// scripted
+	Rules []scripted.Rule `yaml:"rules"`
+	// openai (and OpenAI-compatible servers)
+	API         string   `yaml:"api"` // chat (default)
+	Model       string   `yaml:"model"`
+	BaseURL     string   `yaml:"base_url"`
+	APIKeyEnv   string   `yaml:"api_key_env"`
+	Temperature *float64 `yaml:"temperature"`
+	Stream      bool     `yaml:"stream"`
+	MaxRetries  *int     `yaml:"max_retries"`
+	Timeout     string   `yaml:"timeout"`
+	// Provider-hosted continuation is refused by name (the log is the only store).
+	Store              *bool  `yaml:"store"`
+	PreviousResponseID string `yaml:"previous_response_id"`
+	Conversation       string `yaml:"conversation"`
 }
 
 // Tool configures a Go function tool the binary offers.
@@ -175,6 +190,15 @@ func (b builder) app(name string, c App) (*fsm.App, error) {
 }
 
 func (b builder) model(at string, c LLM) (fsm.Model, error) {
+	const continuation = "provider-hosted continuation is refused: the log is the only session store"
+	switch {
+	case c.Store != nil && *c.Store:
+		return nil, b.errAt(at+".store", "store: true keeps the conversation at the provider; %s", continuation)
+	case c.PreviousResponseID != "":
+		return nil, b.errAt(at+".previous_response_id", "%s", continuation)
+	case c.Conversation != "":
+		return nil, b.errAt(at+".conversation", "%s", continuation)
+	}
 	switch c.Provider {
 	case "scripted":
 		m, err := scripted.New(c.Rules)
@@ -182,10 +206,57 @@ func (b builder) model(at string, c LLM) (fsm.Model, error) {
 			return nil, b.errAt(at, "%v", err)
 		}
 		return m, nil
+	case "openai":
+		return b.openaiModel(at, c)
 	case "":
-		return nil, b.errAt(at+".provider", "is required (scripted)")
+		return nil, b.errAt(at+".provider", "is required (scripted or openai)")
 	}
-	return nil, b.errAt(at+".provider", "unknown provider %q (known: scripted)", c.Provider)
+	return nil, b.errAt(at+".provider", "unknown provider %q (known: scripted, openai)", c.Provider)
+}
+
+func (b builder) openaiModel(at string, c LLM) (fsm.Model, error) {
+	if len(c.Rules) > 0 {
+		return nil, b.errAt(at+".rules", "only the scripted provider takes rules")
+	}
+	switch c.API {
+	case "", "chat":
+	default:
+		return nil, b.errAt(at+".api", "unknown api %q (this version speaks chat)", c.API)
+	}
+	if c.Model == "" {
+		return nil, b.errAt(at+".model", "is required")
+	}
+	cfg := openai.Config{Model: c.Model, BaseURL: c.BaseURL, Temperature: c.Temperature, Stream: c.Stream}
+	if c.BaseURL != "" && !strings.HasSuffix(c.BaseURL, "/") {
+		cfg.BaseURL += "/" // openai-go joins paths to the base URL as a plain prefix
+	}
+	if c.APIKeyEnv != "" {
+		cfg.APIKey = os.Getenv(c.APIKeyEnv)
+		if cfg.APIKey == "" {
+			return nil, b.errAt(at+".api_key_env", "environment variable %s is empty", c.APIKeyEnv)
+		}
+	}
+	if c.MaxRetries != nil {
+		if *c.MaxRetries < 0 {
+			return nil, b.errAt(at+".max_retries", "must not be negative")
+		}
+		cfg.MaxRetries = *c.MaxRetries
+		if cfg.MaxRetries == 0 {
+			cfg.MaxRetries = -1 // openai.Config reads 0 as "the default"
+		}
+	}
+	if c.Timeout != "" {
+		d, err := time.ParseDuration(c.Timeout)
+		if err != nil || d <= 0 {
+			return nil, b.errAt(at+".timeout", "must be a positive duration such as 60s, got %q", c.Timeout)
+		}
+		cfg.Timeout = d
+	}
+	m, err := openai.New(cfg)
+	if err != nil {
+		return nil, b.errAt(at, "%v", err)
+	}
+	return m, nil
 }
 
 func (b builder) tool(at, name string, c Tool) (fsm.Tool, error) {
@@ -251,6 +322,11 @@ func (b builder) agent(at, name string, c Agent, models map[string]fsm.Model, to
 				return nil, b.errAt(at+".settings", "%s: %s", ce.Path, ce.Reason)
 			}
 			return nil, b.errAt(at+".settings", "%v", err)
+		}
+		// Only per-call settings that are safe to replay cross into a call.
+		if err := openai.CheckSettings(raw); err != nil {
+			name, _, _ := strings.Cut(strings.TrimPrefix(err.Error(), "settings."), " ")
+			return nil, b.errAt(at+".settings."+strings.Split(name, ".")[0], "%v", err)
 		}
 		ag.Settings = raw
 	}

@@ -1,0 +1,221 @@
+package openai
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	oai "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/shared"
+	"github.com/tidwall/gjson"
+	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/fsm"
+)
+
+// Config registers one model.
+type Config struct {
+	Model       string   // the provider's model name
+	BaseURL     string   // e.g. https://api.openai.com/v1/ or http://127.0.0.1:11434/v1/
+	APIKey      string   // read by the caller from the env var the config names
+	Temperature *float64 // a provider setting: the same for every call
+	Stream      bool     // stream the answer (server-sent chunks)
+	MaxRetries  int      // transient failures (429, 5xx, connection) retried with backoff; default 2
+	Timeout     time.Duration
+	HTTPClient  *http.Client // tests and proxies
+}
+
+// Model calls Chat Completions.
+type Model struct {
+	cfg    Config
+	client oai.Client
+}
+
+var _ fsm.Model = (*Model)(nil)
+
+// New builds a Chat Completions model.
+func New(cfg Config) (*Model, error) {
+	if cfg.Model == "" {
+		return nil, fmt.Errorf("model is required")
+	}
+	if cfg.MaxRetries == 0 {
+		cfg.MaxRetries = 2
+	}
+	opts := []option.RequestOption{option.WithMaxRetries(max(cfg.MaxRetries, 0))}
+	if cfg.BaseURL != "" {
+		opts = append(opts, option.WithBaseURL(cfg.BaseURL))
+	}
+	if cfg.APIKey != "" {
+		opts = append(opts, option.WithAPIKey(cfg.APIKey))
+	}
+	if cfg.HTTPClient != nil {
+		opts = append(opts, option.WithHTTPClient(cfg.HTTPClient))
+	}
+	return &Model{cfg: cfg, client: oai.NewClient(opts...)}, nil
+}
+
+// Call sends the whole request and returns the answer. Provider errors come back as
+// errors (the engine fails the turn with model_failed, quoting the message).
+func (m *Model) Call(ctx context.Context, req fsm.ModelRequest) (fsm.ModelResponse, error) {
+	params, opts, err := m.params(req)
+	if err != nil {
+		return fsm.ModelResponse{}, err
+	}
+	if m.cfg.Stream {
+		return m.stream(ctx, params, opts)
+	}
+	res, err := m.client.Chat.Completions.New(ctx, params, opts...)
+	if err != nil {
+		return fsm.ModelResponse{}, providerError(err)
+	}
+	if len(res.Choices) == 0 {
+		return fsm.ModelResponse{}, fmt.Errorf("the provider answered with no choices")
+	}
+	return responseOf(res.Choices[0].Message, res.Usage)
+}
+
+func (m *Model) stream(ctx context.Context, params oai.ChatCompletionNewParams, opts []option.RequestOption) (fsm.ModelResponse, error) {
+	params.StreamOptions = oai.ChatCompletionStreamOptionsParam{IncludeUsage: oai.Bool(true)}
+	s := m.client.Chat.Completions.NewStreaming(ctx, params, opts...)
+	defer s.Close()
+	var acc oai.ChatCompletionAccumulator
+	for s.Next() {
+		acc.AddChunk(s.Current())
+	}
+	if err := s.Err(); err != nil {
+		return fsm.ModelResponse{}, providerError(err)
+	}
+	if len(acc.Choices) == 0 || acc.Choices[0].FinishReason == "" {
+		return fsm.ModelResponse{}, fmt.Errorf("the stream ended before the response was complete")
+	}
+	return responseOf(acc.Choices[0].Message, acc.Usage)
+}
+
+func providerError(err error) error {
+	var apiErr *oai.Error
+	if errors.As(err, &apiErr) {
+		msg := apiErr.Message
+		if msg == "" {
+			msg = http.StatusText(apiErr.StatusCode)
+		}
+		return fmt.Errorf("provider answered %d: %s", apiErr.StatusCode, msg)
+	}
+	return err
+}
+
+func responseOf(msg oai.ChatCompletionMessage, usage oai.CompletionUsage) (fsm.ModelResponse, error) {
+	out := fsm.ModelResponse{Usage: events.Usage{InputTokens: usage.PromptTokens, OutputTokens: usage.CompletionTokens}}
+	out.Text = msg.Content
+	for _, tc := range msg.ToolCalls {
+		if tc.Type != "" && tc.Type != "function" {
+			return out, fmt.Errorf("the provider asked for a %s tool call, which turnlog does not offer", tc.Type)
+		}
+		args := tc.Function.Arguments
+		if args == "" {
+			args = "{}"
+		}
+		out.ToolCalls = append(out.ToolCalls, events.ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: json.RawMessage(args)})
+	}
+	return out, nil
+}
+
+// params builds the Chat Completions request: the instructions as the system message,
+// then every conversation item, the tools, and the allowed per-call settings.
+func (m *Model) params(req fsm.ModelRequest) (oai.ChatCompletionNewParams, []option.RequestOption, error) {
+	// store: false, always: the log is the only session store.
+	p := oai.ChatCompletionNewParams{Model: shared.ChatModel(m.cfg.Model), Store: oai.Bool(false)}
+	if req.Instructions != "" {
+		p.Messages = append(p.Messages, oai.SystemMessage(req.Instructions))
+	}
+	var pending *oai.ChatCompletionAssistantMessageParam // an assistant turn gathering its tool calls
+	flush := func() {
+		if pending != nil {
+			p.Messages = append(p.Messages, oai.ChatCompletionMessageParamUnion{OfAssistant: pending})
+			pending = nil
+		}
+	}
+	for _, it := range req.Items {
+		switch {
+		case it.Type == events.ItemMessage && it.Role == "assistant":
+			flush()
+			pending = &oai.ChatCompletionAssistantMessageParam{}
+			pending.Content.OfString = oai.String(it.Content)
+		case it.Type == events.ItemFunctionCall:
+			if pending == nil {
+				pending = &oai.ChatCompletionAssistantMessageParam{}
+			}
+			pending.ToolCalls = append(pending.ToolCalls, oai.ChatCompletionMessageToolCallUnionParam{
+				OfFunction: &oai.ChatCompletionMessageFunctionToolCallParam{ID: it.CallID,
+					Function: oai.ChatCompletionMessageFunctionToolCallFunctionParam{Name: it.Name, Arguments: string(it.Arguments)}}})
+		case it.Type == events.ItemFunctionCallOutput:
+			flush()
+			p.Messages = append(p.Messages, oai.ToolMessage(it.Output, it.CallID))
+		case it.Type == events.ItemMessage && it.Role == "user":
+			flush()
+			p.Messages = append(p.Messages, oai.UserMessage(it.Content))
+		case it.Type == events.ItemMessage && it.Role == "system":
+			flush()
+			p.Messages = append(p.Messages, oai.SystemMessage(it.Content))
+		default:
+			return p, nil, fmt.Errorf("conversation item %q (role %q) has no Chat Completions form", it.Type, it.Role)
+		}
+	}
+	flush()
+	for _, t := range req.Tools {
+		var schema map[string]any
+		if err := json.Unmarshal(t.Parameters, &schema); err != nil {
+			return p, nil, fmt.Errorf("tool %s: schema: %w", t.Name, err)
+		}
+		p.Tools = append(p.Tools, oai.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{
+			Name: t.Name, Description: oai.String(t.Description), Parameters: shared.FunctionParameters(schema)}))
+	}
+	if m.cfg.Temperature != nil {
+		p.Temperature = oai.Float(*m.cfg.Temperature)
+	}
+	var opts []option.RequestOption
+	if m.cfg.Timeout > 0 {
+		opts = append(opts, option.WithRequestTimeout(m.cfg.Timeout))
+	}
+	var err error
+	gjson.ParseBytes(req.Settings).ForEach(func(k, v gjson.Result) bool {
+		switch k.Str {
+		case "max_tokens":
+			p.MaxCompletionTokens = oai.Int(v.Int())
+		case "top_p":
+			p.TopP = oai.Float(v.Float())
+		case "frequency_penalty":
+			p.FrequencyPenalty = oai.Float(v.Float())
+		case "presence_penalty":
+			p.PresencePenalty = oai.Float(v.Float())
+		case "parallel_tool_calls":
+			p.ParallelToolCalls = oai.Bool(v.Bool())
+		case "reasoning":
+			p.ReasoningEffort = shared.ReasoningEffort(v.Get("effort").Str)
+		case "verbosity":
+			p.Verbosity = oai.ChatCompletionNewParamsVerbosity(v.Str)
+		case "tool_choice":
+			switch v.Str {
+			case "auto", "none", "required":
+				p.ToolChoice.OfAuto = oai.String(v.Str)
+			default:
+				p.ToolChoice.OfFunctionToolChoice = &oai.ChatCompletionNamedToolChoiceParam{
+					Function: oai.ChatCompletionNamedToolChoiceFunctionParam{Name: v.Str}}
+			}
+		case "timeout":
+			d, perr := time.ParseDuration(v.Str)
+			if perr != nil {
+				err = fmt.Errorf("settings.timeout: %w", perr)
+				return false
+			}
+			opts = append(opts, option.WithRequestTimeout(d))
+		default:
+			err = fmt.Errorf("settings.%s is not a per-call setting", k.Str)
+			return false
+		}
+		return true
+	})
+	return p, opts, err
+}
