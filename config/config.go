@@ -219,14 +219,14 @@ func (b builder) openaiModel(at string, c LLM) (fsm.Model, error) {
 		return nil, b.errAt(at+".rules", "only the scripted provider takes rules")
 	}
 	switch c.API {
-	case "", "chat":
+	case "", openai.APIChat, openai.APIResponses:
 	default:
-		return nil, b.errAt(at+".api", "unknown api %q (this version speaks chat)", c.API)
+		return nil, b.errAt(at+".api", "unknown api %q (chat or responses)", c.API)
 	}
 	if c.Model == "" {
 		return nil, b.errAt(at+".model", "is required")
 	}
-	cfg := openai.Config{Model: c.Model, BaseURL: c.BaseURL, Temperature: c.Temperature, Stream: c.Stream}
+	cfg := openai.Config{API: c.API, Model: c.Model, BaseURL: c.BaseURL, Temperature: c.Temperature, Stream: c.Stream}
 	if c.BaseURL != "" && !strings.HasSuffix(c.BaseURL, "/") {
 		cfg.BaseURL += "/" // openai-go joins paths to the base URL as a plain prefix
 	}

@@ -16,8 +16,15 @@ import (
 	"github.com/turnlog/turnlog/fsm"
 )
 
+// The APIs a model can be called through.
+const (
+	APIChat      = "chat"
+	APIResponses = "responses"
+)
+
 // Config registers one model.
 type Config struct {
+	API         string   // APIChat (default) or APIResponses
 	Model       string   // the provider's model name
 	BaseURL     string   // e.g. https://api.openai.com/v1/ or http://127.0.0.1:11434/v1/
 	APIKey      string   // read by the caller from the env var the config names
@@ -28,7 +35,7 @@ type Config struct {
 	HTTPClient  *http.Client // tests and proxies
 }
 
-// Model calls Chat Completions.
+// Model calls Chat Completions or Responses.
 type Model struct {
 	cfg    Config
 	client oai.Client
@@ -40,6 +47,13 @@ var _ fsm.Model = (*Model)(nil)
 func New(cfg Config) (*Model, error) {
 	if cfg.Model == "" {
 		return nil, fmt.Errorf("model is required")
+	}
+	switch cfg.API {
+	case "":
+		cfg.API = APIChat
+	case APIChat, APIResponses:
+	default:
+		return nil, fmt.Errorf("unknown api %q (chat or responses)", cfg.API)
 	}
 	if cfg.MaxRetries == 0 {
 		cfg.MaxRetries = 2
@@ -60,6 +74,9 @@ func New(cfg Config) (*Model, error) {
 // Call sends the whole request and returns the answer. Provider errors come back as
 // errors (the engine fails the turn with model_failed, quoting the message).
 func (m *Model) Call(ctx context.Context, req fsm.ModelRequest) (fsm.ModelResponse, error) {
+	if m.cfg.API == APIResponses {
+		return m.callResponses(ctx, req)
+	}
 	params, opts, err := m.params(req)
 	if err != nil {
 		return fsm.ModelResponse{}, err
