@@ -28,6 +28,8 @@ type Engine struct {
 	apps  map[string]*App
 	opts  Options
 
+	deltas deltaHub
+
 	mu      sync.Mutex
 	running map[string]*runHandle // sessions with a turn in this process
 	cache   map[string]*sessionCache

@@ -18,6 +18,9 @@ type ModelRequest struct {
 	Tools        []ToolSpec
 	Settings     json.RawMessage // canonical JSON of the per-call settings
 	Items        []events.Item
+	// OnText, when set, receives the answer's text as it arrives (streaming models
+	// call it; others may not). It is transient: the recorded answer is the response.
+	OnText func(delta string)
 }
 
 // ModelResponse is a model's answer and what it cost.

@@ -34,6 +34,7 @@ type Engine interface {
 	StartTurn(ctx context.Context, session, input string) (*fsm.StartedTurn, error)
 	Branch(ctx context.Context, source, owner string, at fsm.BranchPoint, metadata json.RawMessage) (projection.Session, error)
 	Cancel(ctx context.Context, session, turn, reason string) (projection.Turn, error)
+	Deltas(session string) (*fsm.DeltaSub, func())
 }
 
 // Config configures a Server.

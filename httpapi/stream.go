@@ -34,6 +34,20 @@ func startSSE(c echo.Context) (*sse, error) {
 	return &sse{w: c.Response(), f: f}, nil
 }
 
+// sendLive writes an event that is not in the log: it has no id, so a client that
+// reconnects resumes after the last logged event it saw.
+func (s *sse) sendLive(name string, data any) error {
+	body, err := json.Marshal(data)
+	if err != nil {
+		return err
+	}
+	if _, err := fmt.Fprintf(s.w, "event: %s\ndata: %s\n\n", name, body); err != nil {
+		return err
+	}
+	s.f.Flush()
+	return nil
+}
+
 func (s *sse) send(seq int64, name string, data any) error {
 	body, err := json.Marshal(data)
 	if err != nil {
@@ -72,7 +86,7 @@ func (s *Server) events(c echo.Context) error {
 		return err
 	}
 	if strings.Contains(c.Request().Header.Get(echo.HeaderAccept), "text/event-stream") {
-		return s.follow(c, from, func(ev events.Event) (string, any, bool) { return ev.Type, ev, false })
+		return s.follow(c, from, nil, nil, func(ev events.Event) (string, any, bool) { return ev.Type, ev, false })
 	}
 	evs, err := s.cfg.Reader.Events(c.Request().Context(), c.Param("id"), from)
 	if err != nil {
@@ -86,8 +100,10 @@ func (s *Server) events(c echo.Context) error {
 
 // follow streams a session's events after seq `from` as they are committed. render
 // names and shapes each event ("" skips it) and says whether the stream ends there.
-// It returns when the client goes away or the server stops.
-func (s *Server) follow(c echo.Context, from int64, render func(events.Event) (string, any, bool)) error {
+// live, when given, carries transient text deltas, sent without an id (they are not in
+// the log). It returns when the client goes away or the server stops.
+func (s *Server) follow(c echo.Context, from int64, live <-chan fsm.Delta, onLive func(fsm.Delta),
+	render func(events.Event) (string, any, bool)) error {
 	session := c.Param("id")
 	wake, stop := s.cfg.Reader.Watch(session) // before the first read: no commit is missed
 	defer stop()
@@ -98,7 +114,24 @@ func (s *Server) follow(c echo.Context, from int64, render func(events.Event) (s
 	s.meter.SSEClient(1)
 	defer s.meter.SSEClient(-1)
 	ctx := c.Request().Context()
+	sendLive := func(d fsm.Delta) error {
+		onLive(d)
+		return out.sendLive("text_delta", map[string]any{"turn_id": d.Turn, "path": d.Path, "text": d.Text, "live": true})
+	}
 	for {
+		// A model call publishes all its deltas before its ModelCalled commits: send
+		// those waiting first, so the log never overtakes the live text.
+	drain:
+		for {
+			select {
+			case d := <-live:
+				if err := sendLive(d); err != nil {
+					return nil
+				}
+			default:
+				break drain
+			}
+		}
 		evs, err := s.cfg.Reader.Events(ctx, session, from)
 		if err != nil {
 			return nil // the client is gone or the store failed; the stream just ends
@@ -115,8 +148,14 @@ func (s *Server) follow(c echo.Context, from int64, render func(events.Event) (s
 				return nil
 			}
 		}
+	wait:
 		select {
 		case <-wake:
+		case d := <-live:
+			if err := sendLive(d); err != nil {
+				return nil
+			}
+			goto wait
 		case <-ctx.Done():
 			return nil
 		case <-s.stopping:
@@ -126,15 +165,25 @@ func (s *Server) follow(c echo.Context, from int64, render func(events.Event) (s
 }
 
 // streamTurn streams one turn as it runs, from its TurnStarted to its end, with the
-// event names of the API. The turn goes on if the client leaves; it can follow the
-// rest on /events with Last-Event-ID.
-func (s *Server) streamTurn(c echo.Context, t *fsm.StartedTurn) error {
-	return s.follow(c, t.StartSeq-1, func(ev events.Event) (string, any, bool) {
-		if ev.Turn != t.ID {
-			return "", nil, false
-		}
-		return turnEvent(ev)
-	})
+// event names of the API: the model's text live as it arrives, then everything the
+// log records. The turn goes on if the client leaves; it can follow the rest on
+// /events with Last-Event-ID.
+func (s *Server) streamTurn(c echo.Context, t *fsm.StartedTurn, deltas *fsm.DeltaSub) error {
+	streamed := map[string]bool{} // paths whose text went out live
+	// One turn runs on a session at a time, so the session's deltas are this turn's.
+	return s.follow(c, t.StartSeq-1, deltas.C, func(d fsm.Delta) { streamed[d.Path] = true },
+		func(ev events.Event) (string, any, bool) {
+			if ev.Turn != t.ID {
+				return "", nil, false
+			}
+			name, data, last := turnEvent(ev)
+			// Text that went out live is not sent again from the log, unless pieces
+			// were lost on the way.
+			if name == "text_delta" && streamed[ev.Path] && !deltas.Dropped() {
+				return "", nil, false
+			}
+			return name, data, last
+		})
 }
 
 // turnEvent maps a log event to a turn-stream event: its name, its data, and whether

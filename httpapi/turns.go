@@ -54,12 +54,18 @@ func (s *Server) runTurn(c echo.Context) error {
 	case req.Input == nil:
 		return events.FieldError(events.CodeInvalid, "input", "is required")
 	}
+	var deltas *fsm.DeltaSub
+	if wantsStream(c, req) { // subscribe before the turn starts: no delta is missed
+		sub, stop := s.cfg.Engine.Deltas(c.Param("id"))
+		defer stop()
+		deltas = sub
+	}
 	started, err := s.cfg.Engine.StartTurn(c.Request().Context(), c.Param("id"), *req.Input)
 	if err != nil {
 		return err
 	}
-	if wantsStream(c, req) {
-		return s.streamTurn(c, started)
+	if deltas != nil {
+		return s.streamTurn(c, started, deltas)
 	}
 	res, err := started.Wait()
 	if err != nil {

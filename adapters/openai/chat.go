@@ -82,7 +82,7 @@ func (m *Model) Call(ctx context.Context, req fsm.ModelRequest) (fsm.ModelRespon
 		return fsm.ModelResponse{}, err
 	}
 	if m.cfg.Stream {
-		return m.stream(ctx, params, opts)
+		return m.stream(ctx, params, opts, req.OnText)
 	}
 	res, err := m.client.Chat.Completions.New(ctx, params, opts...)
 	if err != nil {
@@ -94,13 +94,17 @@ func (m *Model) Call(ctx context.Context, req fsm.ModelRequest) (fsm.ModelRespon
 	return responseOf(res.Choices[0].Message, res.Usage)
 }
 
-func (m *Model) stream(ctx context.Context, params oai.ChatCompletionNewParams, opts []option.RequestOption) (fsm.ModelResponse, error) {
+func (m *Model) stream(ctx context.Context, params oai.ChatCompletionNewParams, opts []option.RequestOption, onText func(string)) (fsm.ModelResponse, error) {
 	params.StreamOptions = oai.ChatCompletionStreamOptionsParam{IncludeUsage: oai.Bool(true)}
 	s := m.client.Chat.Completions.NewStreaming(ctx, params, opts...)
 	defer s.Close()
 	var acc oai.ChatCompletionAccumulator
 	for s.Next() {
-		acc.AddChunk(s.Current())
+		chunk := s.Current()
+		acc.AddChunk(chunk)
+		if onText != nil && len(chunk.Choices) > 0 && chunk.Choices[0].Delta.Content != "" {
+			onText(chunk.Choices[0].Delta.Content)
+		}
 	}
 	if err := s.Err(); err != nil {
 		return fsm.ModelResponse{}, providerError(err)

@@ -295,3 +295,26 @@ func TestSettingsRefusedByName(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestStreamedTextArrivesAsItComes(t *testing.T) {
+	t.Parallel()
+	chat := setup(t, openai.Config{Stream: true}, "",
+		sseReply(`{"id":"s","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":"Hel"}}]}`,
+			`{"id":"s","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"lo"},"finish_reason":"stop"}]}`,
+			`[DONE]`))
+	resp := setup(t, openai.Config{API: openai.APIResponses, Stream: true}, "",
+		sseReply(`{"type":"response.output_text.delta","sequence_number":1,"item_id":"m","output_index":0,"content_index":0,"delta":"Order 42"}`,
+			`{"type":"response.output_text.delta","sequence_number":2,"item_id":"m","output_index":0,"content_index":0,"delta":" is shipped; order 7 is processing."}`,
+			`{"type":"response.completed","sequence_number":3,"response":`+strings.ReplaceAll(respText, "\n", "")+`}`))
+	for _, tc := range []struct {
+		b    testBundle
+		want string
+	}{{chat, "Hel|lo"}, {resp, "Order 42| is shipped; order 7 is processing."}} {
+		var pieces []string
+		res, err := tc.b.model.Call(context.Background(), fsm.ModelRequest{Items: []events.Item{events.UserMessage("hi")},
+			OnText: func(d string) { pieces = append(pieces, d) }})
+		if err != nil || strings.Join(pieces, "|") != tc.want || res.Text != strings.Join(pieces, "") {
+			t.Fatalf("pieces %q, text %q, err %v", pieces, res.Text, err)
+		}
+	}
+}

@@ -32,7 +32,12 @@ func (m *Model) callResponses(ctx context.Context, req fsm.ModelRequest) (fsm.Mo
 	defer s.Close()
 	var done *responses.Response
 	for s.Next() {
-		if ev := s.Current(); ev.Type == "response.completed" {
+		switch ev := s.Current(); ev.Type {
+		case "response.output_text.delta":
+			if req.OnText != nil && ev.Delta != "" {
+				req.OnText(ev.Delta)
+			}
+		case "response.completed":
 			r := ev.Response
 			done = &r
 		}

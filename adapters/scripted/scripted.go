@@ -91,6 +91,7 @@ func (m *Model) Calls() int64 { return m.calls.Load() }
 
 // Call answers with the first matching rule.
 func (m *Model) Call(_ context.Context, req fsm.ModelRequest) (fsm.ModelResponse, error) {
+	// The same request always gets the same response, streamed or not.
 	m.calls.Add(1)
 	v := view(req.Items)
 	for _, r := range m.rules {
@@ -109,6 +110,11 @@ func (m *Model) Call(_ context.Context, req fsm.ModelRequest) (fsm.ModelResponse
 		}
 		if r.Reply != "" {
 			resp.Text = expand(r.Reply, v, match)
+			if req.OnText != nil { // stream the answer a word at a time, as a real model would
+				for _, piece := range strings.SplitAfter(resp.Text, " ") {
+					req.OnText(piece)
+				}
+			}
 		}
 		resp.Usage = events.Usage{InputTokens: int64(len(req.Items)) * 10, OutputTokens: int64(len(resp.Text)/4 + 1)}
 		return resp, nil
