@@ -4,7 +4,7 @@ DB       ?= turnlog.db
 CONFIG   ?=
 ADDR     ?= 127.0.0.1:8080
 
-.PHONY: help run build test vet fmt bench fuzz clean
+.PHONY: help run build test vet fmt bench api-examples fuzz clean
 
 help: ## list the targets
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
@@ -28,6 +28,9 @@ bench: ## the SPEC §10 benchmarks: engine step, storage, rebuild, appends/s, br
 	$(GO) test -run '^$$' -bench 'Branch|HistoryRead' -benchtime 200x -timeout 30m ./fsm
 	$(GO) test -run '^$$' -bench 'HTTPTurn' -benchtime 1000x -timeout 30m ./httpapi
 	$(GO) test -run '^$$' -bench 'Canonicalize' -benchmem ./events
+
+api-examples: ## run every curl example of docs/api.md against a running server (make run)
+	bash scripts/api-examples.sh
 
 fuzz: ## fuzz canonical JSON for a minute
 	$(GO) test -run '^$$' -fuzz FuzzCanonicalize -fuzztime 60s ./events

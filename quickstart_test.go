@@ -13,15 +13,6 @@ import (
 	"time"
 )
 
-// shBlocks returns every ```sh block of a Markdown text, in order.
-func shBlocks(text string) []string {
-	var out []string
-	for _, m := range regexp.MustCompile("(?s)```sh\n(.*?)```").FindAllStringSubmatch(text, -1) {
-		out = append(out, m[1])
-	}
-	return out
-}
-
 // quickstartBlock returns the first ```sh block after the "## Quickstart" heading.
 func quickstartBlock(t *testing.T) string {
 	t.Helper()
@@ -104,17 +95,14 @@ func TestReadmeQuickstart(t *testing.T) {
 	}
 }
 
-// TestAPIExamples runs every curl example of docs/api.md, in order, as one script.
+// TestAPIExamples runs every curl example of docs/api.md, in order, with the same
+// script an operator runs (`make api-examples`).
 func TestAPIExamples(t *testing.T) {
 	t.Parallel()
-	raw, err := os.ReadFile("docs/api.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := runScript(t, serveDemo(t), strings.Join(shBlocks(string(raw)), "\n"))
+	out := runScript(t, serveDemo(t), "bash scripts/api-examples.sh")
 	for _, want := range []string{`"status":"ok"`, `"status":"ready"`, "openapi: 3.1", "turnlog_", "session ", `"sessions":[`,
 		"turn ", "event: turn_committed", "Refundable: true", `"turns":[`, "cancel of an ended turn: 409", `"interrupts":[]`,
-		"id: 11", `"branch_points":[`, "branch ", "Order 7 is processing", `"type":"SessionCreated"`} {
+		"id: 11", `"branch_points":[`, "branch ", "Order 7 is processing", `"type":"SessionCreated"`, "every docs/api.md example ran green"} {
 		if !strings.Contains(out, want) {
 			t.Fatalf("docs/api.md examples' output lacks %q:\n%s", want, out)
 		}

@@ -177,7 +177,9 @@ func (r *run) modelStep() (events.ModelResponse, []events.Event, *ResultError) {
 	began := time.Now()
 	resp, err := ag.Model.Call(callCtx, ModelRequest{LLM: ag.LLM, Agent: ag.Name, Instructions: ag.Instructions,
 		Tools: specsOf(ag.Tools), Settings: ag.Settings, Items: r.conv.items,
-		OnText: func(delta string) { r.e.deltas.publish(Delta{Session: r.session, Turn: r.turn, Path: path, Text: delta}) }})
+		OnText: func(delta string) {
+			r.e.deltas.publish(Delta{Session: r.session, Turn: r.turn, Path: path, Text: delta})
+		}})
 	r.e.opts.Observer.ModelCalled(ag.LLM, time.Since(began), err != nil)
 	if err != nil {
 		return events.ModelResponse{}, nil, &ResultError{Code: events.CodeModelFailed, Path: path,

@@ -279,3 +279,24 @@ func TestReconnectWithLastEventID(t *testing.T) {
 		}
 	}
 }
+
+// TestStopEndsLiveStreams checks that stopping the API (as serve does before its HTTP
+// shutdown) ends follow streams, which would otherwise hold the shutdown forever.
+func TestStopEndsLiveStreams(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	id := b.newSession(t, "key-alice", "demo")
+	ch := b.stream(t, context.Background(), "GET", "/v1/sessions/"+id+"/events", "", nil)
+	if ev := next(t, ch); ev.name != "SessionCreated" {
+		t.Fatalf("first event %+v", ev)
+	}
+	b.api.Stop()
+	select {
+	case _, open := <-ch:
+		if open {
+			t.Fatal("an event after Stop")
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the stream did not end after Stop")
+	}
+}
