@@ -11,7 +11,6 @@ import (
 	oai "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/shared"
-	"github.com/tidwall/gjson"
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/fsm"
 )
@@ -196,47 +195,37 @@ func (m *Model) params(req fsm.ModelRequest) (oai.ChatCompletionNewParams, []opt
 	if m.cfg.Temperature != nil {
 		p.Temperature = oai.Float(*m.cfg.Temperature)
 	}
-	var opts []option.RequestOption
-	if m.cfg.Timeout > 0 {
-		opts = append(opts, option.WithRequestTimeout(m.cfg.Timeout))
+	set, err := parseSettings(req.Settings)
+	if err != nil {
+		return p, nil, err
 	}
-	var err error
-	gjson.ParseBytes(req.Settings).ForEach(func(k, v gjson.Result) bool {
-		switch k.Str {
-		case "max_tokens":
-			p.MaxCompletionTokens = oai.Int(v.Int())
-		case "top_p":
-			p.TopP = oai.Float(v.Float())
-		case "frequency_penalty":
-			p.FrequencyPenalty = oai.Float(v.Float())
-		case "presence_penalty":
-			p.PresencePenalty = oai.Float(v.Float())
-		case "parallel_tool_calls":
-			p.ParallelToolCalls = oai.Bool(v.Bool())
-		case "reasoning":
-			p.ReasoningEffort = shared.ReasoningEffort(v.Get("effort").Str)
-		case "verbosity":
-			p.Verbosity = oai.ChatCompletionNewParamsVerbosity(v.Str)
-		case "tool_choice":
-			switch v.Str {
-			case "auto", "none", "required":
-				p.ToolChoice.OfAuto = oai.String(v.Str)
-			default:
-				p.ToolChoice.OfFunctionToolChoice = &oai.ChatCompletionNamedToolChoiceParam{
-					Function: oai.ChatCompletionNamedToolChoiceFunctionParam{Name: v.Str}}
-			}
-		case "timeout":
-			d, perr := time.ParseDuration(v.Str)
-			if perr != nil {
-				err = fmt.Errorf("settings.timeout: %w", perr)
-				return false
-			}
-			opts = append(opts, option.WithRequestTimeout(d))
-		default:
-			err = fmt.Errorf("settings.%s is not a per-call setting", k.Str)
-			return false
-		}
-		return true
-	})
-	return p, opts, err
+	if set.maxTokens != nil {
+		p.MaxCompletionTokens = oai.Int(*set.maxTokens)
+	}
+	if set.topP != nil {
+		p.TopP = oai.Float(*set.topP)
+	}
+	if set.frequencyPenalty != nil {
+		p.FrequencyPenalty = oai.Float(*set.frequencyPenalty)
+	}
+	if set.presence != nil {
+		p.PresencePenalty = oai.Float(*set.presence)
+	}
+	if set.parallelToolCalls != nil {
+		p.ParallelToolCalls = oai.Bool(*set.parallelToolCalls)
+	}
+	if set.effort != "" {
+		p.ReasoningEffort = shared.ReasoningEffort(set.effort)
+	}
+	if set.verbosity != "" {
+		p.Verbosity = oai.ChatCompletionNewParamsVerbosity(set.verbosity)
+	}
+	switch {
+	case namedToolChoice(set.toolChoice):
+		p.ToolChoice.OfFunctionToolChoice = &oai.ChatCompletionNamedToolChoiceParam{
+			Function: oai.ChatCompletionNamedToolChoiceFunctionParam{Name: set.toolChoice}}
+	case set.toolChoice != "":
+		p.ToolChoice.OfAuto = oai.String(set.toolChoice)
+	}
+	return p, m.requestOptions(set), nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"time"
 
 	oai "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -105,45 +104,33 @@ func (m *Model) responsesParams(req fsm.ModelRequest) (responses.ResponseNewPara
 	if m.cfg.Temperature != nil {
 		p.Temperature = oai.Float(*m.cfg.Temperature)
 	}
-	var opts []option.RequestOption
-	if m.cfg.Timeout > 0 {
-		opts = append(opts, option.WithRequestTimeout(m.cfg.Timeout))
+	set, err := parseSettings(req.Settings)
+	if err != nil {
+		return p, nil, err
 	}
-	var err error
-	gjson.ParseBytes(req.Settings).ForEach(func(k, v gjson.Result) bool {
-		switch k.Str {
-		case "max_tokens":
-			p.MaxOutputTokens = oai.Int(v.Int())
-		case "top_p":
-			p.TopP = oai.Float(v.Float())
-		case "parallel_tool_calls":
-			p.ParallelToolCalls = oai.Bool(v.Bool())
-		case "reasoning":
-			p.Reasoning = shared.ReasoningParam{Effort: shared.ReasoningEffort(v.Get("effort").Str)}
-		case "verbosity":
-			p.Text = responses.ResponseTextConfigParam{Verbosity: responses.ResponseTextConfigVerbosity(v.Str)}
-		case "tool_choice":
-			switch v.Str {
-			case "auto", "none", "required":
-				p.ToolChoice.OfToolChoiceMode = oai.Opt(responses.ToolChoiceOptions(v.Str))
-			default:
-				p.ToolChoice.OfFunctionTool = &responses.ToolChoiceFunctionParam{Name: v.Str}
-			}
-		case "timeout":
-			d, perr := time.ParseDuration(v.Str)
-			if perr != nil {
-				err = fmt.Errorf("settings.timeout: %w", perr)
-				return false
-			}
-			opts = append(opts, option.WithRequestTimeout(d))
-		case "frequency_penalty", "presence_penalty":
-			err = fmt.Errorf("settings.%s is not offered by the Responses API", k.Str)
-			return false
-		default:
-			err = fmt.Errorf("settings.%s is not a per-call setting", k.Str)
-			return false
-		}
-		return true
-	})
-	return p, opts, err
+	if set.frequencyPenalty != nil || set.presence != nil {
+		return p, nil, fmt.Errorf("settings.frequency_penalty and presence_penalty are not offered by the Responses API")
+	}
+	if set.maxTokens != nil {
+		p.MaxOutputTokens = oai.Int(*set.maxTokens)
+	}
+	if set.topP != nil {
+		p.TopP = oai.Float(*set.topP)
+	}
+	if set.parallelToolCalls != nil {
+		p.ParallelToolCalls = oai.Bool(*set.parallelToolCalls)
+	}
+	if set.effort != "" {
+		p.Reasoning = shared.ReasoningParam{Effort: shared.ReasoningEffort(set.effort)}
+	}
+	if set.verbosity != "" {
+		p.Text = responses.ResponseTextConfigParam{Verbosity: responses.ResponseTextConfigVerbosity(set.verbosity)}
+	}
+	switch {
+	case namedToolChoice(set.toolChoice):
+		p.ToolChoice.OfFunctionTool = &responses.ToolChoiceFunctionParam{Name: set.toolChoice}
+	case set.toolChoice != "":
+		p.ToolChoice.OfToolChoiceMode = oai.Opt(responses.ToolChoiceOptions(set.toolChoice))
+	}
+	return p, m.requestOptions(set), nil
 }

@@ -2,7 +2,9 @@ package openai
 
 import (
 	"fmt"
+	"time"
 
+	"github.com/openai/openai-go/v3/option"
 	"github.com/tidwall/gjson"
 )
 
@@ -83,4 +85,67 @@ func kind(v gjson.Result) string {
 		return "array"
 	}
 	return "null"
+}
+
+// callSettings are an agent's per-call settings, parsed once for either API.
+type callSettings struct {
+	maxTokens                        *int64
+	topP, frequencyPenalty, presence *float64
+	parallelToolCalls                *bool
+	effort, verbosity, toolChoice    string
+	timeout                          time.Duration
+}
+
+func parseSettings(raw []byte) (callSettings, error) {
+	var s callSettings
+	if err := CheckSettings(raw); err != nil {
+		return s, err
+	}
+	var err error
+	num := func(v gjson.Result) *float64 { f := v.Float(); return &f }
+	gjson.ParseBytes(raw).ForEach(func(k, v gjson.Result) bool {
+		switch k.Str {
+		case "max_tokens":
+			n := v.Int()
+			s.maxTokens = &n
+		case "top_p":
+			s.topP = num(v)
+		case "frequency_penalty":
+			s.frequencyPenalty = num(v)
+		case "presence_penalty":
+			s.presence = num(v)
+		case "parallel_tool_calls":
+			b := v.Bool()
+			s.parallelToolCalls = &b
+		case "reasoning":
+			s.effort = v.Get("effort").Str
+		case "verbosity":
+			s.verbosity = v.Str
+		case "tool_choice":
+			s.toolChoice = v.Str
+		case "timeout":
+			if s.timeout, err = time.ParseDuration(v.Str); err != nil {
+				err = fmt.Errorf("settings.timeout: %w", err)
+				return false
+			}
+		}
+		return true
+	})
+	return s, err
+}
+
+// requestOptions are the per-request options: the model's timeout, or the call's.
+func (m *Model) requestOptions(s callSettings) []option.RequestOption {
+	switch {
+	case s.timeout > 0:
+		return []option.RequestOption{option.WithRequestTimeout(s.timeout)}
+	case m.cfg.Timeout > 0:
+		return []option.RequestOption{option.WithRequestTimeout(m.cfg.Timeout)}
+	}
+	return nil
+}
+
+// namedToolChoice reports whether a tool_choice names a tool rather than a mode.
+func namedToolChoice(choice string) bool {
+	return choice != "" && choice != "auto" && choice != "none" && choice != "required"
 }
