@@ -100,6 +100,14 @@ func newPayload(typ string, v int) Payload {
 		return &ToolScheduled{}
 	case typ == TypeToolResulted && v == 1:
 		return &ToolResulted{}
+	case typ == TypeApprovalRequested && v == 1:
+		return &ApprovalRequested{}
+	case typ == TypeApprovalResolved && v == 1:
+		return &ApprovalResolved{}
+	case typ == TypeTurnSuspended && v == 1:
+		return &TurnSuspended{}
+	case typ == TypeTurnResumed && v == 1:
+		return &TurnResumed{}
 	case typ == TypeLoopDetected && v == 1:
 		return &LoopDetected{}
 	case typ == TypeTurnCommitted && v == 1:
@@ -118,5 +126,6 @@ func Known(typ string, v int) bool { return newPayload(typ, v) != nil }
 // Types lists every event type name the decoder table knows, for documentation tests.
 func Types() []string {
 	return []string{TypeSessionCreated, TypeSessionBranched, TypeTurnStarted, TypeModelCalled, TypeToolScheduled,
-		TypeToolResulted, TypeLoopDetected, TypeTurnCommitted, TypeTurnFailed, TypeTurnCanceled}
+		TypeToolResulted, TypeApprovalRequested, TypeApprovalResolved, TypeTurnSuspended, TypeTurnResumed,
+		TypeLoopDetected, TypeTurnCommitted, TypeTurnFailed, TypeTurnCanceled}
 }

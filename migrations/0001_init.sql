@@ -77,6 +77,24 @@ CREATE TABLE proj_history (
     PRIMARY KEY (session_id, seq, idx)
 ) STRICT, WITHOUT ROWID;
 
+CREATE TABLE proj_interrupts (
+    session_id    TEXT    NOT NULL,
+    interrupt_id  TEXT    NOT NULL,
+    turn_id       TEXT    NOT NULL,
+    kind          TEXT    NOT NULL,
+    path          TEXT    NOT NULL,
+    call_id       TEXT,
+    tool          TEXT,
+    arguments     TEXT CHECK (arguments IS NULL OR json_valid(arguments)),
+    reason        TEXT,
+    status        TEXT    NOT NULL CHECK (status IN ('pending', 'approved', 'rejected', 'closed')),
+    requested_seq INTEGER NOT NULL,
+    requested_at  TEXT    NOT NULL,
+    resolved_seq  INTEGER,
+    resolved_at   TEXT,
+    PRIMARY KEY (session_id, interrupt_id)
+) STRICT, WITHOUT ROWID;
+
 -- Views a person can query with sqlite3.
 CREATE VIEW sessions AS
 SELECT id, app, owner, metadata, created_at, active_agent, turn_count, last_commit_seq, parent_id, parent_seq, parent_turn
@@ -109,6 +127,10 @@ SELECT session_id, turn_id, status, agent, input, start_seq, end_seq, started_at
        CAST(round((julianday(ended_at) - julianday(started_at)) * 86400000) AS INTEGER) AS duration_ms,
        model_calls, tool_calls, input_tokens, output_tokens, error_code, error_message
 FROM proj_turns;
+
+CREATE VIEW pending_interrupts AS
+SELECT session_id, turn_id, interrupt_id, kind, path, tool, arguments, reason, requested_at
+FROM proj_interrupts WHERE status = 'pending';
 
 -- Every committed turn end (where a branch may start) and the branches made there.
 CREATE VIEW branch_points AS

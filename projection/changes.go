@@ -61,11 +61,34 @@ type HistoryAppended struct {
 	Agent         string
 }
 
-func (SessionOpened) change()   {}
-func (TurnOpened) change()      {}
-func (TurnProgressed) change()  {}
-func (TurnClosed) change()      {}
-func (HistoryAppended) change() {}
+// InterruptOpened adds a pending interrupt.
+type InterruptOpened struct {
+	Interrupt Interrupt
+	Seq       int64
+}
+
+// InterruptResolved answers an interrupt.
+type InterruptResolved struct {
+	Session, ID string
+	Status      InterruptStatus
+	Seq         int64
+	At          time.Time
+}
+
+// TurnPaused moves a turn between running and suspended.
+type TurnPaused struct {
+	Session, Turn string
+	Status        TurnStatus
+}
+
+func (InterruptOpened) change()   {}
+func (InterruptResolved) change() {}
+func (TurnPaused) change()        {}
+func (SessionOpened) change()     {}
+func (TurnOpened) change()        {}
+func (TurnProgressed) change()    {}
+func (TurnClosed) change()        {}
+func (HistoryAppended) change()   {}
 
 // Changes folds one event into the read-model changes it causes. It is pure. Events
 // whose whole body the read models need are decoded; for the rest only the fields
@@ -120,6 +143,20 @@ func Changes(ev events.Event) ([]Change, error) {
 		}}}, nil
 	case *events.TurnStarted:
 		return []Change{TurnOpened{Session: ev.Session, Turn: ev.Turn, Seq: ev.Seq, Input: e.Input, Agent: e.Agent, At: ev.At}}, nil
+	case *events.ApprovalRequested:
+		return []Change{InterruptOpened{Seq: ev.Seq, Interrupt: Interrupt{Session: ev.Session, Turn: ev.Turn, ID: e.InterruptID,
+			Kind: e.Kind, Path: ev.Path, CallID: e.CallID, Tool: e.Tool, Arguments: e.Arguments, Reason: e.Reason,
+			Status: InterruptPending, RequestedAt: ev.At}}}, nil
+	case *events.ApprovalResolved:
+		status := InterruptApproved
+		if !e.Confirmed {
+			status = InterruptRejected
+		}
+		return []Change{InterruptResolved{Session: ev.Session, ID: e.InterruptID, Status: status, Seq: ev.Seq, At: ev.At}}, nil
+	case *events.TurnSuspended:
+		return []Change{TurnPaused{Session: ev.Session, Turn: ev.Turn, Status: TurnSuspended}}, nil
+	case *events.TurnResumed:
+		return []Change{TurnPaused{Session: ev.Session, Turn: ev.Turn, Status: TurnRunning}}, nil
 	case *events.TurnCanceled:
 		return []Change{TurnClosed{Session: ev.Session, Turn: ev.Turn, Status: TurnCanceled, Seq: ev.Seq, At: ev.At,
 			ErrorCode: events.CodeCanceled, ErrorMessage: e.Reason}}, nil

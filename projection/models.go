@@ -30,6 +30,7 @@ const (
 	TurnCommitted TurnStatus = "committed"
 	TurnFailed    TurnStatus = "failed"
 	TurnCanceled  TurnStatus = "canceled"
+	TurnSuspended TurnStatus = "suspended"
 )
 
 // Turn is the read model of one turn.
@@ -49,4 +50,29 @@ type Turn struct {
 	ErrorCode    events.Code  `json:"error_code,omitempty"`
 	ErrorMessage string       `json:"error_message,omitempty"`
 	EndAgent     string       `json:"end_agent,omitempty"` // active agent after a committed turn
+}
+
+// InterruptStatus is where a question to a person stands.
+type InterruptStatus string
+
+const (
+	InterruptPending  InterruptStatus = "pending"
+	InterruptApproved InterruptStatus = "approved"
+	InterruptRejected InterruptStatus = "rejected"
+	InterruptClosed   InterruptStatus = "closed" // its turn ended without an answer
+)
+
+// Interrupt is a question to a person that holds a turn.
+type Interrupt struct {
+	Session     string          `json:"session_id"`
+	Turn        string          `json:"turn_id"`
+	ID          string          `json:"id"`
+	Kind        string          `json:"kind"`
+	Path        string          `json:"path"`
+	CallID      string          `json:"call_id,omitempty"`
+	Tool        string          `json:"tool,omitempty"`
+	Arguments   json.RawMessage `json:"arguments,omitempty"`
+	Reason      string          `json:"reason,omitempty"`
+	Status      InterruptStatus `json:"status"`
+	RequestedAt time.Time       `json:"requested_at"`
 }

@@ -14,6 +14,8 @@ func projectionOrder(table string) string {
 		return "id"
 	case "proj_turns":
 		return "session_id, turn_id"
+	case "proj_interrupts":
+		return "session_id, interrupt_id"
 	}
 	return "session_id, seq, idx"
 }

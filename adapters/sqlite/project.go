@@ -38,6 +38,17 @@ func (w *writer) applyChanges(ctx context.Context, changes []projection.Change) 
 		case projection.TurnClosed:
 			_, err = w.turnClose.ExecContext(ctx, string(c.Status), c.Seq, formatTime(c.At),
 				string(c.ErrorCode), c.ErrorMessage, c.EndAgent, c.Session, c.Turn)
+			if err == nil { // questions its turn no longer waits for
+				_, err = w.interruptEnd.ExecContext(ctx, c.Seq, formatTime(c.At), c.Session, c.Turn)
+			}
+		case projection.InterruptOpened:
+			i := c.Interrupt
+			_, err = w.interruptAdd.ExecContext(ctx, i.Session, i.ID, i.Turn, i.Kind, i.Path, nullString(i.CallID),
+				nullString(i.Tool), nullString(string(i.Arguments)), nullString(i.Reason), c.Seq, formatTime(i.RequestedAt))
+		case projection.InterruptResolved:
+			_, err = w.interruptSet.ExecContext(ctx, string(c.Status), c.Seq, formatTime(c.At), c.Session, c.ID)
+		case projection.TurnPaused:
+			_, err = w.turnPause.ExecContext(ctx, string(c.Status), c.Session, c.Turn)
 		case projection.HistoryAppended:
 			// One statement adds every item: json_each numbers them from 0 in order.
 			_, err = w.historyAdd.ExecContext(ctx, c.Session, c.Seq, c.Turn, string(joinArray(c.Items)))

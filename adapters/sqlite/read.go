@@ -292,3 +292,32 @@ func (s *Store) CountEvents(ctx context.Context) (int64, error) {
 	err := s.read.QueryRowContext(ctx, qCountEvents).Scan(&n)
 	return n, err
 }
+
+// PendingInterrupts lists the questions a session's suspended turn waits for, in the
+// order they were asked.
+func (s *Store) PendingInterrupts(ctx context.Context, session string) ([]projection.Interrupt, error) {
+	rows, err := s.read.QueryContext(ctx, qPending, session)
+	if err != nil {
+		return nil, fmt.Errorf("read interrupts of %s: %w", session, err)
+	}
+	defer rows.Close()
+	var out []projection.Interrupt
+	for rows.Next() {
+		var (
+			i       projection.Interrupt
+			args    sql.NullString
+			status  string
+			askedAt string
+		)
+		if err := rows.Scan(&i.Session, &i.Turn, &i.ID, &i.Kind, &i.Path, &i.CallID, &i.Tool, &args, &i.Reason, &status, &askedAt); err != nil {
+			return nil, err
+		}
+		if args.Valid {
+			i.Arguments = json.RawMessage(args.String)
+		}
+		i.Status = projection.InterruptStatus(status)
+		i.RequestedAt, _ = time.Parse(time.RFC3339Nano, askedAt)
+		out = append(out, i)
+	}
+	return out, rows.Err()
+}

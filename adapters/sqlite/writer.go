@@ -73,6 +73,8 @@ type writer struct {
 	sessOpen, sessMoved               *sql.Stmt
 	turnOpen, turnProgress, turnClose *sql.Stmt
 	historyAdd                        *sql.Stmt
+	interruptAdd, interruptSet        *sql.Stmt
+	interruptEnd, turnPause           *sql.Stmt
 	// seqs caches each session's last committed seq. A miss or a mismatch is checked
 	// against the table, and UNIQUE (session_id, seq) backs it against other writers.
 	seqs map[string]int64
@@ -90,7 +92,8 @@ func newWriter(ctx context.Context, s *Store) (*writer, error) {
 	}{{&w.begin, "BEGIN IMMEDIATE"}, {&w.commitTx, "COMMIT"}, {&w.rollback, "ROLLBACK"},
 		{&w.lastSeq, qLastSeq}, {&w.insEvent, qInsertEvent}, {&w.insBlob, qInsertBlob},
 		{&w.sessOpen, qSessionOpen}, {&w.sessMoved, qSessionMoved}, {&w.turnOpen, qTurnOpen},
-		{&w.turnProgress, qTurnProgress}, {&w.turnClose, qTurnClose}, {&w.historyAdd, qHistoryAdd}} {
+		{&w.turnProgress, qTurnProgress}, {&w.turnClose, qTurnClose}, {&w.historyAdd, qHistoryAdd},
+		{&w.interruptAdd, qInterruptAdd}, {&w.interruptSet, qInterruptSet}, {&w.interruptEnd, qInterruptEnd}, {&w.turnPause, qTurnPause}} {
 		if *p.dst, err = conn.PrepareContext(ctx, p.q); err != nil {
 			conn.Close()
 			return nil, fmt.Errorf("prepare %q: %w", p.q, err)
