@@ -57,6 +57,8 @@ type Tool struct {
 	Timeout    string `yaml:"timeout"`
 	MaxCalls   int    `yaml:"max_calls"`
 	ShowErrors bool   `yaml:"show_errors"`
+	// NeedsApproval suspends a turn before the tool runs until a person answers.
+	NeedsApproval bool `yaml:"needs_approval"`
 }
 
 // Agent is one agent.
@@ -272,6 +274,7 @@ func (b builder) tool(at, name string, c Tool) (fsm.Tool, error) {
 	spec.Name = name
 	spec.Idempotent = c.Idempotent
 	spec.ShowErrors = c.ShowErrors
+	spec.NeedsApproval = c.NeedsApproval
 	if c.MaxCalls < 0 {
 		return nil, b.errAt(at+".max_calls", "must not be negative")
 	}
@@ -340,6 +343,14 @@ type configuredTool struct {
 }
 
 func (t *configuredTool) Spec() fsm.ToolSpec { return t.spec }
+
+// ValidateArguments passes a reviewer's edited arguments to the tool's own check.
+func (t *configuredTool) ValidateArguments(args json.RawMessage) error {
+	if v, ok := t.Tool.(fsm.ArgumentsValidator); ok {
+		return v.ValidateArguments(args)
+	}
+	return nil
+}
 
 func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))

@@ -252,6 +252,9 @@ func (e *Engine) prepareTurn(ctx context.Context, session, input string, h *runH
 		return nil, err
 	}
 	if last != s.LastCommitSeq {
+		if lt, err := e.store.LastTurn(ctx, session); err == nil && lt.Status == projection.TurnSuspended {
+			return nil, events.Errorf(events.CodeConflict, "turn %s of session %s is suspended: answer its interrupts with resume_map", lt.ID, session)
+		}
 		if inflight, err := e.inFlight(ctx, session); err != nil || inflight != "" {
 			if err != nil {
 				return nil, err
@@ -346,9 +349,10 @@ func (e *Engine) recoverTurn(ctx context.Context, t projection.Turn) (*Result, e
 	return r.drive()
 }
 
-// Cancel stops a running turn of session: the run records TurnCanceled at its next
-// step (a tool already running finishes and is recorded first) and Cancel returns once
-// it has. A turn left running by a crash is canceled directly. Errors: not_found,
+// Cancel stops a running or suspended turn of session: a run records TurnCanceled at
+// its next step (a tool already running finishes and is recorded first) and Cancel
+// returns once it has. A suspended turn, or one a crash left running, is canceled
+// directly. Errors: not_found,
 // conflict (the turn has already ended).
 func (e *Engine) Cancel(ctx context.Context, session, turn, reason string) (projection.Turn, error) {
 	if reason == "" {
@@ -370,7 +374,7 @@ func (e *Engine) Cancel(ctx context.Context, session, turn, reason string) (proj
 	if err != nil {
 		return t, err
 	}
-	if t.Status != projection.TurnRunning {
+	if t.Status != projection.TurnRunning && t.Status != projection.TurnSuspended {
 		return t, events.Errorf(events.CodeConflict, "turn %s is %s: there is nothing to cancel", turn, t.Status)
 	}
 	_, unlock, err := e.lock(session)

@@ -44,6 +44,14 @@ type ToolSpec struct {
 	Timeout     time.Duration   `json:"-"`          // the tool's own deadline; expiry is a tool error
 	MaxCalls    int             `json:"-"`          // per-turn cap; 0 means the agent default
 	ShowErrors  bool            `json:"-"`          // include the error message in the model-visible output
+	// NeedsApproval suspends the turn before the tool runs until a person answers.
+	NeedsApproval bool `json:"-"`
+}
+
+// ArgumentsValidator is a Tool that can check arguments without running (a
+// reviewer's edited arguments are checked when they are given).
+type ArgumentsValidator interface {
+	ValidateArguments(args json.RawMessage) error
 }
 
 // Tool runs one call. Arguments are canonical JSON. A returned error (or a panic) is
@@ -75,6 +83,8 @@ type Store interface {
 	Turn(ctx context.Context, session, turn string) (projection.Turn, error)
 	// TurnEndingAt returns the turn whose last event has seq. Errors: not_found.
 	TurnEndingAt(ctx context.Context, session string, seq int64) (projection.Turn, error)
+	// LastTurn returns a session's newest turn. Errors: not_found.
+	LastTurn(ctx context.Context, session string) (projection.Turn, error)
 	// RunningTurns lists turns that started and did not end.
 	RunningTurns(ctx context.Context) ([]projection.Turn, error)
 }

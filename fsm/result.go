@@ -5,6 +5,7 @@ import "github.com/turnlog/turnlog/events"
 // Turn outcomes as the API reports them.
 const (
 	StatusCompleted = "completed"
+	StatusSuspended = "suspended"
 	StatusFailed    = "failed"
 )
 
@@ -18,6 +19,8 @@ type Result struct {
 	Error   *ResultError  `json:"error,omitempty"`
 	Usage   events.Usage  `json:"usage"`
 	Agent   string        `json:"agent"`
+	// Interrupts are the questions a suspended turn waits for, in call order.
+	Interrupts []Interrupt `json:"interrupts,omitempty"`
 }
 
 // ResultError is a failed turn's typed error.

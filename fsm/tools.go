@@ -26,11 +26,13 @@ const LoopHint = "turnlog: you called %s with the same arguments %d times in a r
 
 // toolSlot is one call of a model response on its way to an output.
 type toolSlot struct {
-	call   events.ToolCall
-	tool   Tool
-	path   string
-	result *events.ToolResulted // recorded or produced
-	run    bool
+	call    events.ToolCall
+	tool    Tool
+	path    string
+	args    json.RawMessage      // what the tool runs with: the model's, or a reviewer's edit
+	result  *events.ToolResulted // recorded or produced
+	run     bool
+	waiting *Interrupt // the call waits for a person
 }
 
 // toolStep schedules a model response's tool calls durably with the model call, runs
@@ -42,7 +44,7 @@ func (r *run) toolStep(resp events.ModelResponse, pending []events.Event) (*Resu
 	var recordedResults []events.Event
 	hint := ""
 	for i, c := range resp.ToolCalls {
-		s := &toolSlot{call: c, tool: ag.tool(c.Name), path: fmt.Sprintf("%s/tool/%s", ag.Name, c.ID)}
+		s := &toolSlot{call: c, tool: ag.tool(c.Name), path: fmt.Sprintf("%s/tool/%s", ag.Name, c.ID), args: c.Arguments}
 		slots[i] = s
 		r.toolCalls[c.Name]++
 		limit := ag.MaxToolCalls
@@ -65,8 +67,17 @@ func (r *run) toolStep(resp events.ModelResponse, pending []events.Event) (*Resu
 			pending = append(pending, events.MustNew(r.turn, s.path+"/loop", &events.LoopDetected{Tool: c.Name, Repeats: r.loopCount, Action: "hint"}))
 			hint = fmt.Sprintf(LoopHint, c.Name, r.loopCount)
 		}
+		if s.tool != nil && s.tool.Spec().NeedsApproval {
+			var err error
+			if pending, err = r.approvalGate(s, pending); err != nil {
+				return r.fail(events.CodeCorruptLog, err.Error(), s.path, pending...)
+			}
+			if s.waiting != nil || s.result != nil {
+				continue // waits for a person, or was rejected (its output is the rejection)
+			}
+		}
 		idempotent := s.tool != nil && s.tool.Spec().Idempotent
-		sched := events.MustNew(r.turn, s.path, &events.ToolScheduled{CallID: c.ID, Tool: c.Name, Arguments: c.Arguments, Idempotent: idempotent})
+		sched := events.MustNew(r.turn, s.path, &events.ToolScheduled{CallID: c.ID, Tool: c.Name, Arguments: s.args, Idempotent: idempotent})
 		if ev, ok := r.rec.get(events.TypeToolResulted, s.path); ok {
 			tr, err := events.DecodeAs[*events.ToolResulted](ev)
 			if err != nil {
@@ -98,6 +109,9 @@ func (r *run) toolStep(resp events.ModelResponse, pending []events.Event) (*Resu
 	}
 	if err := r.runSlots(slots); err != nil {
 		return nil, err
+	}
+	if waiting := waitingOf(slots); len(waiting) > 0 {
+		return r.suspend(waiting)
 	}
 	if resp.Text != "" {
 		r.conv.append(events.AssistantMessage(ag.Name, resp.Text))
@@ -184,7 +198,7 @@ func (r *run) execute(s *toolSlot) *events.ToolResulted {
 				ch <- outcome{panic: p}
 			}
 		}()
-		out, err := s.tool.Call(ctx, s.call.Arguments)
+		out, err := s.tool.Call(ctx, s.args)
 		ch <- outcome{out: out, err: err}
 	}()
 	var o outcome

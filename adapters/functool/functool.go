@@ -67,14 +67,25 @@ func MustNew[A any](name, description string, fn func(context.Context, A) (any, 
 // Spec implements fsm.Tool.
 func (t *Tool[A]) Spec() fsm.ToolSpec { return t.spec }
 
-// Call validates args, decodes them into A and runs the function.
-func (t *Tool[A]) Call(ctx context.Context, args json.RawMessage) (json.RawMessage, error) {
+var _ fsm.ArgumentsValidator = (*Tool[struct{}])(nil)
+
+// ValidateArguments checks args against the tool's schema without running it.
+// Errors: *fsm.ArgumentsError naming the field.
+func (t *Tool[A]) ValidateArguments(args json.RawMessage) error {
 	doc, err := validator.UnmarshalJSON(bytes.NewReader(args))
 	if err != nil {
-		return nil, &fsm.ArgumentsError{Field: "$", Message: "arguments are not valid JSON"}
+		return &fsm.ArgumentsError{Field: "$", Message: "arguments are not valid JSON"}
 	}
 	if err := t.schema.Validate(doc); err != nil {
-		return nil, argumentsError(err)
+		return argumentsError(err)
+	}
+	return nil
+}
+
+// Call validates args, decodes them into A and runs the function.
+func (t *Tool[A]) Call(ctx context.Context, args json.RawMessage) (json.RawMessage, error) {
+	if err := t.ValidateArguments(args); err != nil {
+		return nil, err
 	}
 	var a A
 	dec := json.NewDecoder(bytes.NewReader(args))

@@ -1,0 +1,105 @@
+package fsm
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+
+	"github.com/turnlog/turnlog/events"
+)
+
+// DefaultRejection is what the model is told when a reviewer rejects a call without
+// a message of their own.
+const DefaultRejection = "A reviewer rejected this tool call; it did not run."
+
+// Interrupt is a question to a person that holds a turn.
+type Interrupt struct {
+	ID        string          `json:"id"`
+	Kind      string          `json:"kind"`
+	Path      string          `json:"path"`
+	CallID    string          `json:"call_id,omitempty"`
+	Tool      string          `json:"tool,omitempty"`
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+	Reason    string          `json:"reason,omitempty"`
+}
+
+// interruptID is derived from the turn and the activity path, so a re-driven turn
+// asks the same question under the same id.
+func interruptID(turn, path string) string {
+	sum := sha256.Sum256([]byte(turn + "|" + path))
+	return "int_" + hex.EncodeToString(sum[:10])
+}
+
+// approvalGate decides what a call that needs approval does now: wait (a question is
+// asked, or was asked and is unanswered), run (approved, perhaps with edited
+// arguments), or answer with the rejection. It returns pending with what to record.
+func (r *run) approvalGate(s *toolSlot, pending []events.Event) ([]events.Event, error) {
+	apath := s.path + "/approval"
+	id := interruptID(r.turn, apath)
+	if ev, ok := r.rec.get(events.TypeApprovalResolved, apath); ok {
+		ans, err := events.DecodeAs[*events.ApprovalResolved](ev)
+		if err != nil {
+			return pending, err
+		}
+		if ans.Confirmed {
+			if len(ans.Arguments) > 0 {
+				s.args = ans.Arguments
+			}
+			return pending, nil
+		}
+		if rec, ok := r.rec.get(events.TypeToolResulted, s.path); ok {
+			tr, err := events.DecodeAs[*events.ToolResulted](rec)
+			if err != nil {
+				return pending, err
+			}
+			s.result = tr
+			return pending, nil
+		}
+		msg := ans.RejectionMessage
+		if msg == "" {
+			msg = DefaultRejection
+		}
+		s.result = &events.ToolResulted{CallID: s.call.ID, Tool: s.call.Name, IsError: true, ErrorKind: "rejected", Detail: msg,
+			Output: string(events.MustMarshal(map[string]any{"error": map[string]string{"kind": "rejected", "message": msg}}))}
+		return append(pending, events.MustNew(r.turn, s.path, s.result)), nil
+	}
+	s.waiting = &Interrupt{ID: id, Kind: events.InterruptToolApproval, Path: apath, CallID: s.call.ID, Tool: s.call.Name,
+		Arguments: s.call.Arguments, Reason: fmt.Sprintf("tool %s needs approval before it runs", s.call.Name)}
+	if r.rec.has(events.TypeApprovalRequested, apath) {
+		return pending, nil // asked before; still unanswered
+	}
+	return append(pending, events.MustNew(r.turn, apath, &events.ApprovalRequested{InterruptID: id,
+		Kind: events.InterruptToolApproval, CallID: s.call.ID, Tool: s.call.Name, Arguments: s.call.Arguments,
+		Reason: s.waiting.Reason})), nil
+}
+
+func waitingOf(slots []*toolSlot) []*Interrupt {
+	var out []*Interrupt
+	for _, s := range slots {
+		if s.waiting != nil {
+			out = append(out, s.waiting)
+		}
+	}
+	return out
+}
+
+// suspend pauses the turn until people answer; the calls that needed no approval have
+// run and are recorded, so resuming repeats none of them.
+func (r *run) suspend(waiting []*Interrupt) (*Result, error) {
+	if err := r.fire(TriggerSuspend); err != nil {
+		return nil, err
+	}
+	ids := make([]string, len(waiting))
+	interrupts := make([]Interrupt, len(waiting))
+	for i, w := range waiting {
+		ids[i], interrupts[i] = w.ID, *w
+	}
+	ev := events.MustNew(r.turn, "", &events.TurnSuspended{Interrupts: ids, Usage: r.usage})
+	if err := r.emit(ev); err != nil {
+		return nil, err
+	}
+	r.e.opts.Observer.TurnEnded(StatusSuspended)
+	return &Result{Session: r.session, TurnID: r.turn, Status: StatusSuspended, Usage: r.usage, Agent: r.agent.Name,
+		Interrupts: interrupts}, nil
+}

@@ -1,0 +1,208 @@
+package fsm_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/turnlog/turnlog/adapters/functool"
+	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/fsm"
+	"github.com/turnlog/turnlog/projection"
+)
+
+type refundArgs struct {
+	OrderID int `json:"order_id" jsonschema:"minimum=1"`
+}
+
+// approvalBundle: the model asks for refund (needs approval) and lookup (free) in one
+// response, then answers with the outputs it saw.
+type approvalBundle struct {
+	testBundle
+	refunds, lookups *atomic.Int64
+	refundArgs       *atomic.Value
+	saw              *atomic.Value
+}
+
+func setupApproval(t *testing.T) approvalBundle {
+	t.Helper()
+	var refunds, lookups atomic.Int64
+	var args, saw atomic.Value
+	refund := functool.MustNew("refund", "refunds an order", func(_ context.Context, a refundArgs) (any, error) {
+		refunds.Add(1)
+		args.Store(a.OrderID)
+		return map[string]any{"refunded": a.OrderID}, nil
+	})
+	lookup := functool.MustNew("lookup", "looks an order up", func(_ context.Context, a refundArgs) (any, error) {
+		lookups.Add(1)
+		return map[string]any{"status": "delivered"}, nil
+	})
+	model := modelFunc(func(r fsm.ModelRequest) (fsm.ModelResponse, error) {
+		if outs := lastOutputs(r.Items); len(outs) > 0 {
+			saw.Store(strings.Join(outs, " | "))
+			return fsm.ModelResponse{ModelResponse: events.ModelResponse{Text: "done"}}, nil
+		}
+		return fsm.ModelResponse{ModelResponse: events.ModelResponse{ToolCalls: []events.ToolCall{
+			{ID: "c1", Name: "lookup", Arguments: json.RawMessage(`{"order_id":42}`)},
+			{ID: "c2", Name: "refund", Arguments: json.RawMessage(`{"order_id":42}`)},
+			{ID: "c3", Name: "lookup", Arguments: json.RawMessage(`{"order_id":7}`)},
+		}}}, nil
+	})
+	b := setup(t, &fsm.Agent{Name: "a", LLM: "m", Model: model, Tools: []fsm.Tool{&approval{refund}, lookup}})
+	return approvalBundle{testBundle: b, refunds: &refunds, lookups: &lookups, refundArgs: &args, saw: &saw}
+}
+
+// approval marks a tool as needing approval.
+type approval struct{ *functool.Tool[refundArgs] }
+
+func (t *approval) Spec() fsm.ToolSpec {
+	s := t.Tool.Spec()
+	s.NeedsApproval = true
+	return s
+}
+
+func yes() *bool { v := true; return &v }
+func no() *bool  { v := false; return &v }
+
+func (b approvalBundle) suspended(t *testing.T) (*fsm.Result, string) {
+	t.Helper()
+	res, sid := b.turn(t, "refund order 42")
+	if res.Status != fsm.StatusSuspended || len(res.Interrupts) != 1 || res.Interrupts[0].Tool != "refund" {
+		t.Fatalf("result = %+v", res)
+	}
+	if b.refunds.Load() != 0 || b.lookups.Load() != 2 {
+		t.Fatalf("while suspended: refund ran %d times, lookups %d (want 0 and 2)", b.refunds.Load(), b.lookups.Load())
+	}
+	pending, err := b.store.PendingInterrupts(b.ctx, sid)
+	if err != nil || len(pending) != 1 || pending[0].ID != res.Interrupts[0].ID || string(pending[0].Arguments) != `{"order_id":42}` {
+		t.Fatalf("pending interrupts = %+v, %v", pending, err)
+	}
+	return res, sid
+}
+
+func (b approvalBundle) resume(t *testing.T, sid string, answers map[string]fsm.Answer) (*fsm.Result, error) {
+	t.Helper()
+	st, err := b.engine.Resume(b.ctx, sid, "reviewer", answers)
+	if err != nil {
+		return nil, err
+	}
+	return st.Wait()
+}
+
+func TestApprovalRunsTheToolOnlyAfterApproval(t *testing.T) {
+	t.Parallel()
+	b := setupApproval(t)
+	res, sid := b.suspended(t)
+	if _, err := b.engine.RunTurn(b.ctx, sid, "another"); !events.IsCode(err, events.CodeConflict) {
+		t.Fatalf("a new turn while suspended: err = %v, want conflict", err)
+	}
+	id := res.Interrupts[0].ID
+	done, err := b.resume(t, sid, map[string]fsm.Answer{id: {Confirmed: yes()}})
+	if err != nil || done.Status != fsm.StatusCompleted {
+		t.Fatalf("resume: %+v %v", done, err)
+	}
+	if b.refunds.Load() != 1 || b.lookups.Load() != 2 {
+		t.Fatalf("after approval: refund ran %d, lookups %d (want 1 and 2: nothing before the suspension ran again)", b.refunds.Load(), b.lookups.Load())
+	}
+	if got, want := b.saw.Load(), `{"status":"delivered"} | {"refunded":42} | {"status":"delivered"}`; got != want {
+		t.Fatalf("the model saw %v, want outputs in call order %v", got, want)
+	}
+	if p, _ := b.store.PendingInterrupts(b.ctx, sid); len(p) != 0 {
+		t.Fatalf("pending after resume: %+v", p)
+	}
+	// The same answer again changes nothing; a different one is a conflict.
+	before, _ := b.store.LastSeq(b.ctx, sid)
+	again, err := b.resume(t, sid, map[string]fsm.Answer{id: {Confirmed: yes()}})
+	if after, _ := b.store.LastSeq(b.ctx, sid); err != nil || again.Status != fsm.StatusCompleted || after != before {
+		t.Fatalf("same answer again: %+v %v, seq %d → %d", again, err, before, after)
+	}
+	if _, err := b.resume(t, sid, map[string]fsm.Answer{id: {Confirmed: no()}}); !events.IsCode(err, events.CodeConflict) {
+		t.Fatalf("a different answer: err = %v, want conflict", err)
+	}
+	if _, err := b.resume(t, sid, map[string]fsm.Answer{"int_nope": {Confirmed: yes()}}); !events.IsCode(err, events.CodeConflict) {
+		t.Fatalf("resume of a turn that is not suspended: err = %v, want conflict", err)
+	}
+	incremental, _ := b.store.DumpProjections(b.ctx)
+	if _, err := b.store.Rebuild(b.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if rebuilt, _ := b.store.DumpProjections(b.ctx); rebuilt != incremental {
+		t.Fatalf("rebuild differs:\n%s\n%s", incremental, rebuilt)
+	}
+}
+
+func TestRejectionReachesTheModel(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		msg  *string
+		want string
+	}{{nil, fsm.DefaultRejection}, {func() *string { s := "refunds need a manager"; return &s }(), "refunds need a manager"}} {
+		b := setupApproval(t)
+		res, sid := b.suspended(t)
+		done, err := b.resume(t, sid, map[string]fsm.Answer{res.Interrupts[0].ID: {Confirmed: no(), RejectionMessage: tc.msg}})
+		if err != nil || done.Status != fsm.StatusCompleted || b.refunds.Load() != 0 {
+			t.Fatalf("reject: %+v %v, refunds %d", done, err, b.refunds.Load())
+		}
+		if saw := b.saw.Load().(string); !strings.Contains(saw, tc.want) || !strings.Contains(saw, `"kind":"rejected"`) {
+			t.Fatalf("the model saw %s, want the rejection %q", saw, tc.want)
+		}
+	}
+}
+
+func TestEditedArguments(t *testing.T) {
+	t.Parallel()
+	b := setupApproval(t)
+	res, sid := b.suspended(t)
+	id := res.Interrupts[0].ID
+	_, err := b.resume(t, sid, map[string]fsm.Answer{id: {Confirmed: yes(), Arguments: json.RawMessage(`{"order_id":0}`)}})
+	if !events.IsCode(err, events.CodeInvalid) || !strings.Contains(err.Error(), "resume_map."+id+".arguments.order_id") {
+		t.Fatalf("bad edit: err = %v, want invalid naming the field", err)
+	}
+	done, err := b.resume(t, sid, map[string]fsm.Answer{id: {Confirmed: yes(), Arguments: json.RawMessage(`{"order_id": 43}`)}})
+	if err != nil || done.Status != fsm.StatusCompleted || b.refundArgs.Load() != 43 {
+		t.Fatalf("edited: %+v %v, ran with %v", done, err, b.refundArgs.Load())
+	}
+	evs, _ := b.store.Events(b.ctx, sid, 0)
+	found := false
+	for _, ev := range evs {
+		found = found || ev.Type == events.TypeApprovalResolved && strings.Contains(string(ev.Data), `"arguments":{"order_id":43}`)
+	}
+	if !found {
+		t.Fatal("the reviewer's edit is not recorded")
+	}
+}
+
+func TestResumeMapErrors(t *testing.T) {
+	t.Parallel()
+	b := setupApproval(t)
+	res, sid := b.suspended(t)
+	id := res.Interrupts[0].ID
+	empty := ""
+	for _, tc := range []struct {
+		answers map[string]fsm.Answer
+		code    events.Code
+		mention string
+	}{
+		{map[string]fsm.Answer{}, events.CodeInvalid, "resume_map"},
+		{map[string]fsm.Answer{"int_other": {Confirmed: yes()}}, events.CodeInvalid, "int_other"},
+		{map[string]fsm.Answer{id: {}}, events.CodeInvalid, "confirmed"},
+		{map[string]fsm.Answer{id: {Confirmed: no(), RejectionMessage: &empty}}, events.CodeInvalid, "rejection_message"},
+		{map[string]fsm.Answer{id: {Confirmed: yes(), RejectionMessage: &empty}}, events.CodeInvalid, "rejection_message"},
+	} {
+		if _, err := b.resume(t, sid, tc.answers); !events.IsCode(err, tc.code) || !strings.Contains(err.Error(), tc.mention) {
+			t.Fatalf("%+v: err = %v, want %s mentioning %s", tc.answers, err, tc.code, tc.mention)
+		}
+	}
+	if turn, _ := b.store.LastTurn(b.ctx, sid); turn.Status != projection.TurnSuspended {
+		t.Fatalf("bad answers changed the turn: %s", turn.Status)
+	}
+	// A suspended turn can be canceled; its question is closed.
+	if turn, err := b.engine.Cancel(b.ctx, sid, res.TurnID, ""); err != nil || turn.Status != projection.TurnCanceled {
+		t.Fatalf("cancel while suspended: %+v %v", turn, err)
+	}
+	if p, _ := b.store.PendingInterrupts(b.ctx, sid); len(p) != 0 {
+		t.Fatalf("pending after cancel: %+v", p)
+	}
+}

@@ -1,0 +1,246 @@
+package fsm
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/projection"
+)
+
+// Answer is a person's answer to an interrupt.
+type Answer struct {
+	Confirmed        *bool           `json:"confirmed"`
+	RejectionMessage *string         `json:"rejection_message,omitempty"`
+	Arguments        json.RawMessage `json:"arguments,omitempty"`
+}
+
+// Resume answers a suspended turn's interrupts and drives it on in the background.
+// Every pending interrupt must be answered. Answering an interrupt again with the same
+// answer changes nothing (the turn's current outcome is returned, already finished);
+// with a different answer it is a conflict. Errors: invalid (a missing, unknown or
+// malformed answer, arguments that fail the tool's schema), not_found, conflict (no
+// suspended turn, a different answer).
+func (e *Engine) Resume(ctx context.Context, session, user string, answers map[string]Answer) (*StartedTurn, error) {
+	if len(answers) == 0 {
+		return nil, events.FieldError(events.CodeInvalid, "resume_map", "is empty")
+	}
+	ctx = context.WithoutCancel(ctx)
+	h, unlock, err := e.lock(session)
+	if err != nil {
+		return nil, err
+	}
+	started, r, err := e.prepareResume(ctx, session, user, answers, h)
+	if err != nil || r == nil {
+		unlock()
+		return started, err
+	}
+	go func() {
+		defer close(started.done)
+		defer unlock()
+		started.res, started.err = r.drive()
+	}()
+	return started, nil
+}
+
+type askedQuestion struct {
+	req    *events.ApprovalRequested
+	path   string
+	answer *events.ApprovalResolved
+}
+
+func (e *Engine) prepareResume(ctx context.Context, session, user string, answers map[string]Answer, h *runHandle) (*StartedTurn, *run, error) {
+	s, err := e.store.Session(ctx, session)
+	if err != nil {
+		return nil, nil, err
+	}
+	t, err := e.lastTurn(ctx, session)
+	if err != nil {
+		return nil, nil, err
+	}
+	evs, err := e.store.Events(ctx, session, t.StartSeq-1)
+	if err != nil {
+		return nil, nil, err
+	}
+	asked := map[string]*askedQuestion{}
+	for _, ev := range evs {
+		switch ev.Type {
+		case events.TypeApprovalRequested:
+			q, err := events.DecodeAs[*events.ApprovalRequested](ev)
+			if err != nil {
+				return nil, nil, err
+			}
+			asked[q.InterruptID] = &askedQuestion{req: q, path: ev.Path}
+		case events.TypeApprovalResolved:
+			a, err := events.DecodeAs[*events.ApprovalResolved](ev)
+			if err != nil {
+				return nil, nil, err
+			}
+			if q := asked[a.InterruptID]; q != nil {
+				q.answer = a
+			}
+		}
+	}
+	app, agent, err := e.appAgent(s, t.Agent)
+	if err != nil {
+		return nil, nil, err
+	}
+	suspended := t.Status == projection.TurnSuspended
+	var fresh []events.Event
+	for _, id := range sortedIDs(answers) {
+		q := asked[id]
+		switch {
+		case q == nil && !suspended:
+			return nil, nil, events.Errorf(events.CodeConflict, "turn %s is %s, not suspended: there is nothing to resume", t.ID, t.Status)
+		case q == nil:
+			return nil, nil, events.FieldError(events.CodeInvalid, "resume_map."+id, "is not an interrupt of turn %s", t.ID)
+		}
+		resolved, err := e.resolve(agent, q, answers[id], user, "resume_map."+id)
+		if err != nil {
+			return nil, nil, err
+		}
+		if q.answer != nil {
+			if !sameAnswer(q.answer, resolved) {
+				return nil, nil, events.FieldError(events.CodeConflict, "resume_map."+id, "was already answered differently")
+			}
+			continue
+		}
+		if !suspended {
+			return nil, nil, events.Errorf(events.CodeConflict, "turn %s is %s, not suspended: there is nothing to resume", t.ID, t.Status)
+		}
+		fresh = append(fresh, events.MustNew(t.ID, q.path, resolved))
+	}
+	if len(fresh) == 0 { // every answer repeats one already given: nothing changes
+		res, err := e.outcome(ctx, session, t, evs)
+		if err != nil {
+			return nil, nil, err
+		}
+		done := &StartedTurn{ID: t.ID, StartSeq: t.StartSeq, done: make(chan struct{}), res: res}
+		close(done.done)
+		return done, nil, nil
+	}
+	var missing []string
+	for id, q := range asked {
+		if _, ok := answers[id]; !ok && q.answer == nil {
+			missing = append(missing, id)
+		}
+	}
+	if len(missing) > 0 {
+		sort.Strings(missing)
+		return nil, nil, events.FieldError(events.CodeInvalid, "resume_map", "every pending interrupt must be answered; missing %s", strings.Join(missing, ", "))
+	}
+	fresh = append(fresh, events.MustNew(t.ID, "", &events.TurnResumed{By: user}))
+	last := evs[len(evs)-1].Seq
+	out, err := e.store.Append(ctx, session, last, fresh)
+	if err != nil {
+		return nil, nil, fmt.Errorf("resume turn %s: %w", t.ID, err)
+	}
+	e.setRunningTurn(h, t.ID)
+	all := append(evs, out...)
+	conv, err := e.conversation(ctx, s)
+	if err != nil {
+		return nil, nil, err
+	}
+	r := e.newRun(ctx, app, agent, session, t.ID, out[len(out)-1].Seq, conv, newRecording(all), true)
+	r.cancel = h.cancel
+	r.conv.append(events.UserMessage(t.Input))
+	return &StartedTurn{ID: t.ID, StartSeq: out[0].Seq, done: make(chan struct{})}, r, nil
+}
+
+// resolve checks one answer and turns it into the event that records it.
+func (e *Engine) resolve(agent *Agent, q *askedQuestion, a Answer, user, field string) (*events.ApprovalResolved, error) {
+	if a.Confirmed == nil {
+		return nil, events.FieldError(events.CodeInvalid, field+".confirmed", "is required (true or false)")
+	}
+	out := &events.ApprovalResolved{InterruptID: q.req.InterruptID, Confirmed: *a.Confirmed, By: user}
+	if *a.Confirmed {
+		if a.RejectionMessage != nil {
+			return nil, events.FieldError(events.CodeInvalid, field+".rejection_message", "goes only with confirmed: false")
+		}
+		if len(a.Arguments) > 0 {
+			canon, err := events.Canonicalize(a.Arguments)
+			if err != nil {
+				return nil, events.FieldError(events.CodeInvalid, field+".arguments", "%v", err)
+			}
+			if v, ok := agent.tool(q.req.Tool).(ArgumentsValidator); ok {
+				if err := v.ValidateArguments(canon); err != nil {
+					if ae, ok := err.(*ArgumentsError); ok {
+						return nil, events.FieldError(events.CodeInvalid, field+".arguments."+ae.Field, "%s", ae.Message)
+					}
+					return nil, events.FieldError(events.CodeInvalid, field+".arguments", "%v", err)
+				}
+			}
+			out.Arguments = canon
+		}
+		return out, nil
+	}
+	if len(a.Arguments) > 0 {
+		return nil, events.FieldError(events.CodeInvalid, field+".arguments", "goes only with confirmed: true")
+	}
+	if a.RejectionMessage != nil {
+		if strings.TrimSpace(*a.RejectionMessage) == "" {
+			return nil, events.FieldError(events.CodeInvalid, field+".rejection_message", "is empty; leave it out for the default text")
+		}
+		out.RejectionMessage = *a.RejectionMessage
+	}
+	return out, nil
+}
+
+func sameAnswer(a, b *events.ApprovalResolved) bool {
+	return a.Confirmed == b.Confirmed && a.RejectionMessage == b.RejectionMessage && bytes.Equal(a.Arguments, b.Arguments)
+}
+
+func sortedIDs(m map[string]Answer) []string {
+	ids := make([]string, 0, len(m))
+	for id := range m {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+func (e *Engine) lastTurn(ctx context.Context, session string) (projection.Turn, error) {
+	t, err := e.store.LastTurn(ctx, session)
+	if events.IsCode(err, events.CodeNotFound) {
+		return t, events.Errorf(events.CodeConflict, "session %s has no turn to resume", session)
+	}
+	return t, err
+}
+
+func (e *Engine) appAgent(s projection.Session, agentName string) (*App, *Agent, error) {
+	app, ok := e.apps[s.App]
+	if !ok {
+		return nil, nil, events.Errorf(events.CodeInvalid, "session %s belongs to app %q, which is not configured", s.ID, s.App)
+	}
+	agent, ok := app.Agents[agentName]
+	if !ok {
+		return nil, nil, events.Errorf(events.CodeInvalid, "session %s is with agent %q, which app %s no longer has", s.ID, agentName, app.Name)
+	}
+	return app, agent, nil
+}
+
+// outcome rebuilds a turn's result from its events, for an answer that changes nothing.
+func (e *Engine) outcome(ctx context.Context, session string, t projection.Turn, evs []events.Event) (*Result, error) {
+	res := &Result{Session: session, TurnID: t.ID, Agent: t.Agent, Usage: t.Usage}
+	last := evs[len(evs)-1]
+	switch p, err := events.Decode(last); {
+	case err != nil:
+		return nil, err
+	default:
+		switch v := p.(type) {
+		case *events.TurnCommitted:
+			res.Status, res.Output, res.Items, res.Agent, res.Usage = StatusCompleted, v.Output, v.Items, v.Agent, v.Usage
+		case *events.TurnFailed:
+			res.Status, res.Error = StatusFailed, &ResultError{Code: v.ErrorCode, Message: v.Message, Path: v.Path}
+		case *events.TurnCanceled:
+			res.Status, res.Error = StatusFailed, &ResultError{Code: events.CodeCanceled, Message: v.Reason}
+		default:
+			return nil, events.Errorf(events.CodeConflict, "turn %s is %s: its outcome is not known yet", t.ID, t.Status)
+		}
+	}
+	return res, nil
+}
