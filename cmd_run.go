@@ -46,6 +46,13 @@ func cmdRun(ctx context.Context, c *cliContext, args []string) error {
 
 // report prints a turn's answer on stdout, or its error on stderr with exit status 1.
 func report(c *cliContext, res *fsm.Result) error {
+	if res.Status == fsm.StatusSuspended {
+		for _, i := range res.Interrupts {
+			fmt.Fprintf(c.stderr, "turn %s is suspended: interrupt %s waits for approval of %s %s\n", res.TurnID, i.ID, i.Tool, i.Arguments)
+		}
+		fmt.Fprintln(c.stderr, "answer with POST /v1/sessions/{id}/turns {\"resume_map\": {\"<interrupt id>\": {\"confirmed\": true}}} on turnlog serve")
+		return nil
+	}
 	if res.Status == fsm.StatusFailed {
 		fmt.Fprintf(c.stderr, "turn %s failed: %s: %s\n", res.TurnID, res.Error.Code, res.Error.Message)
 		return errSilentExit

@@ -200,7 +200,7 @@ func TestErrorStatuses(t *testing.T) {
 		{"another user's turn", "POST", turns, "key-bob", `{"input":"hi"}`, 404, "not_found", id},
 		{"unknown session", "GET", "/v1/sessions/nope/events", "key-alice", "", 404, "not_found", "nope"},
 		{"bad after", "GET", "/v1/sessions/" + id + "/events?after=-1", "key-alice", "", 400, "invalid", "after"},
-		{"resume without suspension", "POST", turns, "key-alice", `{"resume_map":{"x":{"confirmed":true}}}`, 409, "conflict", "no suspended turn"},
+		{"resume without suspension", "POST", turns, "key-alice", `{"resume_map":{"x":{"confirmed":true}}}`, 409, "conflict", "no turn to resume"},
 		{"oversized body", "POST", turns, "key-alice", `{"input":"` + strings.Repeat("x", 70<<10) + `"}`, 413, "too_large", "too large"},
 		{"unknown route", "GET", "/v1/nothing", "key-alice", "", 404, "not_found", ""},
 	}

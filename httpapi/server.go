@@ -24,6 +24,7 @@ type Reader interface {
 	Events(ctx context.Context, session string, after int64) ([]events.Event, error)
 	Turns(ctx context.Context, session string) ([]projection.Turn, error)
 	LastTurn(ctx context.Context, session string) (projection.Turn, error)
+	PendingInterrupts(ctx context.Context, session string) ([]projection.Interrupt, error)
 	Watch(session string) (<-chan struct{}, func())
 	Ping(ctx context.Context) error
 }
@@ -32,6 +33,7 @@ type Reader interface {
 type Engine interface {
 	CreateSession(ctx context.Context, app, owner string, metadata json.RawMessage) (projection.Session, error)
 	StartTurn(ctx context.Context, session, input string) (*fsm.StartedTurn, error)
+	Resume(ctx context.Context, session, user string, answers map[string]fsm.Answer) (*fsm.StartedTurn, error)
 	Branch(ctx context.Context, source, owner string, at fsm.BranchPoint, metadata json.RawMessage) (projection.Session, error)
 	Cancel(ctx context.Context, session, turn, reason string) (projection.Turn, error)
 	Deltas(session string) (*fsm.DeltaSub, func())

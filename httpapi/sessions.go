@@ -152,8 +152,14 @@ func (s *Server) interrupts(c echo.Context) error {
 	if _, err := s.ownedSession(c); err != nil {
 		return err
 	}
-	// No tool in this version suspends a turn, so nothing is ever pending.
-	return c.JSON(http.StatusOK, map[string]any{"interrupts": []any{}})
+	pending, err := s.cfg.Reader.PendingInterrupts(c.Request().Context(), c.Param("id"))
+	if err != nil {
+		return err
+	}
+	if pending == nil {
+		pending = []projection.Interrupt{}
+	}
+	return c.JSON(http.StatusOK, map[string]any{"interrupts": pending})
 }
 
 type branchPoint struct {

@@ -210,6 +210,13 @@ func turnEvent(ev events.Event) (string, any, bool) {
 	case events.TypeToolResulted:
 		return "tool_result", with("call_id", d.Get("call_id").String(), "tool", d.Get("tool").String(),
 			"output", d.Get("output").String(), "is_error", d.Get("is_error").Bool(), "path", ev.Path), false
+	case events.TypeApprovalRequested:
+		return "interrupt", with("id", d.Get("interrupt_id").String(), "kind", d.Get("kind").String(), "path", ev.Path,
+			"call_id", d.Get("call_id").String(), "tool", d.Get("tool").String(), "arguments", json.RawMessage(d.Get("arguments").Raw),
+			"reason", d.Get("reason").String()), false
+	case events.TypeTurnSuspended:
+		return "turn_suspended", with("status", fsm.StatusSuspended, "interrupts", json.RawMessage(d.Get("interrupts").Raw),
+			"usage", json.RawMessage(d.Get("usage").Raw)), true
 	case events.TypeTurnCommitted:
 		return "turn_committed", with("status", fsm.StatusCompleted, "output", d.Get("output").String(),
 			"agent", d.Get("agent").String(), "items", json.RawMessage(d.Get("items").Raw), "usage", json.RawMessage(d.Get("usage").Raw)), true

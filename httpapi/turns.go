@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -22,8 +23,8 @@ type turnResponse struct {
 	Status         string           `json:"status"`
 	Output         string           `json:"output"`
 	Items          []events.Item    `json:"items"`
-	Interrupts     []any            `json:"interrupts"`
-	SuspendPayload any              `json:"suspend_payload"`
+	Interrupts     []fsm.Interrupt  `json:"interrupts"`
+	SuspendPayload *fsm.Interrupt   `json:"suspend_payload"`
 	Error          *fsm.ResultError `json:"error"`
 	Usage          events.Usage     `json:"usage"`
 	Agent          string           `json:"agent"`
@@ -41,18 +42,18 @@ func (s *Server) runTurn(c echo.Context) error {
 	if _, err := s.ownedSession(c); err != nil {
 		return err
 	}
-	switch {
-	case req.Input != nil && req.ResumeMap != nil:
+	if req.Input != nil && req.ResumeMap != nil {
 		return events.FieldError(events.CodeInvalid, "body", "give either input or resume_map, not both")
-	case req.ResumeMap != nil:
-		for id, answer := range req.ResumeMap {
-			if len(answer) == 0 || answer[0] != '{' {
-				return events.FieldError(events.CodeInvalid, "resume_map."+id, "must be an object such as {\"confirmed\": true}")
-			}
+	}
+	if req.Input == nil && req.ResumeMap == nil {
+		return events.FieldError(events.CodeInvalid, "input", "is required (or resume_map to answer a suspended turn)")
+	}
+	var answers map[string]fsm.Answer
+	if req.ResumeMap != nil {
+		var err error
+		if answers, err = decodeAnswers(req.ResumeMap); err != nil {
+			return err
 		}
-		return events.FieldError(events.CodeConflict, "resume_map", "the session has no suspended turn to resume")
-	case req.Input == nil:
-		return events.FieldError(events.CodeInvalid, "input", "is required")
 	}
 	var deltas *fsm.DeltaSub
 	if wantsStream(c, req) { // subscribe before the turn starts: no delta is missed
@@ -60,7 +61,13 @@ func (s *Server) runTurn(c echo.Context) error {
 		defer stop()
 		deltas = sub
 	}
-	started, err := s.cfg.Engine.StartTurn(c.Request().Context(), c.Param("id"), *req.Input)
+	var started *fsm.StartedTurn
+	var err error
+	if answers != nil {
+		started, err = s.cfg.Engine.Resume(c.Request().Context(), c.Param("id"), userOf(c), answers)
+	} else {
+		started, err = s.cfg.Engine.StartTurn(c.Request().Context(), c.Param("id"), *req.Input)
+	}
 	if err != nil {
 		return err
 	}
@@ -74,13 +81,35 @@ func (s *Server) runTurn(c echo.Context) error {
 	return c.JSON(http.StatusOK, responseOf(res))
 }
 
+// decodeAnswers reads resume_map strictly: each answer is {"confirmed": bool,
+// "rejection_message"?: string, "arguments"?: object}.
+func decodeAnswers(raw map[string]json.RawMessage) (map[string]fsm.Answer, error) {
+	out := make(map[string]fsm.Answer, len(raw))
+	for id, body := range raw {
+		dec := json.NewDecoder(bytes.NewReader(body))
+		dec.DisallowUnknownFields()
+		var a fsm.Answer
+		if err := dec.Decode(&a); err != nil {
+			return nil, events.FieldError(events.CodeInvalid, "resume_map."+id, "must be an object such as {\"confirmed\": true}: %s", cleanJSONError(err))
+		}
+		out[id] = a
+	}
+	return out, nil
+}
+
 func responseOf(res *fsm.Result) turnResponse {
 	items := res.Items
 	if items == nil {
 		items = []events.Item{}
 	}
-	return turnResponse{TurnID: res.TurnID, Status: res.Status, Output: res.Output, Items: items,
-		Interrupts: []any{}, Error: res.Error, Usage: res.Usage, Agent: res.Agent}
+	out := turnResponse{TurnID: res.TurnID, Status: res.Status, Output: res.Output, Items: items,
+		Interrupts: []fsm.Interrupt{}, Error: res.Error, Usage: res.Usage, Agent: res.Agent}
+	if len(res.Interrupts) > 0 {
+		out.Interrupts = res.Interrupts
+		first := res.Interrupts[0]
+		out.SuspendPayload = &first
+	}
+	return out
 }
 
 func (s *Server) listTurns(c echo.Context) error {

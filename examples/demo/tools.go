@@ -51,5 +51,13 @@ func Functions() map[string]fsm.Tool {
 			}
 			return map[string]any{"order_id": a.OrderID, "refundable": o.Status == "delivered", "amount": o.Total}, nil
 		})
-	return map[string]fsm.Tool{"lookup_order": lookup, "refund_status": refund}
+	issue := functool.MustNew("issue_refund", "Refund an order. A person approves every refund before it is paid.",
+		func(_ context.Context, a refundArgs) (any, error) {
+			o, ok := book[a.OrderID]
+			if !ok {
+				return nil, fmt.Errorf("order %d not found", a.OrderID)
+			}
+			return map[string]any{"order_id": a.OrderID, "refunded": o.Total}, nil
+		})
+	return map[string]fsm.Tool{"lookup_order": lookup, "refund_status": refund, "issue_refund": issue}
 }

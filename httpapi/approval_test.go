@@ -1,0 +1,83 @@
+package httpapi_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+func TestApprovalOverHTTP(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	id := b.newSession(t, "key-alice", "demo")
+	turns := "/v1/sessions/" + id + "/turns"
+	r := b.do(t, "POST", turns, "key-alice", `{"input":"refund order 42"}`)
+	payload, _ := r.body["suspend_payload"].(map[string]any)
+	if r.status != 200 || r.body["status"] != "suspended" || payload["tool"] != "issue_refund" {
+		t.Fatalf("suspend: %d %s", r.status, r.raw)
+	}
+	interrupt := payload["id"].(string)
+	r = b.do(t, "GET", "/v1/sessions/"+id+"/interrupts", "key-alice", "")
+	if list, _ := r.body["interrupts"].([]any); len(list) != 1 || list[0].(map[string]any)["id"] != interrupt {
+		t.Fatalf("interrupts: %s", r.raw)
+	}
+	if r := b.do(t, "POST", turns, "key-alice", `{"input":"hello"}`); r.status != http.StatusConflict {
+		t.Fatalf("a new turn while suspended: %d %s", r.status, r.raw)
+	}
+	for body, status := range map[string]int{
+		`{"resume_map":{}}`:                                        400,
+		`{"resume_map":{"int_x":{"confirmed":true}}}`:              400,
+		`{"resume_map":{"` + interrupt + `":{"confirmed":"yes"}}}`: 400,
+		`{"resume_map":{"` + interrupt + `":{"ok":true}}}`:         400,
+		`{"resume_map":{"` + interrupt + `":{"confirmed":true,"arguments":{"order_id":"x"}}}}`: 400,
+	} {
+		if r := b.do(t, "POST", turns, "key-alice", body); r.status != status {
+			t.Fatalf("%s: %d %s, want %d", body, r.status, r.raw, status)
+		}
+	}
+	approve := `{"resume_map":{"` + interrupt + `":{"confirmed":true}}}`
+	r = b.do(t, "POST", turns, "key-alice", approve)
+	if r.status != 200 || r.body["status"] != "completed" || r.body["output"] != "Refunded 58.40 EUR for order 42." {
+		t.Fatalf("approve: %d %s", r.status, r.raw)
+	}
+	if r := b.do(t, "POST", turns, "key-alice", approve); r.status != 200 || r.body["status"] != "completed" {
+		t.Fatalf("the same answer again: %d %s", r.status, r.raw)
+	}
+	if r := b.do(t, "POST", turns, "key-alice", `{"resume_map":{"`+interrupt+`":{"confirmed":false}}}`); r.status != 409 {
+		t.Fatalf("a different answer: %d %s", r.status, r.raw)
+	}
+	if r := b.do(t, "GET", "/v1/sessions/"+id+"/interrupts", "key-alice", ""); !strings.Contains(r.raw, `"interrupts":[]`) {
+		t.Fatalf("interrupts after resume: %s", r.raw)
+	}
+
+	// Rejected, streamed: the suspension ends the first stream; the resumed stream
+	// carries only what came after it.
+	id2 := b.newSession(t, "key-alice", "demo")
+	var names []string
+	for ev := range b.stream(t, context.Background(), "POST", "/v1/sessions/"+id2+"/turns", `{"input":"refund order 7","stream":true}`, nil) {
+		names = append(names, ev.name)
+		if ev.name == "interrupt" {
+			interrupt = ev.data[strings.Index(ev.data, `"id":"`)+6:][:24]
+		}
+	}
+	if got := strings.Join(names, ","); got != "turn_started,interrupt,turn_suspended" {
+		t.Fatalf("suspending stream = %s", got)
+	}
+	names = nil
+	var text string
+	for ev := range b.stream(t, context.Background(), "POST", "/v1/sessions/"+id2+"/turns",
+		`{"resume_map":{"`+interrupt+`":{"confirmed":false,"rejection_message":"needs a manager"}},"stream":true}`, nil) {
+		if ev.id == 0 {
+			text += ev.data
+			continue
+		}
+		names = append(names, ev.name)
+	}
+	if got := strings.Join(names, ","); got != "tool_result,turn_committed" {
+		t.Fatalf("resumed stream = %s", got)
+	}
+	if !strings.Contains(text, "needs") || !strings.Contains(text, "manager") {
+		t.Fatalf("live text = %s", text)
+	}
+}
