@@ -26,10 +26,10 @@ func TestApprovalOverHTTP(t *testing.T) {
 		t.Fatalf("a new turn while suspended: %d %s", r.status, r.raw)
 	}
 	for body, status := range map[string]int{
-		`{"resume_map":{}}`:                                        400,
-		`{"resume_map":{"int_x":{"confirmed":true}}}`:              400,
-		`{"resume_map":{"` + interrupt + `":{"confirmed":"yes"}}}`: 400,
-		`{"resume_map":{"` + interrupt + `":{"ok":true}}}`:         400,
+		`{"resume_map":{}}`:                                                                    400,
+		`{"resume_map":{"int_x":{"confirmed":true}}}`:                                          400,
+		`{"resume_map":{"` + interrupt + `":{"confirmed":"yes"}}}`:                             400,
+		`{"resume_map":{"` + interrupt + `":{"ok":true}}}`:                                     400,
 		`{"resume_map":{"` + interrupt + `":{"confirmed":true,"arguments":{"order_id":"x"}}}}`: 400,
 	} {
 		if r := b.do(t, "POST", turns, "key-alice", body); r.status != status {
