@@ -37,7 +37,9 @@ func interruptID(turn, path string) string {
 func (r *run) approvalGate(s *toolSlot, pending []events.Event) ([]events.Event, error) {
 	apath := s.path + "/approval"
 	id := interruptID(r.turn, apath)
-	if ev, ok := r.rec.get(events.TypeApprovalResolved, apath); ok {
+	// Only answers already in this log count: a replay must suspend where the
+	// recording did, and only then take the answers given afterwards.
+	if ev, ok := r.logged.get(events.TypeApprovalResolved, apath); ok {
 		ans, err := events.DecodeAs[*events.ApprovalResolved](ev)
 		if err != nil {
 			return pending, err
@@ -54,7 +56,7 @@ func (r *run) approvalGate(s *toolSlot, pending []events.Event) ([]events.Event,
 				return pending, err
 			}
 			s.result = tr
-			return pending, nil
+			return append(pending, rec), nil // emit skips it where it is logged already
 		}
 		msg := ans.RejectionMessage
 		if msg == "" {
@@ -66,7 +68,7 @@ func (r *run) approvalGate(s *toolSlot, pending []events.Event) ([]events.Event,
 	}
 	s.waiting = &Interrupt{ID: id, Kind: events.InterruptToolApproval, Path: apath, CallID: s.call.ID, Tool: s.call.Name,
 		Arguments: s.call.Arguments, Reason: fmt.Sprintf("tool %s needs approval before it runs", s.call.Name)}
-	if r.rec.has(events.TypeApprovalRequested, apath) {
+	if r.logged.has(events.TypeApprovalRequested, apath) {
 		return pending, nil // asked before; still unanswered
 	}
 	return append(pending, events.MustNew(r.turn, apath, &events.ApprovalRequested{InterruptID: id,

@@ -276,7 +276,7 @@ func (e *Engine) prepareTurn(ctx context.Context, session, input string, h *runH
 		return nil, fmt.Errorf("start turn: %w", err)
 	}
 	e.setRunningTurn(h, turn)
-	r := e.newRun(ctx, app, agent, session, turn, out[0].Seq, conv, nil, true)
+	r := e.newRun(ctx, app, agent, session, turn, out[0].Seq, conv, nil, nil)
 	r.cancel = h.cancel
 	r.conv.append(events.UserMessage(input))
 	return r, nil
@@ -340,7 +340,8 @@ func (e *Engine) recoverTurn(ctx context.Context, t projection.Turn) (*Result, e
 	if ok {
 		agent = app.Agents[t.Agent]
 	}
-	r := e.newRun(ctx, app, agent, t.Session, t.ID, seq, conv, newRecording(evs), true)
+	rec := newRecording(evs)
+	r := e.newRun(ctx, app, agent, t.Session, t.ID, seq, conv, rec, rec)
 	r.cancel = h.cancel
 	r.conv.append(events.UserMessage(t.Input))
 	if agent == nil {

@@ -111,9 +111,36 @@ func (e *Engine) replayTurn(ctx context.Context, rec []events.Event) error {
 	if err != nil {
 		return err
 	}
-	r := e.newRun(ctx, app, agent, start.Session, start.Turn, start.Seq, conv, newRecording(rec), false)
+	recording := newRecording(rec)
+	r := e.newRun(ctx, app, agent, start.Session, start.Turn, start.Seq, conv, recording, nil)
 	r.conv.append(events.UserMessage(ts.Input))
 	res, err := r.drive()
+	for err == nil && res.Status == StatusSuspended {
+		// The recording goes on with a person's answers: append them as they were
+		// given, then re-drive the turn as a resume does.
+		i := int(r.seq - start.Seq + 1)
+		j := i
+		for j < len(rec) && (rec[j].Type == events.TypeApprovalResolved || rec[j].Type == events.TypeTurnResumed) {
+			j++
+		}
+		if j == i || rec[j-1].Type != events.TypeTurnResumed {
+			break // the recording ends suspended
+		}
+		appended, aerr := e.store.Append(ctx, start.Session, r.seq, rec[i:j])
+		if aerr != nil {
+			return fmt.Errorf("replay resume of %s: %w", start.Turn, aerr)
+		}
+		logged, lerr := e.store.Events(ctx, start.Session, start.Seq-1)
+		if lerr != nil {
+			return lerr
+		}
+		if conv, err = e.conversation(ctx, s); err != nil {
+			return err
+		}
+		r = e.newRun(ctx, app, agent, start.Session, start.Turn, appended[len(appended)-1].Seq, conv, recording, newRecording(logged))
+		r.conv.append(events.UserMessage(ts.Input))
+		res, err = r.drive()
+	}
 	if err != nil {
 		return err
 	}

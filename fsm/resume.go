@@ -145,7 +145,8 @@ func (e *Engine) prepareResume(ctx context.Context, session, user string, answer
 	if err != nil {
 		return nil, nil, err
 	}
-	r := e.newRun(ctx, app, agent, session, t.ID, out[len(out)-1].Seq, conv, newRecording(all), true)
+	rec := newRecording(all)
+	r := e.newRun(ctx, app, agent, session, t.ID, out[len(out)-1].Seq, conv, rec, rec)
 	r.cancel = h.cancel
 	r.conv.append(events.UserMessage(t.Input))
 	return &StartedTurn{ID: t.ID, StartSeq: out[0].Seq, done: make(chan struct{})}, r, nil

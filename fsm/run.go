@@ -21,7 +21,7 @@ type run struct {
 	conv    *conversation
 	base    int // committed history length
 	rec     *recording
-	inLog   bool // the recording is already in this store's log (recovery)
+	logged  *recording // what of the turn is already in this store's log: emit skips it
 	m       *Machine
 
 	usage      events.Usage
@@ -66,9 +66,9 @@ func (r *run) cancelTurn(pending ...events.Event) (*Result, error) {
 }
 
 func (e *Engine) newRun(ctx context.Context, app *App, agent *Agent, session, turn string, seq int64,
-	conv *conversation, rec *recording, inLog bool) *run {
+	conv *conversation, rec, logged *recording) *run {
 	return &run{e: e, ctx: ctx, app: app, agent: agent, session: session, turn: turn, seq: seq,
-		conv: conv, base: len(conv.items), prevItems: len(conv.items), rec: rec, inLog: inLog,
+		conv: conv, base: len(conv.items), prevItems: len(conv.items), rec: rec, logged: logged,
 		m: NewMachine(StateStarted), modelCalls: map[string]int{}, toolCalls: map[string]int{}}
 }
 
@@ -78,7 +78,7 @@ func (r *run) emit(evs ...events.Event) error {
 	batch := make([]events.Event, 0, len(r.deferred)+len(evs))
 	batch = append(batch, r.deferred...)
 	for _, ev := range evs {
-		if r.inLog && r.rec.has(ev.Type, ev.Path) {
+		if r.logged.has(ev.Type, ev.Path) {
 			continue
 		}
 		batch = append(batch, ev)
