@@ -88,7 +88,7 @@ func waitingOf(slots []*toolSlot) []*Interrupt {
 
 // suspend pauses the turn until people answer; the calls that needed no approval have
 // run and are recorded, so resuming repeats none of them.
-func (r *run) suspend(waiting []*Interrupt) (*Result, error) {
+func (r *run) suspend(waiting []*Interrupt, pending ...events.Event) (*Result, error) {
 	if err := r.fire(TriggerSuspend); err != nil {
 		return nil, err
 	}
@@ -98,7 +98,7 @@ func (r *run) suspend(waiting []*Interrupt) (*Result, error) {
 		ids[i], interrupts[i] = w.ID, *w
 	}
 	ev := events.MustNew(r.turn, "", &events.TurnSuspended{Interrupts: ids, Usage: r.usage})
-	if err := r.emit(ev); err != nil {
+	if err := r.emit(append(pending, ev)...); err != nil {
 		return nil, err
 	}
 	r.e.opts.Observer.TurnEnded(StatusSuspended)

@@ -98,6 +98,10 @@ func (r *run) toolStep(resp events.ModelResponse, pending []events.Event) (*Resu
 		s.run = true
 		pending = append(pending, sched)
 	}
+	waiting := waitingOf(slots)
+	if len(waiting) > 0 && !anyToRun(slots) && len(recordedResults) == 0 {
+		return r.suspend(waiting, pending...) // nothing runs first: one commit holds it all
+	}
 	// ModelCalled and every ToolScheduled are durable before any tool runs.
 	if err := r.emit(pending...); err != nil {
 		return nil, err
@@ -110,7 +114,7 @@ func (r *run) toolStep(resp events.ModelResponse, pending []events.Event) (*Resu
 	if err := r.runSlots(slots); err != nil {
 		return nil, err
 	}
-	if waiting := waitingOf(slots); len(waiting) > 0 {
+	if len(waiting) > 0 {
 		return r.suspend(waiting)
 	}
 	if resp.Text != "" {
@@ -126,6 +130,15 @@ func (r *run) toolStep(resp events.ModelResponse, pending []events.Event) (*Resu
 		r.conv.append(events.Item{Type: events.ItemMessage, Role: "system", Content: hint})
 	}
 	return nil, nil
+}
+
+func anyToRun(slots []*toolSlot) bool {
+	for _, s := range slots {
+		if s.run {
+			return true
+		}
+	}
+	return false
 }
 
 // runSlots runs every slot that needs it concurrently and appends each ToolResulted
