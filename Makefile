@@ -25,8 +25,8 @@ vet: ## gofmt and go vet
 bench: ## the SPEC §10 benchmarks: engine step, storage, rebuild, appends/s, branch, history read, HTTP turns
 	$(GO) test -run '^$$' -bench 'EngineStep|Rebuild' -benchtime 1x -p 1 -timeout 30m ./fsm ./adapters/sqlite
 	$(GO) test -run '^$$' -bench 'AppendConcurrent' -benchtime 20000x -timeout 30m ./adapters/sqlite
-	$(GO) test -run '^$$' -bench 'Branch|HistoryRead' -benchtime 200x -timeout 30m ./fsm
-	$(GO) test -run '^$$' -bench 'HTTPTurn' -benchtime 1000x -timeout 30m ./httpapi
+	$(GO) test -run '^$$' -bench 'Branch|HistoryRead|ApprovalRoundTrip' -benchtime 200x -timeout 30m ./fsm
+	$(GO) test -run '^$$' -bench 'HTTPTurn|HTTPApprovalRoundTrip' -benchtime 300x -timeout 30m ./httpapi
 	$(GO) test -run '^$$' -bench 'Canonicalize' -benchmem ./events
 
 api-examples: ## run every curl example of docs/api.md against a running server (make run)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/turnlog/turnlog/adapters/sqlite"
 	"github.com/turnlog/turnlog/config"
+	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/examples/demo"
 	"github.com/turnlog/turnlog/fsm"
 	"github.com/turnlog/turnlog/httpapi"
@@ -95,5 +96,92 @@ func BenchmarkHTTPTurn(b *testing.B) {
 			b.ReportMetric(float64(took[len(took)/2])/1e6, "p50-ms")
 			b.ReportMetric(float64(took[len(took)*99/100])/1e6, "p99-ms")
 		})
+	}
+}
+
+// BenchmarkHTTPApprovalRoundTrip posts "refund order 42" to the demo (the turn
+// suspends on issue_refund) and approves it, over loopback HTTP with durable commits,
+// on a fresh session and on one whose history holds 4,400 items.
+func BenchmarkHTTPApprovalRoundTrip(b *testing.B) {
+	for _, turns := range []int{0, 200} {
+		b.Run(fmt.Sprintf("history=%d", turns*22), func(b *testing.B) {
+			store, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "bench.db"), sqlite.Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer store.Close()
+			apps, err := config.Load("demo", demo.Config, config.Options{Functions: demo.Functions()})
+			if err != nil {
+				b.Fatal(err)
+			}
+			var n atomic.Int64
+			e, err := fsm.New(store, apps, fsm.Options{Clock: time.Now, NewID: func() string { return fmt.Sprintf("id%08d", n.Add(1)) }})
+			if err != nil {
+				b.Fatal(err)
+			}
+			srv := httptest.NewServer(httpapi.New(httpapi.Config{Engine: e, Reader: store, Dev: true}).Handler())
+			defer srv.Close()
+			post := func(path, body string) string {
+				res, err := http.Post(srv.URL+path, "application/json", strings.NewReader(body))
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer res.Body.Close()
+				raw, _ := io.ReadAll(res.Body)
+				if res.StatusCode != 200 && res.StatusCode != 201 {
+					b.Fatalf("%s: %d %s", path, res.StatusCode, raw)
+				}
+				return string(raw)
+			}
+			raw := post("/v1/sessions", `{"app":"demo"}`)
+			id := raw[strings.Index(raw, `"id":"`)+6:][:10]
+			if turns > 0 {
+				seedHistory(b, store, id, turns)
+			}
+			var took []time.Duration
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				start := time.Now()
+				raw := post("/v1/sessions/"+id+"/turns", `{"input":"refund order 42"}`)
+				k := strings.Index(raw, `"suspend_payload":{"id":"`)
+				if k < 0 {
+					b.Fatalf("not suspended: %s", raw)
+				}
+				interrupt := raw[k+len(`"suspend_payload":{"id":"`):][:24]
+				if out := post("/v1/sessions/"+id+"/turns", `{"resume_map":{"`+interrupt+`":{"confirmed":true}}}`); !strings.Contains(out, `"status":"completed"`) {
+					b.Fatalf("resume: %s", out)
+				}
+				took = append(took, time.Since(start))
+			}
+			b.StopTimer()
+			sort.Slice(took, func(i, j int) bool { return took[i] < took[j] })
+			b.ReportMetric(float64(took[len(took)/2])/1e6, "p50-ms")
+			b.ReportMetric(float64(took[len(took)*99/100])/1e6, "p99-ms")
+		})
+	}
+}
+
+// seedHistory commits `turns` turns of 22 items each to a demo session directly in
+// the log, as a long conversation would have.
+func seedHistory(b *testing.B, store *sqlite.Store, session string, turns int) {
+	last, err := store.LastSeq(context.Background(), session)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var evs []events.Event
+	for t := 0; t < turns; t++ {
+		turn := fmt.Sprintf("seed%05d", t)
+		items := []events.Item{events.UserMessage(fmt.Sprintf("question %d", t))}
+		for i := 0; i < 10; i++ {
+			call := fmt.Sprintf("c%d_%d", t, i)
+			items = append(items, events.Item{Type: events.ItemFunctionCall, CallID: call, Name: "lookup_order", Arguments: []byte(`{"order_id":42}`)},
+				events.Item{Type: events.ItemFunctionCallOutput, CallID: call, Output: `{"status":"shipped"}`})
+		}
+		items = append(items, events.AssistantMessage("support", "answer"))
+		evs = append(evs, events.MustNew(turn, "", &events.TurnStarted{Input: items[0].Content, Agent: "support"}),
+			events.MustNew(turn, "", &events.TurnCommitted{Items: items, Agent: "support", Output: "answer"}))
+	}
+	if _, err := store.Append(context.Background(), session, last, evs); err != nil {
+		b.Fatal(err)
 	}
 }

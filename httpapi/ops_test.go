@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/goccy/go-yaml"
 )
@@ -66,12 +67,27 @@ func TestOperations(t *testing.T) {
 	}
 	id := b.newSession(t, "key-alice", "demo")
 	b.do(t, "POST", "/v1/sessions/"+id+"/turns", "key-alice", `{"input":"where is order 42?"}`)
-	r := b.do(t, "GET", "/metrics", "", "")
-	for _, want := range []string{`turnlog_turns_total{status="completed"} 1`, `turnlog_tool_call_seconds_count{outcome="ok",tool="lookup_order"} 1`,
-		`turnlog_model_call_seconds_count`, `turnlog_sse_clients 0`, `turnlog_http_request_seconds_count{method="POST",route="/v1/sessions/:id/turns",status="200"} 1`} {
-		if !strings.Contains(r.raw, want) {
-			t.Fatalf("metrics lack %q:\n%s", want, r.raw)
+	// A request is measured and logged after its response is written, so the client
+	// may ask for /metrics first: look again until the POST shows up.
+	wants := []string{`turnlog_turns_total{status="completed"} 1`, `turnlog_tool_call_seconds_count{outcome="ok",tool="lookup_order"} 1`,
+		`turnlog_model_call_seconds_count`, `turnlog_sse_clients 0`, `turnlog_http_request_seconds_count{method="POST",route="/v1/sessions/:id/turns",status="200"} 1`}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		r := b.do(t, "GET", "/metrics", "", "")
+		missing := ""
+		for _, want := range wants {
+			if !strings.Contains(r.raw, want) {
+				missing = want
+				break
+			}
 		}
+		if missing == "" && strings.Contains(b.log.String(), `"route":"/v1/sessions/:id/turns"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("metrics lack %q:\n%s", missing, r.raw)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 	log := b.log.String()
 	if !strings.Contains(log, `"route":"/v1/sessions/:id/turns"`) || !strings.Contains(log, `"request_id":"`) || !strings.Contains(log, `"user":"alice"`) {
