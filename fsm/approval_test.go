@@ -206,3 +206,45 @@ func TestResumeMapErrors(t *testing.T) {
 		t.Fatalf("pending after cancel: %+v", p)
 	}
 }
+
+// TestEveryPendingInterruptMustBeAnswered: two calls wait in one turn; answering one
+// is refused and changes nothing; answering both resumes.
+func TestEveryPendingInterruptMustBeAnswered(t *testing.T) {
+	t.Parallel()
+	var refunds atomic.Int64
+	refund := functool.MustNew("refund", "refunds", func(_ context.Context, a refundArgs) (any, error) {
+		refunds.Add(1)
+		return a, nil
+	})
+	model := modelFunc(func(r fsm.ModelRequest) (fsm.ModelResponse, error) {
+		if outs := lastOutputs(r.Items); len(outs) > 0 {
+			return fsm.ModelResponse{ModelResponse: events.ModelResponse{Text: strings.Join(outs, " | ")}}, nil
+		}
+		return fsm.ModelResponse{ModelResponse: events.ModelResponse{ToolCalls: []events.ToolCall{
+			{ID: "c1", Name: "refund", Arguments: json.RawMessage(`{"order_id":1}`)},
+			{ID: "c2", Name: "refund", Arguments: json.RawMessage(`{"order_id":2}`)},
+		}}}, nil
+	})
+	b := setup(t, &fsm.Agent{Name: "a", LLM: "m", Model: model, Tools: []fsm.Tool{&approval{refund}}})
+	res, sid := b.turn(t, "refund both")
+	if res.Status != fsm.StatusSuspended || len(res.Interrupts) != 2 || res.Interrupts[0].CallID != "c1" {
+		t.Fatalf("result = %+v", res)
+	}
+	first, second := res.Interrupts[0].ID, res.Interrupts[1].ID
+	before, _ := b.store.LastSeq(b.ctx, sid)
+	st, err := b.engine.Resume(b.ctx, sid, "r", map[string]fsm.Answer{first: {Confirmed: yes()}})
+	if !events.IsCode(err, events.CodeInvalid) || !strings.Contains(err.Error(), second) || st != nil {
+		t.Fatalf("a partial answer: err = %v, want invalid naming %s", err, second)
+	}
+	if after, _ := b.store.LastSeq(b.ctx, sid); after != before {
+		t.Fatalf("a refused answer wrote events: seq %d → %d", before, after)
+	}
+	st, err = b.engine.Resume(b.ctx, sid, "r", map[string]fsm.Answer{first: {Confirmed: yes()}, second: {Confirmed: no()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done, err := st.Wait()
+	if err != nil || done.Status != fsm.StatusCompleted || refunds.Load() != 1 || !strings.HasPrefix(done.Output, `{"order_id":1} | {"error":{"kind":"rejected"`) {
+		t.Fatalf("both answered: %+v %v, refunds %d", done, err, refunds.Load())
+	}
+}
