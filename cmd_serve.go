@@ -12,6 +12,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/turnlog/turnlog/adapters/metrics"
 	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/fsm"
 	"github.com/turnlog/turnlog/httpapi"
 )
 
@@ -54,6 +55,7 @@ func cmdServe(ctx context.Context, c *cliContext, args []string) error {
 		fmt.Fprintln(c.stderr, "turnlog: WARNING: --dev mode: requests need no API key and act as user \"dev\"; do not expose this server")
 	}
 	fmt.Fprintf(c.stderr, "turnlog: serving on http://%s (database %s)\n", ln.Addr(), f.db)
+	go expireApprovals(ctx, engine, logger)
 	srv := &http.Server{Handler: api.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -86,4 +88,25 @@ func parseKeys(spec string) (map[string]string, error) {
 		keys[key] = user
 	}
 	return keys, nil
+}
+
+// expireApprovals rejects approvals whose expires_in has passed, once a second, until
+// ctx ends.
+func expireApprovals(ctx context.Context, e *fsm.Engine, log zerolog.Logger) {
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			results, err := e.ExpireDue(ctx)
+			if err != nil {
+				log.Error().Err(err).Msg("expire approvals")
+			}
+			for _, r := range results {
+				log.Info().Str("session", r.Session).Str("turn", r.TurnID).Str("status", r.Status).Msg("approval expired; turn resumed")
+			}
+		}
+	}
 }

@@ -59,6 +59,8 @@ type Tool struct {
 	ShowErrors bool   `yaml:"show_errors"`
 	// NeedsApproval suspends a turn before the tool runs until a person answers.
 	NeedsApproval bool `yaml:"needs_approval"`
+	// ExpiresIn rejects an approval nobody gave in time (e.g. 30m).
+	ExpiresIn string `yaml:"expires_in"`
 }
 
 // Agent is one agent.
@@ -275,6 +277,16 @@ func (b builder) tool(at, name string, c Tool) (fsm.Tool, error) {
 	spec.Idempotent = c.Idempotent
 	spec.ShowErrors = c.ShowErrors
 	spec.NeedsApproval = c.NeedsApproval
+	if c.ExpiresIn != "" {
+		d, err := time.ParseDuration(c.ExpiresIn)
+		if err != nil || d <= 0 {
+			return nil, b.errAt(at+".expires_in", "must be a positive duration such as 30m, got %q", c.ExpiresIn)
+		}
+		if !c.NeedsApproval {
+			return nil, b.errAt(at+".expires_in", "goes only with needs_approval: true")
+		}
+		spec.ExpiresIn = d
+	}
 	if c.MaxCalls < 0 {
 		return nil, b.errAt(at+".max_calls", "must not be negative")
 	}

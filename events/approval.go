@@ -23,6 +23,9 @@ type ApprovalRequested struct {
 	Tool        string          `json:"tool"`
 	Arguments   json.RawMessage `json:"arguments"`
 	Reason      string          `json:"reason"`
+	// ExpiresInMS, when set, auto-rejects the call if nobody answers within it,
+	// counted from this event's time.
+	ExpiresInMS int64 `json:"expires_in_ms,omitempty"`
 }
 
 func (*ApprovalRequested) EventType() string  { return TypeApprovalRequested }

@@ -73,7 +73,7 @@ func (r *run) approvalGate(s *toolSlot, pending []events.Event) ([]events.Event,
 	}
 	return append(pending, events.MustNew(r.turn, apath, &events.ApprovalRequested{InterruptID: id,
 		Kind: events.InterruptToolApproval, CallID: s.call.ID, Tool: s.call.Name, Arguments: s.call.Arguments,
-		Reason: s.waiting.Reason})), nil
+		Reason: s.waiting.Reason, ExpiresInMS: s.tool.Spec().ExpiresIn.Milliseconds()})), nil
 }
 
 func waitingOf(slots []*toolSlot) []*Interrupt {

@@ -6,8 +6,10 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/turnlog/turnlog/adapters/functool"
+	"github.com/turnlog/turnlog/adapters/sqlite"
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/fsm"
 	"github.com/turnlog/turnlog/projection"
@@ -247,4 +249,71 @@ func TestEveryPendingInterruptMustBeAnswered(t *testing.T) {
 	if err != nil || done.Status != fsm.StatusCompleted || refunds.Load() != 1 || !strings.HasPrefix(done.Output, `{"order_id":1} | {"error":{"kind":"rejected"`) {
 		t.Fatalf("both answered: %+v %v, refunds %d", done, err, refunds.Load())
 	}
+}
+
+// TestApprovalExpires uses the engine's injected clock: before the deadline nothing
+// happens; after it the call is rejected with the reason, and the turn completes.
+func TestApprovalExpires(t *testing.T) {
+	t.Parallel()
+	var refunds atomic.Int64
+	refund := functool.MustNew("refund", "refunds", func(_ context.Context, a refundArgs) (any, error) {
+		refunds.Add(1)
+		return a, nil
+	})
+	model := modelFunc(func(r fsm.ModelRequest) (fsm.ModelResponse, error) {
+		if outs := lastOutputs(r.Items); len(outs) > 0 {
+			return fsm.ModelResponse{ModelResponse: events.ModelResponse{Text: outs[0]}}, nil
+		}
+		return fsm.ModelResponse{ModelResponse: events.ModelResponse{ToolCalls: []events.ToolCall{
+			{ID: "c1", Name: "refund", Arguments: json.RawMessage(`{"order_id":1}`)}}}}, nil
+	})
+	var now atomic.Int64
+	base := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	clock := func() time.Time { return base.Add(time.Duration(now.Load())) }
+	store, _ := sqlite.MustOpen(t, sqlite.Options{Clock: clock, Synchronous: "OFF"})
+	tool := &expiring{approval{refund}, 10 * time.Minute}
+	app := &fsm.App{Name: "test", StartAgent: "a", Agents: map[string]*fsm.Agent{"a": {Name: "a", LLM: "m", Model: model, Tools: []fsm.Tool{tool}}}}
+	e, err := fsm.New(store, []*fsm.App{app}, fsm.Options{Clock: clock, NewID: counterIDs("x")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	s, _ := e.CreateSession(ctx, "test", "alice", nil)
+	res, err := e.RunTurn(ctx, s.ID, "refund")
+	if err != nil || res.Status != fsm.StatusSuspended {
+		t.Fatalf("%+v %v", res, err)
+	}
+	now.Store(int64(9 * time.Minute))
+	if done, err := e.ExpireDue(ctx); err != nil || len(done) != 0 {
+		t.Fatalf("before the deadline: %v %v", done, err)
+	}
+	now.Store(int64(10 * time.Minute))
+	done, err := e.ExpireDue(ctx)
+	if err != nil || len(done) != 1 || done[0].Status != fsm.StatusCompleted || refunds.Load() != 0 {
+		t.Fatalf("at the deadline: %+v %v, refunds %d", done, err, refunds.Load())
+	}
+	reason := "within 10m0s; it expired and did not run"
+	if !strings.Contains(done[0].Output, reason) {
+		t.Fatalf("the model saw %q", done[0].Output)
+	}
+	h, _ := store.History(ctx, s.ID)
+	evs, _ := store.Events(ctx, s.ID, 0)
+	logged := false
+	for _, ev := range evs {
+		logged = logged || ev.Type == events.TypeApprovalResolved && strings.Contains(string(ev.Data), reason) && strings.Contains(string(ev.Data), `"by":"turnlog"`)
+	}
+	if !logged || !strings.Contains(h[2].Output, reason) {
+		t.Fatalf("the reason is not in the log (%v) and the history (%+v)", logged, h)
+	}
+}
+
+type expiring struct {
+	approval
+	after time.Duration
+}
+
+func (t *expiring) Spec() fsm.ToolSpec {
+	s := t.approval.Spec()
+	s.ExpiresIn = t.after
+	return s
 }

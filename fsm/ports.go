@@ -46,6 +46,8 @@ type ToolSpec struct {
 	ShowErrors  bool            `json:"-"`          // include the error message in the model-visible output
 	// NeedsApproval suspends the turn before the tool runs until a person answers.
 	NeedsApproval bool `json:"-"`
+	// ExpiresIn auto-rejects an approval nobody gave in time (0: waits forever).
+	ExpiresIn time.Duration `json:"-"`
 }
 
 // ArgumentsValidator is a Tool that can check arguments without running (a
@@ -85,6 +87,8 @@ type Store interface {
 	TurnEndingAt(ctx context.Context, session string, seq int64) (projection.Turn, error)
 	// LastTurn returns a session's newest turn. Errors: not_found.
 	LastTurn(ctx context.Context, session string) (projection.Turn, error)
+	// SuspendedTurns lists turns waiting for people, across all sessions.
+	SuspendedTurns(ctx context.Context) ([]projection.Turn, error)
 	// RunningTurns lists turns that started and did not end.
 	RunningTurns(ctx context.Context) ([]projection.Turn, error)
 }

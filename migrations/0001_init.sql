@@ -66,7 +66,7 @@ CREATE TABLE proj_turns (
     PRIMARY KEY (session_id, turn_id)
 ) STRICT, WITHOUT ROWID;
 CREATE INDEX proj_turns_end ON proj_turns (session_id, end_seq);
-CREATE INDEX proj_turns_running ON proj_turns (status) WHERE status = 'running';
+CREATE INDEX proj_turns_open ON proj_turns (status) WHERE status IN ('running', 'suspended');
 
 CREATE TABLE proj_history (
     session_id TEXT    NOT NULL,

@@ -37,6 +37,7 @@ ORDER BY l.depth DESC, h.seq, h.idx`
 	qTurnEndingAt = qTurnCols + ` WHERE session_id = ? AND end_seq = ?`
 	qLastTurn     = qTurnCols + ` WHERE session_id = ? ORDER BY start_seq DESC LIMIT 1`
 	qRunningTurns = qTurnCols + ` WHERE status = 'running' ORDER BY session_id, start_seq`
+	qSuspended    = qTurnCols + ` WHERE status = 'suspended' ORDER BY session_id, start_seq`
 
 	qCreateMigrations = `CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL) STRICT`
 	qMaxMigration     = `SELECT coalesce(max(version), 0) FROM schema_migrations`

@@ -286,6 +286,11 @@ func (s *Store) RunningTurns(ctx context.Context) ([]projection.Turn, error) {
 	return s.queryTurns(ctx, qRunningTurns)
 }
 
+// SuspendedTurns lists turns waiting for people, across all sessions.
+func (s *Store) SuspendedTurns(ctx context.Context) ([]projection.Turn, error) {
+	return s.queryTurns(ctx, qSuspended)
+}
+
 // CountEvents returns how many events the log holds.
 func (s *Store) CountEvents(ctx context.Context) (int64, error) {
 	var n int64
