@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -72,6 +73,21 @@ type Agent struct {
 	MaxToolCalls int            `yaml:"max_tool_calls"`
 	LoopLimit    int            `yaml:"loop_limit"`
 	Settings     map[string]any `yaml:"settings"`
+	Guardrails   Guardrails     `yaml:"guardrails"`
+}
+
+// Guardrails are an agent's input and output checks, run in the order listed.
+type Guardrails struct {
+	Input  []Guardrail `yaml:"input"`
+	Output []Guardrail `yaml:"output"`
+}
+
+// Guardrail is one check; every guardrail has a name.
+type Guardrail struct {
+	Name    string `yaml:"name"`
+	Kind    string `yaml:"kind"`    // regex or max_length
+	Pattern string `yaml:"pattern"` // regex: a match trips it
+	Max     int    `yaml:"max"`     // max_length: more characters trip it
 }
 
 // Functions are the Go function tools a binary offers to configs, by name.
@@ -319,6 +335,13 @@ func (b builder) agent(at, name string, c Agent, models map[string]fsm.Model, to
 	if c.LoopLimit != 0 && c.LoopLimit <= fsm.LoopHintRepeats {
 		return nil, b.errAt(at+".loop_limit", "must be greater than %d (the hint comes first)", fsm.LoopHintRepeats)
 	}
+	var err error
+	if ag.InputGuardrails, err = b.guardrails(at+".guardrails.input", c.Guardrails.Input); err != nil {
+		return nil, err
+	}
+	if ag.OutputGuardrails, err = b.guardrails(at+".guardrails.output", c.Guardrails.Output); err != nil {
+		return nil, err
+	}
 	for i, tn := range c.Tools {
 		t, ok := tools[tn]
 		if !ok {
@@ -346,6 +369,39 @@ func (b builder) agent(at, name string, c Agent, models map[string]fsm.Model, to
 		ag.Settings = raw
 	}
 	return ag, nil
+}
+
+func (b builder) guardrails(at string, cs []Guardrail) ([]fsm.Guardrail, error) {
+	var out []fsm.Guardrail
+	seen := map[string]bool{}
+	for i, c := range cs {
+		here := fmt.Sprintf("%s[%d]", at, i)
+		if c.Name == "" {
+			return nil, b.errAt(here+".name", "every guardrail needs a name")
+		}
+		if seen[c.Name] {
+			return nil, b.errAt(here+".name", "%q is used twice", c.Name)
+		}
+		seen[c.Name] = true
+		g := fsm.Guardrail{Name: c.Name, Kind: c.Kind}
+		switch c.Kind {
+		case fsm.GuardrailRegex:
+			re, err := regexp.Compile(c.Pattern)
+			if err != nil || c.Pattern == "" {
+				return nil, b.errAt(here+".pattern", "must be a regular expression: %v", err)
+			}
+			g.Pattern = re
+		case fsm.GuardrailMaxLength:
+			if c.Max <= 0 {
+				return nil, b.errAt(here+".max", "must be a positive number of characters")
+			}
+			g.Max = c.Max
+		default:
+			return nil, b.errAt(here+".kind", "unknown kind %q (regex or max_length)", c.Kind)
+		}
+		out = append(out, g)
+	}
+	return out, nil
 }
 
 // configuredTool is a function tool with the settings agent.yaml gives it.

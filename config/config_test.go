@@ -91,3 +91,27 @@ func TestConfigErrorsNameTheEntryAndLine(t *testing.T) {
 		})
 	}
 }
+
+func TestGuardrailConfig(t *testing.T) {
+	t.Parallel()
+	good := strings.Replace(valid, "max_turns: 4", "max_turns: 4\n        guardrails:\n          input: [{name: short, kind: max_length, max: 500}]\n          output: [{name: no-keys, kind: regex, pattern: 'sk-[A-Za-z0-9]{20,}'}]", 1)
+	apps, err := config.Load("agent.yaml", []byte(good), config.Options{Functions: functions()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ag := apps[0].Agents["main"]; len(ag.InputGuardrails) != 1 || len(ag.OutputGuardrails) != 1 {
+		t.Fatalf("guardrails = %+v", ag)
+	}
+	for bad, want := range map[string]string{
+		"[{kind: max_length, max: 5}]":                                               "guardrails.input[0].name",
+		"[{name: a, kind: magic}]":                                                   "guardrails.input[0].kind",
+		"[{name: a, kind: regex, pattern: '(('}]":                                    "guardrails.input[0].pattern",
+		"[{name: a, kind: max_length}]":                                              "guardrails.input[0].max",
+		"[{name: a, kind: max_length, max: 1}, {name: a, kind: max_length, max: 2}]": "guardrails.input[1].name",
+	} {
+		src := strings.Replace(valid, "max_turns: 4", "max_turns: 4\n        guardrails:\n          input: "+bad, 1)
+		if _, err := config.Load("agent.yaml", []byte(src), config.Options{Functions: functions()}); err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("%s: err = %v, want it to name %s", bad, err, want)
+		}
+	}
+}

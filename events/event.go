@@ -108,6 +108,10 @@ func newPayload(typ string, v int) Payload {
 		return &TurnSuspended{}
 	case typ == TypeTurnResumed && v == 1:
 		return &TurnResumed{}
+	case typ == TypeGuardrailChecked && v == 1:
+		return &GuardrailChecked{}
+	case typ == TypeGuardrailTripped && v == 1:
+		return &GuardrailTripped{}
 	case typ == TypeLoopDetected && v == 1:
 		return &LoopDetected{}
 	case typ == TypeTurnCommitted && v == 1:
@@ -127,5 +131,5 @@ func Known(typ string, v int) bool { return newPayload(typ, v) != nil }
 func Types() []string {
 	return []string{TypeSessionCreated, TypeSessionBranched, TypeTurnStarted, TypeModelCalled, TypeToolScheduled,
 		TypeToolResulted, TypeApprovalRequested, TypeApprovalResolved, TypeTurnSuspended, TypeTurnResumed,
-		TypeLoopDetected, TypeTurnCommitted, TypeTurnFailed, TypeTurnCanceled}
+		TypeGuardrailChecked, TypeGuardrailTripped, TypeLoopDetected, TypeTurnCommitted, TypeTurnFailed, TypeTurnCanceled}
 }

@@ -33,6 +33,9 @@ type Agent struct {
 	MaxTurns     int
 	MaxToolCalls int
 	LoopFail     int
+	// InputGuardrails run before the first model call; OutputGuardrails see the final
+	// answer before it is released (an agent with output guardrails does not stream).
+	InputGuardrails, OutputGuardrails []Guardrail
 
 	// hashes of the request parts that never change for this agent, set by Validate.
 	instructionsHash, toolsHash, settingsHash string

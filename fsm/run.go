@@ -112,6 +112,15 @@ func (r *run) drive() (*Result, error) {
 	if err := r.fire(TriggerGuardInput); err != nil {
 		return nil, err
 	}
+	if len(r.agent.InputGuardrails) > 0 {
+		checked, res, err := r.guard("input", r.conv.items[len(r.conv.items)-1].Content, r.agent.InputGuardrails, nil)
+		if res != nil || err != nil {
+			return res, err
+		}
+		if err := r.emit(checked...); err != nil {
+			return nil, err
+		}
+	}
 	for {
 		if r.canceled() {
 			return r.cancelTurn()
@@ -177,9 +186,7 @@ func (r *run) modelStep() (events.ModelResponse, []events.Event, *ResultError) {
 	began := time.Now()
 	resp, err := ag.Model.Call(callCtx, ModelRequest{LLM: ag.LLM, Agent: ag.Name, Instructions: ag.Instructions,
 		Tools: specsOf(ag.Tools), Settings: ag.Settings, Items: r.conv.items,
-		OnText: func(delta string) {
-			r.e.deltas.publish(Delta{Session: r.session, Turn: r.turn, Path: path, Text: delta})
-		}})
+		OnText: r.onText(path)})
 	r.e.opts.Observer.ModelCalled(ag.LLM, time.Since(began), err != nil)
 	if err != nil {
 		return events.ModelResponse{}, nil, &ResultError{Code: events.CodeModelFailed, Path: path,
@@ -213,6 +220,13 @@ func (r *run) commit(text string, pending ...events.Event) (*Result, error) {
 	r.conv.append(events.AssistantMessage(r.agent.Name, text))
 	if err := r.fire(TriggerGuardOutput); err != nil {
 		return nil, err
+	}
+	if len(r.agent.OutputGuardrails) > 0 {
+		checked, res, err := r.guard("output", text, r.agent.OutputGuardrails, pending)
+		if res != nil || err != nil {
+			return res, err
+		}
+		pending = checked
 	}
 	if err := r.fire(TriggerCommit); err != nil {
 		return nil, err
@@ -266,4 +280,15 @@ func (r *run) cancelContext() (context.Context, func()) {
 		}
 	}()
 	return ctx, cancel
+}
+
+// onText publishes a model's text as it arrives, unless the agent's answer must pass
+// output guardrails first: then nothing is released before the whole answer passes.
+func (r *run) onText(path string) func(string) {
+	if len(r.agent.OutputGuardrails) > 0 {
+		return nil
+	}
+	return func(delta string) {
+		r.e.deltas.publish(Delta{Session: r.session, Turn: r.turn, Path: path, Text: delta})
+	}
 }

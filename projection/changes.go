@@ -107,7 +107,7 @@ func Changes(ev events.Event) ([]Change, error) {
 			return nil, err
 		}
 		return []Change{TurnProgressed{Session: ev.Session, Turn: ev.Turn, ToolCalls: 1}}, nil
-	case events.TypeToolScheduled, events.TypeLoopDetected:
+	case events.TypeToolScheduled, events.TypeLoopDetected, events.TypeGuardrailChecked, events.TypeGuardrailTripped:
 		return nil, known(ev)
 	case events.TypeTurnCommitted:
 		if err := known(ev); err != nil {
