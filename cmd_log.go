@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 
@@ -41,24 +39,8 @@ func cmdExport(ctx context.Context, c *cliContext, args []string) error {
 		if err != nil {
 			return err
 		}
-		w := bufio.NewWriter(c.stdout)
-		if err := writeNDJSON(w, evs); err != nil {
-			return err
-		}
-		return w.Flush()
+		return events.WriteJSONL(c.stdout, evs)
 	})
-}
-
-func writeNDJSON(w *bufio.Writer, evs []events.Event) error {
-	for _, ev := range evs {
-		line, err := json.Marshal(ev)
-		if err != nil {
-			return err
-		}
-		w.Write(line)
-		w.WriteByte('\n')
-	}
-	return nil
 }
 
 func cmdRebuild(ctx context.Context, c *cliContext, args []string) error {

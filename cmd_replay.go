@@ -1,10 +1,7 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -59,34 +56,12 @@ func (c *cliContext) replayFixture(ctx context.Context, dir string) (*fsm.Replay
 	return e.Replay(ctx, recorded)
 }
 
-// readFixture reads one event a line; data is canonicalized. A line that is not an
-// event is a corrupt_log error naming the line.
+// readFixture reads a fixture's events.jsonl.
 func readFixture(path string) ([]events.Event, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("read fixture: %w", err)
 	}
 	defer f.Close()
-	var evs []events.Event
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 0, 1<<20), 64<<20)
-	for line := 1; sc.Scan(); line++ {
-		raw := bytes.TrimSpace(sc.Bytes())
-		if len(raw) == 0 {
-			continue
-		}
-		var ev events.Event
-		dec := json.NewDecoder(bytes.NewReader(raw))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&ev); err != nil {
-			return nil, &events.Error{Code: events.CodeCorruptLog, Field: fmt.Sprintf("%s:%d", path, line), Message: "not an event", Err: err}
-		}
-		data, err := events.Canonicalize(ev.Data)
-		if err != nil {
-			return nil, &events.Error{Code: events.CodeCorruptLog, Field: fmt.Sprintf("%s:%d", path, line), Message: "bad data", Err: err}
-		}
-		ev.Data = data
-		evs = append(evs, ev)
-	}
-	return evs, sc.Err()
+	return events.ReadJSONL(f, path)
 }

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"bufio"
 	"encoding/base64"
 	"encoding/json"
 	"net/http"
@@ -243,14 +242,5 @@ func (s *Server) export(c echo.Context) error {
 	}
 	c.Response().Header().Set(echo.HeaderContentType, "application/x-ndjson")
 	c.Response().WriteHeader(http.StatusOK)
-	w := bufio.NewWriter(c.Response())
-	for _, ev := range evs {
-		line, err := json.Marshal(ev)
-		if err != nil {
-			return err
-		}
-		w.Write(line)
-		w.WriteByte('\n')
-	}
-	return w.Flush()
+	return events.WriteJSONL(c.Response(), evs)
 }
