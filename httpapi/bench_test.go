@@ -22,29 +22,35 @@ import (
 	"github.com/turnlog/turnlog/httpapi"
 )
 
+// benchServer serves the demo app in dev mode over loopback on a durable store that
+// lives as long as the benchmark.
+func benchServer(b *testing.B) (*sqlite.Store, *httptest.Server) {
+	store, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "bench.db"), sqlite.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { store.Close() })
+	apps, err := config.Load("demo", demo.Config, config.Options{Functions: demo.Functions()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var n atomic.Int64
+	e, err := fsm.New(store, apps, fsm.Options{Clock: time.Now, NewID: func() string { return fmt.Sprintf("id%08d", n.Add(1)) }})
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := httptest.NewServer(httpapi.New(httpapi.Config{Engine: e, Reader: store, Dev: true}).Handler())
+	b.Cleanup(srv.Close)
+	return store, srv
+}
+
 // BenchmarkHTTPTurn runs demo turns (a model call, a tool call, a model call) over
 // loopback HTTP against a durable store, from 1 and from 50 sessions at once, and
 // reports requests/s and latency percentiles.
 func BenchmarkHTTPTurn(b *testing.B) {
 	for _, sessions := range []int{1, 50} {
 		b.Run(fmt.Sprintf("sessions=%d", sessions), func(b *testing.B) {
-			store, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "bench.db"), sqlite.Options{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer store.Close()
-			apps, err := config.Load("demo", demo.Config, config.Options{Functions: demo.Functions()})
-			if err != nil {
-				b.Fatal(err)
-			}
-			var n atomic.Int64
-			e, err := fsm.New(store, apps, fsm.Options{Clock: time.Now, NewID: func() string { return fmt.Sprintf("id%08d", n.Add(1)) }})
-			if err != nil {
-				b.Fatal(err)
-			}
-			api := httpapi.New(httpapi.Config{Engine: e, Reader: store, Dev: true})
-			srv := httptest.NewServer(api.Handler())
-			defer srv.Close()
+			_, srv := benchServer(b)
 			client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: sessions}}
 			post := func(path, body string) (string, error) {
 				res, err := client.Post(srv.URL+path, "application/json", strings.NewReader(body))
@@ -105,22 +111,7 @@ func BenchmarkHTTPTurn(b *testing.B) {
 func BenchmarkHTTPApprovalRoundTrip(b *testing.B) {
 	for _, turns := range []int{0, 200} {
 		b.Run(fmt.Sprintf("history=%d", turns*22), func(b *testing.B) {
-			store, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "bench.db"), sqlite.Options{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer store.Close()
-			apps, err := config.Load("demo", demo.Config, config.Options{Functions: demo.Functions()})
-			if err != nil {
-				b.Fatal(err)
-			}
-			var n atomic.Int64
-			e, err := fsm.New(store, apps, fsm.Options{Clock: time.Now, NewID: func() string { return fmt.Sprintf("id%08d", n.Add(1)) }})
-			if err != nil {
-				b.Fatal(err)
-			}
-			srv := httptest.NewServer(httpapi.New(httpapi.Config{Engine: e, Reader: store, Dev: true}).Handler())
-			defer srv.Close()
+			store, srv := benchServer(b)
 			post := func(path, body string) string {
 				res, err := http.Post(srv.URL+path, "application/json", strings.NewReader(body))
 				if err != nil {
