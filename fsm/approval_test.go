@@ -200,6 +200,10 @@ func TestResumeMapErrors(t *testing.T) {
 	if turn, _ := b.store.LastTurn(b.ctx, sid); turn.Status != projection.TurnSuspended {
 		t.Fatalf("bad answers changed the turn: %s", turn.Status)
 	}
+	// A suspended turn is no branch point.
+	if _, err := b.engine.Branch(b.ctx, sid, "alice", fsm.BranchPoint{Turn: res.TurnID}, nil); !events.IsCode(err, events.CodeConflict) {
+		t.Fatalf("branch at a suspended turn: err = %v, want conflict", err)
+	}
 	// A suspended turn can be canceled; its question is closed.
 	if turn, err := b.engine.Cancel(b.ctx, sid, res.TurnID, ""); err != nil || turn.Status != projection.TurnCanceled {
 		t.Fatalf("cancel while suspended: %+v %v", turn, err)
