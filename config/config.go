@@ -88,6 +88,10 @@ type Guardrail struct {
 	Kind    string `yaml:"kind"`    // regex or max_length
 	Pattern string `yaml:"pattern"` // regex: a match trips it
 	Max     int    `yaml:"max"`     // max_length: more characters trip it
+	// llm_judge: a registered model judges the text; its answer must match pass_if.
+	LLM          string `yaml:"llm"`
+	Instructions string `yaml:"instructions"`
+	PassIf       string `yaml:"pass_if"`
 }
 
 // Functions are the Go function tools a binary offers to configs, by name.
@@ -336,10 +340,10 @@ func (b builder) agent(at, name string, c Agent, models map[string]fsm.Model, to
 		return nil, b.errAt(at+".loop_limit", "must be greater than %d (the hint comes first)", fsm.LoopHintRepeats)
 	}
 	var err error
-	if ag.InputGuardrails, err = b.guardrails(at+".guardrails.input", c.Guardrails.Input); err != nil {
+	if ag.InputGuardrails, err = b.guardrails(at+".guardrails.input", c.Guardrails.Input, models); err != nil {
 		return nil, err
 	}
-	if ag.OutputGuardrails, err = b.guardrails(at+".guardrails.output", c.Guardrails.Output); err != nil {
+	if ag.OutputGuardrails, err = b.guardrails(at+".guardrails.output", c.Guardrails.Output, models); err != nil {
 		return nil, err
 	}
 	for i, tn := range c.Tools {
@@ -371,7 +375,7 @@ func (b builder) agent(at, name string, c Agent, models map[string]fsm.Model, to
 	return ag, nil
 }
 
-func (b builder) guardrails(at string, cs []Guardrail) ([]fsm.Guardrail, error) {
+func (b builder) guardrails(at string, cs []Guardrail, models map[string]fsm.Model) ([]fsm.Guardrail, error) {
 	var out []fsm.Guardrail
 	seen := map[string]bool{}
 	for i, c := range cs {
@@ -396,8 +400,21 @@ func (b builder) guardrails(at string, cs []Guardrail) ([]fsm.Guardrail, error) 
 				return nil, b.errAt(here+".max", "must be a positive number of characters")
 			}
 			g.Max = c.Max
+		case fsm.GuardrailLLMJudge:
+			m, ok := models[c.LLM]
+			if !ok {
+				return nil, b.errAt(here+".llm", "names no registered llm (%q)", c.LLM)
+			}
+			if c.Instructions == "" {
+				return nil, b.errAt(here+".instructions", "the judge needs instructions")
+			}
+			re, err := regexp.Compile(c.PassIf)
+			if err != nil || c.PassIf == "" {
+				return nil, b.errAt(here+".pass_if", "must be a regular expression the passing verdict matches: %v", err)
+			}
+			g.LLM, g.Model, g.Instructions, g.PassIf = c.LLM, m, c.Instructions, re
 		default:
-			return nil, b.errAt(here+".kind", "unknown kind %q (regex or max_length)", c.Kind)
+			return nil, b.errAt(here+".kind", "unknown kind %q (regex, max_length or llm_judge)", c.Kind)
 		}
 		out = append(out, g)
 	}

@@ -94,12 +94,12 @@ func TestConfigErrorsNameTheEntryAndLine(t *testing.T) {
 
 func TestGuardrailConfig(t *testing.T) {
 	t.Parallel()
-	good := strings.Replace(valid, "max_turns: 4", "max_turns: 4\n        guardrails:\n          input: [{name: short, kind: max_length, max: 500}]\n          output: [{name: no-keys, kind: regex, pattern: 'sk-[A-Za-z0-9]{20,}'}]", 1)
+	good := strings.Replace(valid, "max_turns: 4", "max_turns: 4\n        guardrails:\n          input: [{name: short, kind: max_length, max: 500}, {name: judge, kind: llm_judge, llm: m, instructions: 'Say PASS', pass_if: '^PASS'}]\n          output: [{name: no-keys, kind: regex, pattern: 'sk-[A-Za-z0-9]{20,}'}]", 1)
 	apps, err := config.Load("agent.yaml", []byte(good), config.Options{Functions: functions()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ag := apps[0].Agents["main"]; len(ag.InputGuardrails) != 1 || len(ag.OutputGuardrails) != 1 {
+	if ag := apps[0].Agents["main"]; len(ag.InputGuardrails) != 2 || len(ag.OutputGuardrails) != 1 || ag.InputGuardrails[1].Model == nil {
 		t.Fatalf("guardrails = %+v", ag)
 	}
 	for bad, want := range map[string]string{
@@ -108,6 +108,9 @@ func TestGuardrailConfig(t *testing.T) {
 		"[{name: a, kind: regex, pattern: '(('}]":                                    "guardrails.input[0].pattern",
 		"[{name: a, kind: max_length}]":                                              "guardrails.input[0].max",
 		"[{name: a, kind: max_length, max: 1}, {name: a, kind: max_length, max: 2}]": "guardrails.input[1].name",
+		"[{name: j, kind: llm_judge, llm: nope, instructions: x, pass_if: PASS}]":    "guardrails.input[0].llm",
+		"[{name: j, kind: llm_judge, llm: m, pass_if: PASS}]":                        "guardrails.input[0].instructions",
+		"[{name: j, kind: llm_judge, llm: m, instructions: x}]":                      "guardrails.input[0].pass_if",
 	} {
 		src := strings.Replace(valid, "max_turns: 4", "max_turns: 4\n        guardrails:\n          input: "+bad, 1)
 		if _, err := config.Load("agent.yaml", []byte(src), config.Options{Functions: functions()}); err == nil || !strings.Contains(err.Error(), want) {

@@ -12,6 +12,7 @@ import (
 const (
 	GuardrailRegex     = "regex"      // the text matches the pattern → trip
 	GuardrailMaxLength = "max_length" // the text is longer than Max runes → trip
+	GuardrailLLMJudge  = "llm_judge"  // a judge model's verdict does not match PassIf → trip
 )
 
 // Guardrail checks an agent's input or final answer.
@@ -20,6 +21,11 @@ type Guardrail struct {
 	Kind    string
 	Pattern *regexp.Regexp // regex
 	Max     int            // max_length
+	// llm_judge: the judge model, its instructions, and the verdict that passes.
+	LLM          string
+	Model        Model
+	Instructions string
+	PassIf       *regexp.Regexp
 }
 
 // check returns why the guardrail trips on text, or "".
@@ -42,7 +48,19 @@ func (g Guardrail) check(text string) string {
 func (r *run) guard(stage, text string, rails []Guardrail, pending []events.Event) ([]events.Event, *Result, error) {
 	for _, g := range rails {
 		path := fmt.Sprintf("%s/guardrail/%s/%s", r.agent.Name, stage, g.Name)
-		if why := g.check(text); why != "" {
+		why := g.check(text)
+		if g.Kind == GuardrailLLMJudge {
+			verdict, called, failure := r.judge(g, path+"/model/1", text)
+			pending = append(pending, called...)
+			if failure != nil {
+				res, err := r.fail(failure.Code, failure.Message, failure.Path, pending...)
+				return nil, res, err
+			}
+			if !g.PassIf.MatchString(verdict) {
+				why = fmt.Sprintf("the judge answered %q", verdict)
+			}
+		}
+		if why != "" {
 			tripped := events.MustNew(r.turn, path, &events.GuardrailTripped{Name: g.Name, Kind: g.Kind, Stage: stage, Reason: why})
 			res, err := r.fail(events.CodePolicyDenied, fmt.Sprintf("%s guardrail %s tripped: %s", stage, g.Name, why), path, append(pending, tripped)...)
 			return nil, res, err
@@ -50,4 +68,43 @@ func (r *run) guard(stage, text string, rails []Guardrail, pending []events.Even
 		pending = append(pending, events.MustNew(r.turn, path, &events.GuardrailChecked{Name: g.Name, Kind: g.Kind, Stage: stage}))
 	}
 	return pending, nil, nil
+}
+
+// judge asks a guardrail's judge model for a verdict on text. The call is an activity
+// like any model call: recorded at its path, and on replay the recorded verdict is
+// used (a changed request is nondeterminism).
+func (r *run) judge(g Guardrail, path, text string) (string, []events.Event, *ResultError) {
+	items := []events.Item{events.UserMessage(text)}
+	hash := hashOf(events.MustMarshal(struct {
+		LLM          string        `json:"llm"`
+		Instructions string        `json:"instructions"`
+		Items        []events.Item `json:"items"`
+	}{g.LLM, g.Instructions, items}))
+	if ev, ok := r.rec.get(events.TypeModelCalled, path); ok {
+		mc, err := events.DecodeAs[*events.ModelCalled](ev)
+		if err != nil {
+			return "", nil, &ResultError{Code: events.CodeCorruptLog, Path: path, Message: err.Error()}
+		}
+		if mc.RequestHash != hash {
+			field, want, got := "items[0].content", "", text
+			if len(mc.NewItems) > 0 {
+				want = mc.NewItems[0].Content
+			}
+			if want == text {
+				field, want, got = "instructions or llm", mc.LLM, g.LLM
+			}
+			nd := &NondeterminismError{Path: path, Field: field, Want: want, Got: got}
+			return "", nil, &ResultError{Code: events.CodeNondeterminism, Path: path, Message: nd.Error()}
+		}
+		r.usage = r.usage.Add(mc.Usage)
+		return mc.Response.Text, []events.Event{ev}, nil
+	}
+	resp, err := g.Model.Call(r.ctx, ModelRequest{LLM: g.LLM, Agent: g.Name, Instructions: g.Instructions, Items: items})
+	if err != nil {
+		return "", nil, &ResultError{Code: events.CodeModelFailed, Path: path, Message: fmt.Sprintf("judge %s failed: %v", g.Name, err)}
+	}
+	r.usage = r.usage.Add(resp.Usage)
+	ev := events.MustNew(r.turn, path, &events.ModelCalled{Agent: g.Name, LLM: g.LLM, RequestHash: hash,
+		Parts: events.RequestParts{Items: 1}, NewItems: items, Response: events.ModelResponse{Text: resp.Text}, Usage: resp.Usage})
+	return resp.Text, []events.Event{ev}, nil
 }

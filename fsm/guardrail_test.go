@@ -1,11 +1,14 @@
 package fsm_test
 
 import (
+	"fmt"
 	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/turnlog/turnlog/adapters/sqlite"
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/fsm"
 )
@@ -78,5 +81,54 @@ func TestOutputGuardrailHoldsTheAnswer(t *testing.T) {
 		if tc.status == fsm.StatusFailed && (res.Error.Code != events.CodePolicyDenied || !strings.Contains(res.Error.Message, "no-secrets")) {
 			t.Fatalf("trip: %+v", res.Error)
 		}
+	}
+}
+
+// TestLLMJudgeVerdictIsRecordedAndReplayed: the judge's call is an activity under the
+// guardrail's path; a replay uses the recorded verdict and calls no judge.
+func TestLLMJudgeVerdictIsRecordedAndReplayed(t *testing.T) {
+	t.Parallel()
+	var judged, answered atomic.Int64
+	judge := modelFunc(func(r fsm.ModelRequest) (fsm.ModelResponse, error) {
+		judged.Add(1)
+		if r.Instructions != "Answer PASS or FAIL." || len(r.Items) != 1 {
+			return fsm.ModelResponse{}, fmt.Errorf("unexpected judge request %+v", r)
+		}
+		verdict := "PASS"
+		if strings.Contains(r.Items[0].Content, "refund") {
+			verdict = "FAIL"
+		}
+		return fsm.ModelResponse{ModelResponse: events.ModelResponse{Text: verdict}}, nil
+	})
+	model := modelFunc(func(r fsm.ModelRequest) (fsm.ModelResponse, error) {
+		answered.Add(1)
+		return fsm.ModelResponse{ModelResponse: events.ModelResponse{Text: "hi"}}, nil
+	})
+	agent := &fsm.Agent{Name: "a", LLM: "m", Model: model, InputGuardrails: []fsm.Guardrail{{Name: "topic", Kind: fsm.GuardrailLLMJudge,
+		LLM: "judge", Model: judge, Instructions: "Answer PASS or FAIL.", PassIf: regexp.MustCompile(`^PASS$`)}}}
+	b := setup(t, agent)
+	s, _ := b.engine.CreateSession(b.ctx, "test", "alice", nil)
+	if res, err := b.engine.RunTurn(b.ctx, s.ID, "hello"); err != nil || res.Status != fsm.StatusCompleted {
+		t.Fatalf("passing input: %+v %v", res, err)
+	}
+	res, err := b.engine.RunTurn(b.ctx, s.ID, "a refund please")
+	if err != nil || res.Status != fsm.StatusFailed || res.Error.Code != events.CodePolicyDenied || !strings.Contains(res.Error.Message, `the judge answered "FAIL"`) {
+		t.Fatalf("judged input: %+v %+v %v", res, res.Error, err)
+	}
+	if judged.Load() != 2 || answered.Load() != 1 {
+		t.Fatalf("judge calls %d (want 2), agent calls %d (want 1)", judged.Load(), answered.Load())
+	}
+	recorded, _ := b.store.Events(b.ctx, s.ID, 0)
+	replayStore, _ := sqlite.MustOpen(t, sqlite.Options{Synchronous: "OFF"})
+	app, _ := b.engine.App("test")
+	e, err := fsm.New(replayStore, []*fsm.App{app}, fsm.Options{Clock: time.Now, NewID: counterIDs("r")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Replay(b.ctx, recorded); err != nil {
+		t.Fatalf("replay: %v", err)
+	}
+	if judged.Load() != 2 || answered.Load() != 1 {
+		t.Fatalf("replay called the judge (%d) or the agent (%d) again", judged.Load(), answered.Load())
 	}
 }

@@ -1,6 +1,10 @@
 package fsm
 
-import "github.com/turnlog/turnlog/events"
+import (
+	"strings"
+
+	"github.com/turnlog/turnlog/events"
+)
 
 // recording indexes a turn's recorded events by (type, path): the replay rule looks
 // an activity's result up here before executing anything.
@@ -38,8 +42,8 @@ func (r *recording) has(typ, path string) bool {
 func (r *recording) requestItems(history []events.Item, path string) ([]events.Item, error) {
 	items := append([]events.Item(nil), history...)
 	for _, ev := range r.events {
-		if ev.Type != events.TypeModelCalled {
-			continue
+		if ev.Type != events.TypeModelCalled || strings.Contains(ev.Path, "/guardrail/") {
+			continue // a guardrail judge's call is not part of the agent's conversation
 		}
 		mc, err := events.DecodeAs[*events.ModelCalled](ev)
 		if err != nil {
