@@ -3,6 +3,7 @@ package fsm_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -218,19 +219,7 @@ func TestResumeMapErrors(t *testing.T) {
 func TestEveryPendingInterruptMustBeAnswered(t *testing.T) {
 	t.Parallel()
 	var refunds atomic.Int64
-	refund := functool.MustNew("refund", "refunds", func(_ context.Context, a refundArgs) (any, error) {
-		refunds.Add(1)
-		return a, nil
-	})
-	model := modelFunc(func(r fsm.ModelRequest) (fsm.ModelResponse, error) {
-		if outs := lastOutputs(r.Items); len(outs) > 0 {
-			return fsm.ModelResponse{ModelResponse: events.ModelResponse{Text: strings.Join(outs, " | ")}}, nil
-		}
-		return fsm.ModelResponse{ModelResponse: events.ModelResponse{ToolCalls: []events.ToolCall{
-			{ID: "c1", Name: "refund", Arguments: json.RawMessage(`{"order_id":1}`)},
-			{ID: "c2", Name: "refund", Arguments: json.RawMessage(`{"order_id":2}`)},
-		}}}, nil
-	})
+	refund, model := countingRefund(&refunds), refundingModel(1, 2)
 	b := setup(t, &fsm.Agent{Name: "a", LLM: "m", Model: model, Tools: []fsm.Tool{&approval{refund}}})
 	res, sid := b.turn(t, "refund both")
 	if res.Status != fsm.StatusSuspended || len(res.Interrupts) != 2 || res.Interrupts[0].CallID != "c1" {
@@ -260,17 +249,7 @@ func TestEveryPendingInterruptMustBeAnswered(t *testing.T) {
 func TestApprovalExpires(t *testing.T) {
 	t.Parallel()
 	var refunds atomic.Int64
-	refund := functool.MustNew("refund", "refunds", func(_ context.Context, a refundArgs) (any, error) {
-		refunds.Add(1)
-		return a, nil
-	})
-	model := modelFunc(func(r fsm.ModelRequest) (fsm.ModelResponse, error) {
-		if outs := lastOutputs(r.Items); len(outs) > 0 {
-			return fsm.ModelResponse{ModelResponse: events.ModelResponse{Text: outs[0]}}, nil
-		}
-		return fsm.ModelResponse{ModelResponse: events.ModelResponse{ToolCalls: []events.ToolCall{
-			{ID: "c1", Name: "refund", Arguments: json.RawMessage(`{"order_id":1}`)}}}}, nil
-	})
+	refund, model := countingRefund(&refunds), refundingModel(1)
 	var now atomic.Int64
 	base := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	clock := func() time.Time { return base.Add(time.Duration(now.Load())) }
@@ -320,4 +299,28 @@ func (t *expiring) Spec() fsm.ToolSpec {
 	s := t.approval.Spec()
 	s.ExpiresIn = t.after
 	return s
+}
+
+// countingRefund is a refund tool that counts its runs.
+func countingRefund(runs *atomic.Int64) *functool.Tool[refundArgs] {
+	return functool.MustNew("refund", "refunds", func(_ context.Context, a refundArgs) (any, error) {
+		runs.Add(1)
+		return a, nil
+	})
+}
+
+// refundingModel asks for a refund of each order in one response, then answers with
+// the outputs it saw, joined.
+func refundingModel(orders ...int) fsm.Model {
+	return modelFunc(func(r fsm.ModelRequest) (fsm.ModelResponse, error) {
+		if outs := lastOutputs(r.Items); len(outs) > 0 {
+			return fsm.ModelResponse{ModelResponse: events.ModelResponse{Text: strings.Join(outs, " | ")}}, nil
+		}
+		var calls []events.ToolCall
+		for i, o := range orders {
+			calls = append(calls, events.ToolCall{ID: fmt.Sprintf("c%d", i+1), Name: "refund",
+				Arguments: json.RawMessage(fmt.Sprintf(`{"order_id":%d}`, o))})
+		}
+		return fsm.ModelResponse{ModelResponse: events.ModelResponse{ToolCalls: calls}}, nil
+	})
 }
