@@ -21,6 +21,8 @@ import (
 // File is the shape of agent.yaml.
 type File struct {
 	Apps map[string]App `yaml:"apps"`
+	// GuardrailPolicy applies to every model and tool call of every app, in order.
+	GuardrailPolicy []PolicyRule `yaml:"guardrail_policy"`
 }
 
 // App is one agent graph.
@@ -142,9 +144,13 @@ func Load(name string, data []byte, opts Options) ([]*fsm.App, error) {
 	if len(f.Apps) == 0 {
 		return nil, b.errAt("apps", "at least one app is required")
 	}
+	policy, err := b.policy(f.GuardrailPolicy)
+	if err != nil {
+		return nil, err
+	}
 	var apps []*fsm.App
 	for _, appName := range sortedKeys(f.Apps) {
-		a, err := b.app(appName, f.Apps[appName])
+		a, err := b.app(appName, f.Apps[appName], policy)
 		if err != nil {
 			return nil, err
 		}
@@ -172,7 +178,7 @@ func (b builder) errAt(path, format string, args ...any) error {
 	return e
 }
 
-func (b builder) app(name string, c App) (*fsm.App, error) {
+func (b builder) app(name string, c App, policy *fsm.GuardrailPolicy) (*fsm.App, error) {
 	at := "apps." + name
 	models := map[string]fsm.Model{}
 	for _, id := range sortedKeys(c.LLMs) {
@@ -193,7 +199,7 @@ func (b builder) app(name string, c App) (*fsm.App, error) {
 		}
 		tools[tn] = t
 	}
-	app := &fsm.App{Name: name, StartAgent: c.StartAgent, Agents: map[string]*fsm.Agent{}}
+	app := &fsm.App{Name: name, StartAgent: c.StartAgent, Agents: map[string]*fsm.Agent{}, Policy: policy}
 	if len(c.Agents) == 0 {
 		return nil, b.errAt(at+".agents", "at least one agent is required")
 	}

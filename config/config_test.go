@@ -118,3 +118,34 @@ func TestGuardrailConfig(t *testing.T) {
 		}
 	}
 }
+
+func TestGuardrailPolicyConfig(t *testing.T) {
+	t.Parallel()
+	good := valid + "guardrail_policy:\n  - {name: keys, action: redact, pattern: 'sk-[a-z0-9]{16,}'}\n  - {name: promises, action: review, pattern: voucher}\n  - {name: cards, action: block, pattern: '\\d{16}', applies_to: [model_input]}\n"
+	apps, err := config.Load("agent.yaml", []byte(good), config.Options{Functions: functions()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := apps[0].Policy
+	if p == nil || len(p.Rules) != 3 || p.Rules[0].Replacement != "[REDACTED:keys]" || len(p.Rules[0].Targets) != 4 ||
+		strings.Join(p.Rules[1].Targets, ",") != "model_output,tool_input" || strings.Join(p.Rules[2].Targets, ",") != "model_input" {
+		t.Fatalf("policy = %+v", p)
+	}
+	for bad, want := range map[string]string{
+		"[{action: log, pattern: x}]": "guardrail_policy[0].name",
+		"[{name: a, action: log, pattern: x}, {name: a, action: log, pattern: y}]": "guardrail_policy[1].name",
+		"[{name: a, action: hide, pattern: x}]":                                    "guardrail_policy[0].action",
+		"[{name: a, action: log, pattern: '(('}]":                                  "guardrail_policy[0].pattern",
+		"[{name: a, action: log}]":                                                 "guardrail_policy[0].pattern",
+		"[{name: a, action: log, pattern: x, applies_to: [model]}]":                "guardrail_policy[0].applies_to[0]",
+		"[{name: a, action: review, pattern: x, applies_to: [tool_output]}]":       "guardrail_policy[0].applies_to[0]",
+		"[{name: a, action: block, pattern: x, replacement: y}]":                   "guardrail_policy[0].replacement",
+		"[{name: a, action: redact, pattern: R, replacement: R}]":                  "replacement",
+		"[{name: a, action: log, pattern: x, mode: strict}]":                       "mode",
+	} {
+		src := valid + "guardrail_policy: " + bad + "\n"
+		if _, err := config.Load("agent.yaml", []byte(src), config.Options{Functions: functions()}); err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("%s: err = %v, want it to name %s", bad, err, want)
+		}
+	}
+}

@@ -16,6 +16,9 @@ type ModelCalled struct {
 	NewItems    []Item        `json:"new_items"`
 	Response    ModelResponse `json:"response"`
 	Usage       Usage         `json:"usage"`
+	// Policy lists the guardrail policy rules that logged or redacted the response
+	// (its text and tool call arguments) before it was recorded.
+	Policy []PolicyMatch `json:"policy,omitempty"`
 }
 
 func (*ModelCalled) EventType() string  { return TypeModelCalled }

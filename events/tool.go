@@ -29,6 +29,9 @@ type ToolResulted struct {
 	ErrorKind  string `json:"error_kind,omitempty"` // invalid_arguments, failed, panicked, timeout, unknown_tool
 	Detail     string `json:"detail,omitempty"`     // the error message, kept for audit
 	DurationMS int64  `json:"duration_ms"`
+	// Policy lists the guardrail policy rules that logged or redacted the output (and
+	// detail) before it was recorded.
+	Policy []PolicyMatch `json:"policy,omitempty"`
 }
 
 func (*ToolResulted) EventType() string  { return TypeToolResulted }

@@ -12,6 +12,9 @@ const (
 type TurnStarted struct {
 	Input string `json:"input"`
 	Agent string `json:"agent"`
+	// Policy lists the guardrail policy rules that logged or redacted the input
+	// before it was recorded.
+	Policy []PolicyMatch `json:"policy,omitempty"`
 }
 
 func (*TurnStarted) EventType() string  { return TypeTurnStarted }

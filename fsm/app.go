@@ -20,6 +20,9 @@ type App struct {
 	Name       string
 	StartAgent string
 	Agents     map[string]*Agent
+	// Policy is the project-wide guardrail policy, applied to every model and tool
+	// call of every agent (nil: none).
+	Policy *GuardrailPolicy
 }
 
 // Agent is one agent of an app with its model, tools and limits.
@@ -48,6 +51,11 @@ func (a *App) Validate() error {
 	}
 	if _, ok := a.Agents[a.StartAgent]; !ok {
 		return fmt.Errorf("app %s: start agent %q is not defined", a.Name, a.StartAgent)
+	}
+	if a.Policy != nil {
+		if err := a.Policy.Validate(); err != nil {
+			return fmt.Errorf("app %s: %w", a.Name, err)
+		}
 	}
 	for name, ag := range a.Agents {
 		if ag.Model == nil {

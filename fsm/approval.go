@@ -22,6 +22,7 @@ type Interrupt struct {
 	Tool      string          `json:"tool,omitempty"`
 	Arguments json.RawMessage `json:"arguments,omitempty"`
 	Reason    string          `json:"reason,omitempty"`
+	Rule      string          `json:"rule,omitempty"` // guardrail_review: the policy rule that holds the response
 }
 
 // interruptID is derived from the turn and the activity path, so a re-driven turn

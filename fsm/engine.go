@@ -267,7 +267,9 @@ func (e *Engine) prepareTurn(ctx context.Context, session, input string, h *runH
 		return nil, err
 	}
 	turn := e.opts.NewID()
-	start, err := events.New(turn, "", &events.TurnStarted{Input: input, Agent: agent.Name})
+	// The log, the model and every client see the input only after redaction.
+	input, policy := app.Policy.transformText(TargetModelInput, input, nil)
+	start, err := events.New(turn, "", &events.TurnStarted{Input: input, Agent: agent.Name, Policy: policy})
 	if err != nil {
 		return nil, err
 	}

@@ -36,9 +36,15 @@ func counterIDs(prefix string) events.IDFunc {
 
 func setup(t *testing.T, agent *fsm.Agent) testBundle {
 	t.Helper()
+	return setupPolicy(t, agent, nil)
+}
+
+// setupPolicy is setup with a guardrail policy on the app.
+func setupPolicy(t *testing.T, agent *fsm.Agent, policy *fsm.GuardrailPolicy) testBundle {
+	t.Helper()
 	clock := func() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC) }
 	store, _ := sqlite.MustOpen(t, sqlite.Options{Clock: clock, Synchronous: "OFF"})
-	app := &fsm.App{Name: "test", StartAgent: agent.Name, Agents: map[string]*fsm.Agent{agent.Name: agent}}
+	app := &fsm.App{Name: "test", StartAgent: agent.Name, Agents: map[string]*fsm.Agent{agent.Name: agent}, Policy: policy}
 	e, err := fsm.New(store, []*fsm.App{app}, fsm.Options{Clock: clock, NewID: counterIDs("id")})
 	if err != nil {
 		t.Fatal(err)
@@ -57,6 +63,24 @@ func (b testBundle) turn(t *testing.T, input string) (*fsm.Result, string) {
 		t.Fatal(err)
 	}
 	return res, s.ID
+}
+
+// replayFresh replays a session's recorded events on a new engine over an empty store.
+func (b testBundle) replayFresh(t *testing.T, session string) {
+	t.Helper()
+	recorded, err := b.store.Events(b.ctx, session, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	replayStore, _ := sqlite.MustOpen(t, sqlite.Options{Synchronous: "OFF"})
+	app, _ := b.engine.App("test")
+	e, err := fsm.New(replayStore, []*fsm.App{app}, fsm.Options{Clock: time.Now, NewID: counterIDs("r")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Replay(b.ctx, recorded); err != nil {
+		t.Fatalf("replay: %v", err)
+	}
 }
 
 func lastOutputs(items []events.Item) []string {

@@ -6,9 +6,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
-	"github.com/turnlog/turnlog/adapters/sqlite"
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/fsm"
 )
@@ -118,16 +116,7 @@ func TestLLMJudgeVerdictIsRecordedAndReplayed(t *testing.T) {
 	if judged.Load() != 2 || answered.Load() != 1 {
 		t.Fatalf("judge calls %d (want 2), agent calls %d (want 1)", judged.Load(), answered.Load())
 	}
-	recorded, _ := b.store.Events(b.ctx, s.ID, 0)
-	replayStore, _ := sqlite.MustOpen(t, sqlite.Options{Synchronous: "OFF"})
-	app, _ := b.engine.App("test")
-	e, err := fsm.New(replayStore, []*fsm.App{app}, fsm.Options{Clock: time.Now, NewID: counterIDs("r")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.Replay(b.ctx, recorded); err != nil {
-		t.Fatalf("replay: %v", err)
-	}
+	b.replayFresh(t, s.ID)
 	if judged.Load() != 2 || answered.Load() != 1 {
 		t.Fatalf("replay called the judge (%d) or the agent (%d) again", judged.Load(), answered.Load())
 	}

@@ -56,7 +56,7 @@ func Transitions() []Transition {
 		{TriggerRunTools, []State{StateCallingModel}, StateRunningTools},
 		{TriggerGuardOutput, []State{StateCallingModel}, StateGuardingOutput},
 		{TriggerCommit, []State{StateGuardingOutput}, StateCommitted},
-		{TriggerSuspend, []State{StateGuardingInput, StateRunningTools, StateGuardingOutput}, StateSuspended},
+		{TriggerSuspend, []State{StateGuardingInput, StateCallingModel, StateRunningTools, StateGuardingOutput}, StateSuspended},
 		{TriggerResume, []State{StateSuspended}, StateStarted},
 		{TriggerFail, append(append([]State{}, live...), StateSuspended), StateFailed},
 		{TriggerCancel, append(append([]State{}, live...), StateSuspended), StateCanceled},

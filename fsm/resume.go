@@ -12,12 +12,22 @@ import (
 	"github.com/turnlog/turnlog/projection"
 )
 
-// Answer is a person's answer to an interrupt.
+// Answer is a person's answer to an interrupt: a tool approval takes Confirmed (with
+// a rejection message or edited arguments), a guardrail review takes Decision
+// ("approve" or "reject") and optional ReviewerNotes.
 type Answer struct {
-	Confirmed        *bool           `json:"confirmed"`
+	Confirmed        *bool           `json:"confirmed,omitempty"`
 	RejectionMessage *string         `json:"rejection_message,omitempty"`
 	Arguments        json.RawMessage `json:"arguments,omitempty"`
+	Decision         *string         `json:"decision,omitempty"`
+	ReviewerNotes    *string         `json:"reviewer_notes,omitempty"`
 }
+
+// Review decisions.
+const (
+	DecisionApprove = "approve"
+	DecisionReject  = "reject"
+)
 
 // Resume answers a suspended turn's interrupts and drives it on in the background.
 // Every pending interrupt must be answered. Answering an interrupt again with the same
@@ -154,6 +164,12 @@ func (e *Engine) prepareResume(ctx context.Context, session, user string, answer
 
 // resolve checks one answer and turns it into the event that records it.
 func (e *Engine) resolve(agent *Agent, q *askedQuestion, a Answer, user, field string) (*events.ApprovalResolved, error) {
+	if q.req.Kind == events.InterruptGuardrailReview {
+		return resolveReview(q, a, user, field)
+	}
+	if a.Decision != nil || a.ReviewerNotes != nil {
+		return nil, events.FieldError(events.CodeInvalid, field+".decision", "answers a guardrail review; a tool approval takes confirmed")
+	}
 	if a.Confirmed == nil {
 		return nil, events.FieldError(events.CodeInvalid, field+".confirmed", "is required (true or false)")
 	}
@@ -191,8 +207,28 @@ func (e *Engine) resolve(agent *Agent, q *askedQuestion, a Answer, user, field s
 	return out, nil
 }
 
+// resolveReview checks a guardrail review's answer.
+func resolveReview(q *askedQuestion, a Answer, user, field string) (*events.ApprovalResolved, error) {
+	switch {
+	case a.Confirmed != nil || a.RejectionMessage != nil || len(a.Arguments) > 0:
+		return nil, events.FieldError(events.CodeInvalid, field+".confirmed", "answers a tool approval; a guardrail review takes decision (approve or reject)")
+	case a.Decision == nil:
+		return nil, events.FieldError(events.CodeInvalid, field+".decision", "is required (approve or reject)")
+	case *a.Decision != DecisionApprove && *a.Decision != DecisionReject:
+		return nil, events.FieldError(events.CodeInvalid, field+".decision", "must be approve or reject, not %q", *a.Decision)
+	case a.ReviewerNotes != nil && strings.TrimSpace(*a.ReviewerNotes) == "":
+		return nil, events.FieldError(events.CodeInvalid, field+".reviewer_notes", "is empty; leave it out")
+	}
+	out := &events.ApprovalResolved{InterruptID: q.req.InterruptID, Confirmed: *a.Decision == DecisionApprove, Decision: *a.Decision, By: user}
+	if a.ReviewerNotes != nil {
+		out.ReviewerNotes = *a.ReviewerNotes
+	}
+	return out, nil
+}
+
 func sameAnswer(a, b *events.ApprovalResolved) bool {
-	return a.Confirmed == b.Confirmed && a.RejectionMessage == b.RejectionMessage && bytes.Equal(a.Arguments, b.Arguments)
+	return a.Confirmed == b.Confirmed && a.RejectionMessage == b.RejectionMessage && bytes.Equal(a.Arguments, b.Arguments) &&
+		a.Decision == b.Decision && a.ReviewerNotes == b.ReviewerNotes
 }
 
 func sortedIDs(m map[string]Answer) []string {

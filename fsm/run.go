@@ -112,6 +112,9 @@ func (r *run) drive() (*Result, error) {
 	if err := r.fire(TriggerGuardInput); err != nil {
 		return nil, err
 	}
+	if res, err := r.inputGate(r.conv.items[len(r.conv.items)-1].Content); res != nil || err != nil {
+		return res, err
+	}
 	if len(r.agent.InputGuardrails) > 0 {
 		checked, res, err := r.guard("input", r.conv.items[len(r.conv.items)-1].Content, r.agent.InputGuardrails, nil)
 		if res != nil || err != nil {
@@ -135,14 +138,18 @@ func (r *run) drive() (*Result, error) {
 		if failure != nil {
 			return r.fail(failure.Code, failure.Message, failure.Path, called...)
 		}
+		path := fmt.Sprintf("%s/model/%d", r.agent.Name, r.modelCalls[r.agent.Name])
+		res, called, err := r.responseGate(resp, path, called)
+		if res != nil || err != nil {
+			return res, err
+		}
 		if len(resp.ToolCalls) == 0 {
 			return r.commit(resp.Text, called...)
 		}
 		if err := r.fire(TriggerRunTools); err != nil {
 			return nil, err
 		}
-		res, err := r.toolStep(resp, called)
-		if res != nil || err != nil {
+		if res, err := r.toolStep(resp, called); res != nil || err != nil {
 			return res, err
 		}
 	}
@@ -192,15 +199,20 @@ func (r *run) modelStep() (events.ModelResponse, []events.Event, *ResultError) {
 		return events.ModelResponse{}, nil, &ResultError{Code: events.CodeModelFailed, Path: path,
 			Message: fmt.Sprintf("model %s failed: %v", ag.LLM, err)}
 	}
+	var policy []events.PolicyMatch
+	resp.Text, policy = r.app.Policy.transformText(TargetModelOutput, resp.Text, nil)
 	for i, c := range resp.ToolCalls {
 		canon, err := events.Canonicalize(c.Arguments)
 		if err != nil {
 			canon = events.MustMarshal(map[string]string{"unparsed_arguments": string(c.Arguments)})
 		}
+		if canon, policy, err = r.app.Policy.transformJSON(TargetToolInput, canon, policy); err != nil {
+			return events.ModelResponse{}, nil, &ResultError{Code: events.CodeInternal, Path: path, Message: err.Error()}
+		}
 		resp.ToolCalls[i].Arguments = canon
 	}
 	ev, err := events.New(r.turn, path, &events.ModelCalled{Agent: ag.Name, LLM: ag.LLM, RequestHash: hash,
-		Parts: parts, NewItems: newItems, Response: resp.ModelResponse, Usage: resp.Usage})
+		Parts: parts, NewItems: newItems, Response: resp.ModelResponse, Usage: resp.Usage, Policy: mergeMatches(policy)})
 	if err != nil {
 		return events.ModelResponse{}, nil, &ResultError{Code: events.CodeModelFailed, Path: path, Message: err.Error()}
 	}
@@ -283,9 +295,10 @@ func (r *run) cancelContext() (context.Context, func()) {
 }
 
 // onText publishes a model's text as it arrives, unless the agent's answer must pass
-// output guardrails first: then nothing is released before the whole answer passes.
+// output guardrails or the guardrail policy first: then nothing is released before the
+// whole answer passes.
 func (r *run) onText(path string) func(string) {
-	if len(r.agent.OutputGuardrails) > 0 {
+	if len(r.agent.OutputGuardrails) > 0 || r.app.Policy.holdsModelText() {
 		return nil
 	}
 	return func(delta string) {

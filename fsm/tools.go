@@ -114,6 +114,9 @@ func (r *run) toolStep(resp events.ModelResponse, pending []events.Event) (*Resu
 	if err := r.runSlots(slots); err != nil {
 		return nil, err
 	}
+	if res, err := r.outputGate(slots); res != nil || err != nil {
+		return res, err
+	}
 	if len(waiting) > 0 {
 		return r.suspend(waiting)
 	}
@@ -164,7 +167,11 @@ func (r *run) runSlots(slots []*toolSlot) error {
 		if firstErr != nil {
 			continue
 		}
-		ev, err := events.New(r.turn, d.s.path, d.tr)
+		err := r.app.Policy.redactResult(d.tr)
+		var ev events.Event
+		if err == nil {
+			ev, err = events.New(r.turn, d.s.path, d.tr)
+		}
 		switch {
 		case err != nil:
 		case d.s.tool != nil && d.s.tool.Spec().Idempotent:

@@ -26,6 +26,8 @@ import (
 )
 
 type testBundle struct {
+	store   *sqlite.Store
+	dbPath  string
 	srv     *httptest.Server
 	api     *httpapi.Server
 	log     *syncBuffer
@@ -62,8 +64,14 @@ func (f modelFunc) Call(_ context.Context, r fsm.ModelRequest) (fsm.ModelRespons
 
 func setup(t *testing.T) testBundle {
 	t.Helper()
-	store, _ := sqlite.MustOpen(t, sqlite.Options{Synchronous: "OFF"})
-	apps, err := config.Load("demo", demo.Config, config.Options{Functions: demo.Functions()})
+	return setupWith(t, nil)
+}
+
+// setupWith serves the demo (and the gate app); wrap, when set, wraps the demo's models.
+func setupWith(t *testing.T, wrap func(string, fsm.Model) fsm.Model) testBundle {
+	t.Helper()
+	store, path := sqlite.MustOpen(t, sqlite.Options{Synchronous: "OFF"})
+	apps, err := config.Load("demo", demo.Config, config.Options{Functions: demo.Functions(), WrapModel: wrap})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +87,7 @@ func setup(t *testing.T) testBundle {
 	api := httpapi.New(httpapi.Config{Engine: e, Reader: store, BodyLimit: "64K",
 		Keys:  map[string]string{"key-alice": "alice", "key-bob": "bob"},
 		Ready: store.Ready, Metrics: m.Handler(), Meter: m, Logger: zerolog.New(b.log)})
-	b.api = api
+	b.api, b.store, b.dbPath = api, store, path
 	b.srv = httptest.NewServer(api.Handler())
 	t.Cleanup(b.srv.Close)
 	t.Cleanup(api.Stop) // runs first: live streams end, so Close does not wait on them

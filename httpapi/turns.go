@@ -81,8 +81,9 @@ func (s *Server) runTurn(c echo.Context) error {
 	return c.JSON(http.StatusOK, responseOf(res))
 }
 
-// decodeAnswers reads resume_map strictly: each answer is {"confirmed": bool,
-// "rejection_message"?: string, "arguments"?: object}.
+// decodeAnswers reads resume_map strictly: a tool approval's answer is
+// {"confirmed": bool, "rejection_message"?: string, "arguments"?: object}; a guardrail
+// review's is {"decision": "approve"|"reject", "reviewer_notes"?: string}.
 func decodeAnswers(raw map[string]json.RawMessage) (map[string]fsm.Answer, error) {
 	out := make(map[string]fsm.Answer, len(raw))
 	for id, body := range raw {

@@ -32,6 +32,10 @@ type refundArgs struct {
 	OrderID int `json:"order_id" jsonschema:"minimum=1,description=The order number"`
 }
 
+// IntegrationKey is the shop API key order_integration returns: the demo's guardrail
+// policy redacts it before the log, the model or a client sees it.
+const IntegrationKey = "sk-live-7c1e4b9a2f6d8035"
+
 // Functions are the demo's Go function tools, by name.
 func Functions() map[string]fsm.Tool {
 	book := orderBook()
@@ -59,5 +63,12 @@ func Functions() map[string]fsm.Tool {
 			}
 			return map[string]any{"order_id": a.OrderID, "refunded": o.Total}, nil
 		})
-	return map[string]fsm.Tool{"lookup_order": lookup, "refund_status": refund, "issue_refund": issue}
+	integration := functool.MustNew("order_integration", "Show the shop integration an order reports to: its webhook and API key.",
+		func(_ context.Context, a lookupArgs) (any, error) {
+			if _, ok := book[a.OrderID]; !ok {
+				return nil, fmt.Errorf("order %d not found", a.OrderID)
+			}
+			return map[string]any{"order_id": a.OrderID, "webhook": fmt.Sprintf("https://shop.example/hooks/%d", a.OrderID), "api_key": IntegrationKey}, nil
+		})
+	return map[string]fsm.Tool{"lookup_order": lookup, "refund_status": refund, "issue_refund": issue, "order_integration": integration}
 }
