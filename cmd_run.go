@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/fsm"
 )
 
@@ -48,9 +49,13 @@ func cmdRun(ctx context.Context, c *cliContext, args []string) error {
 func report(c *cliContext, res *fsm.Result) error {
 	if res.Status == fsm.StatusSuspended {
 		for _, i := range res.Interrupts {
-			fmt.Fprintf(c.stderr, "turn %s is suspended: interrupt %s waits for approval of %s %s\n", res.TurnID, i.ID, i.Tool, i.Arguments)
+			if i.Kind == events.InterruptGuardrailReview {
+				fmt.Fprintf(c.stderr, "turn %s is suspended: interrupt %s holds the response %s for review (rule %s); answer {\"decision\": \"approve\"} or {\"decision\": \"reject\"}\n", res.TurnID, i.ID, i.Arguments, i.Rule)
+				continue
+			}
+			fmt.Fprintf(c.stderr, "turn %s is suspended: interrupt %s waits for approval of %s %s; answer {\"confirmed\": true} or {\"confirmed\": false}\n", res.TurnID, i.ID, i.Tool, i.Arguments)
 		}
-		fmt.Fprintln(c.stderr, "answer with POST /v1/sessions/{id}/turns {\"resume_map\": {\"<interrupt id>\": {\"confirmed\": true}}} on turnlog serve")
+		fmt.Fprintln(c.stderr, "answer every interrupt in one POST /v1/sessions/{id}/turns {\"resume_map\": {\"<interrupt id>\": <answer>, ...}} on turnlog serve")
 		return nil
 	}
 	if res.Status == fsm.StatusFailed {
