@@ -3,11 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/turnlog/turnlog/adapters/sqlite"
 	"github.com/turnlog/turnlog/events"
 )
 
@@ -72,7 +74,7 @@ func TestRunExportRebuildMigrate(t *testing.T) {
 	if out, _, err := runCLI(t, "rebuild", "--db", db); err != nil || !strings.Contains(out, "from 13 events") {
 		t.Fatalf("rebuild: %v %s", err, out)
 	}
-	if out, _, err := runCLI(t, "migrate", "--db", db); err != nil || !strings.Contains(out, "schema version 1") {
+	if out, _, err := runCLI(t, "migrate", "--db", db); err != nil || !strings.Contains(out, fmt.Sprintf("schema version %d", sqlite.SchemaVersion())) {
 		t.Fatalf("migrate: %v %s", err, out)
 	}
 	if out, _, err := runCLI(t, "version"); err != nil || !strings.Contains(out, "turnlog") {

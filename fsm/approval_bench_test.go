@@ -16,11 +16,15 @@ import (
 
 // BenchmarkApprovalRoundTrip measures a turn that suspends on a tool needing approval
 // plus its resume to completion (durable commits), on a fresh session and on one whose
-// history holds 4,400 items.
+// history holds 4,400 items; sync=OFF (no fsync) shows what is not the disk.
 func BenchmarkApprovalRoundTrip(b *testing.B) {
-	for _, turns := range []int{0, 200} {
-		b.Run(fmt.Sprintf("history=%d", turns*22), func(b *testing.B) {
-			store, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "bench.db"), sqlite.Options{})
+	for _, c := range []struct {
+		turns int
+		sync  string
+	}{{0, "FULL"}, {200, "FULL"}, {0, "OFF"}} {
+		turns := c.turns
+		b.Run(fmt.Sprintf("history=%d/sync=%s", turns*22, c.sync), func(b *testing.B) {
+			store, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "bench.db"), sqlite.Options{Synchronous: c.sync})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -67,8 +71,12 @@ func BenchmarkApprovalRoundTrip(b *testing.B) {
 				}
 				took = append(took, time.Since(start))
 			}
+			b.StopTimer()
+			fsync := fsyncBaseline(b, b.TempDir())
 			b.ReportMetric(float64(percentile(took, 0.5))/1e6, "p50-ms")
 			b.ReportMetric(float64(percentile(took, 0.99))/1e6, "p99-ms")
+			b.ReportMetric(float64(fsync)/1e6, "fsync-ms")
+			b.ReportMetric(float64(percentile(took, 0.5))/float64(fsync), "p50/fsync")
 		})
 	}
 }

@@ -273,7 +273,7 @@ func (e *Engine) prepareTurn(ctx context.Context, session, input string, h *runH
 	if err != nil {
 		return nil, err
 	}
-	out, err := e.store.Append(ctx, session, last, []events.Event{start})
+	out, err := e.store.AppendUnsynced(ctx, session, last, []events.Event{start})
 	if err != nil {
 		return nil, fmt.Errorf("start turn: %w", err)
 	}

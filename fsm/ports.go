@@ -74,6 +74,12 @@ func (e *ArgumentsError) Error() string { return "invalid arguments: " + e.Field
 // Store is what the engine needs from persistence: the log and the read models.
 type Store interface {
 	events.Log
+	// AppendUnsynced is Append without waiting for the disk: committed and visible at
+	// once, kept by a process crash, safe from a power loss with the next Append. The
+	// engine uses it only for events whose loss changes nothing outside turnlog (a
+	// turn's start, a person's answers): every step that acts or answers a client
+	// after them is an Append, which makes them durable too.
+	AppendUnsynced(ctx context.Context, session string, after int64, evs []events.Event) ([]events.Event, error)
 	// LastSeq returns the newest seq of a session (0 if none).
 	LastSeq(ctx context.Context, session string) (int64, error)
 	// Session returns a session summary. Errors: not_found.

@@ -145,7 +145,7 @@ func (e *Engine) prepareResume(ctx context.Context, session, user string, answer
 	}
 	fresh = append(fresh, events.MustNew(t.ID, "", &events.TurnResumed{By: user}))
 	last := evs[len(evs)-1].Seq
-	out, err := e.store.Append(ctx, session, last, fresh)
+	out, err := e.store.AppendUnsynced(ctx, session, last, fresh)
 	if err != nil {
 		return nil, nil, fmt.Errorf("resume turn %s: %w", t.ID, err)
 	}

@@ -50,7 +50,7 @@ func scanEvent(sc scanner) (events.Event, error) {
 
 // Events implements events.Log.
 func (s *Store) Events(ctx context.Context, session string, after int64) ([]events.Event, error) {
-	rows, err := s.read.QueryContext(ctx, qEventsAfter, session, after)
+	rows, err := s.query(ctx, qEventsAfter, session, after)
 	if err != nil {
 		return nil, fmt.Errorf("read events of %s: %w", session, err)
 	}
@@ -69,7 +69,7 @@ func (s *Store) Events(ctx context.Context, session string, after int64) ([]even
 // LastSeq returns the seq of the newest event of session (0 if it has none).
 func (s *Store) LastSeq(ctx context.Context, session string) (int64, error) {
 	var last int64
-	err := s.read.QueryRowContext(ctx, qLastSeq, session).Scan(&last)
+	err := s.queryRow(ctx, qLastSeq, session).Scan(&last)
 	return last, err
 }
 
@@ -94,7 +94,7 @@ func scanSession(sc scanner) (projection.Session, error) {
 
 // Session returns a session's summary. Errors: not_found.
 func (s *Store) Session(ctx context.Context, id string) (projection.Session, error) {
-	ss, err := scanSession(s.read.QueryRowContext(ctx, qSession, id))
+	ss, err := scanSession(s.queryRow(ctx, qSession, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return ss, events.Errorf(events.CodeNotFound, "session %s not found", id)
 	}
@@ -105,7 +105,7 @@ func (s *Store) Session(ctx context.Context, id string) (projection.Session, err
 }
 
 func (s *Store) querySessions(ctx context.Context, q string, args ...any) ([]projection.Session, error) {
-	rows, err := s.read.QueryContext(ctx, q, args...)
+	rows, err := s.query(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("read sessions: %w", err)
 	}
@@ -155,7 +155,7 @@ func (s *Store) History(ctx context.Context, session string) ([]events.Item, err
 // HistoryRaw returns the same items as History as their stored canonical JSON, for
 // callers that only pass them on.
 func (s *Store) HistoryRaw(ctx context.Context, session string) ([]json.RawMessage, error) {
-	rows, err := s.read.QueryContext(ctx, qHistory, session)
+	rows, err := s.query(ctx, qHistory, session)
 	if err != nil {
 		return nil, fmt.Errorf("read history of %s: %w", session, err)
 	}
@@ -232,7 +232,7 @@ func scanTurn(sc scanner) (projection.Turn, error) {
 }
 
 func (s *Store) queryTurns(ctx context.Context, q string, args ...any) ([]projection.Turn, error) {
-	rows, err := s.read.QueryContext(ctx, q, args...)
+	rows, err := s.query(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("read turns: %w", err)
 	}
@@ -255,7 +255,7 @@ func (s *Store) Turns(ctx context.Context, session string) ([]projection.Turn, e
 
 // Turn returns one turn. Errors: not_found.
 func (s *Store) Turn(ctx context.Context, session, turn string) (projection.Turn, error) {
-	t, err := scanTurn(s.read.QueryRowContext(ctx, qTurn, session, turn))
+	t, err := scanTurn(s.queryRow(ctx, qTurn, session, turn))
 	if errors.Is(err, sql.ErrNoRows) {
 		return t, events.Errorf(events.CodeNotFound, "turn %s of session %s not found", turn, session)
 	}
@@ -264,7 +264,7 @@ func (s *Store) Turn(ctx context.Context, session, turn string) (projection.Turn
 
 // LastTurn returns a session's newest turn. Errors: not_found (no turn yet).
 func (s *Store) LastTurn(ctx context.Context, session string) (projection.Turn, error) {
-	t, err := scanTurn(s.read.QueryRowContext(ctx, qLastTurn, session))
+	t, err := scanTurn(s.queryRow(ctx, qLastTurn, session))
 	if errors.Is(err, sql.ErrNoRows) {
 		return t, events.Errorf(events.CodeNotFound, "session %s has no turns", session)
 	}
@@ -273,7 +273,7 @@ func (s *Store) LastTurn(ctx context.Context, session string) (projection.Turn, 
 
 // TurnEndingAt returns the turn of session whose last event is seq. Errors: not_found.
 func (s *Store) TurnEndingAt(ctx context.Context, session string, seq int64) (projection.Turn, error) {
-	t, err := scanTurn(s.read.QueryRowContext(ctx, qTurnEndingAt, session, seq))
+	t, err := scanTurn(s.queryRow(ctx, qTurnEndingAt, session, seq))
 	if errors.Is(err, sql.ErrNoRows) {
 		return t, events.Errorf(events.CodeNotFound, "no turn of session %s ends at seq %d", session, seq)
 	}
@@ -294,14 +294,14 @@ func (s *Store) SuspendedTurns(ctx context.Context) ([]projection.Turn, error) {
 // CountEvents returns how many events the log holds.
 func (s *Store) CountEvents(ctx context.Context) (int64, error) {
 	var n int64
-	err := s.read.QueryRowContext(ctx, qCountEvents).Scan(&n)
+	err := s.queryRow(ctx, qCountEvents).Scan(&n)
 	return n, err
 }
 
 // PendingInterrupts lists the questions a session's suspended turn waits for, in the
 // order they were asked.
 func (s *Store) PendingInterrupts(ctx context.Context, session string) ([]projection.Interrupt, error) {
-	rows, err := s.read.QueryContext(ctx, qPending, session)
+	rows, err := s.query(ctx, qPending, session)
 	if err != nil {
 		return nil, fmt.Errorf("read interrupts of %s: %w", session, err)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/turnlog/turnlog/events"
@@ -70,6 +71,9 @@ type Store struct {
 	watch  watchers      // readers following sessions live
 	done   chan struct{} // closed by Close
 	closed chan struct{} // closed by the writer when it has stopped
+
+	commits, syncedCommits atomic.Int64
+	reads                  readStmts
 }
 
 var _ events.Log = (*Store)(nil)
@@ -144,6 +148,7 @@ func (s *Store) Close() error {
 	close(s.done)
 	<-s.closed
 	_, _ = s.write.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`)
+	s.closeStmts()
 	rerr := s.read.Close()
 	if err := s.write.Close(); err != nil {
 		return err

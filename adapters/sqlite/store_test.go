@@ -205,6 +205,34 @@ func TestNewerSchemaRefused(t *testing.T) {
 	}
 }
 
+// TestOlderSchemaUpgrades: a database at schema version 1 (as the first release made it)
+// gets the newer migrations on open, in order, and keeps its events.
+func TestOlderSchemaUpgrades(t *testing.T) {
+	t.Parallel()
+	b := setup(t, sqlite.Options{})
+	b.store.Close()
+	db, _ := sql.Open("sqlite", "file:"+b.path)
+	for _, q := range []string{`DROP INDEX proj_turns_start`, `DELETE FROM schema_migrations WHERE version > 1`} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+	s, err := sqlite.Open(b.ctx, b.path, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	db, _ = sql.Open("sqlite", "file:"+b.path)
+	defer db.Close()
+	var version, indexes int
+	db.QueryRow(`SELECT max(version) FROM schema_migrations`).Scan(&version)
+	db.QueryRow(`SELECT count(*) FROM sqlite_schema WHERE type = 'index' AND name = 'proj_turns_start'`).Scan(&indexes)
+	if version != sqlite.SchemaVersion() || indexes != 1 {
+		t.Fatalf("after upgrade: version %d (want %d), proj_turns_start indexes %d", version, sqlite.SchemaVersion(), indexes)
+	}
+}
+
 func TestBadSynchronousRefused(t *testing.T) {
 	t.Parallel()
 	_, err := sqlite.Open(context.Background(), t.TempDir()+"/x.db", sqlite.Options{Synchronous: "sometimes"})

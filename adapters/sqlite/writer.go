@@ -16,14 +16,15 @@ import (
 )
 
 type appendReq struct {
-	ctx     context.Context
-	session string
-	after   int64
-	evs     []events.Event
-	run     func(context.Context, *writer) error // an exclusive job instead of an append
-	out     []events.Event
-	err     error
-	done    chan struct{}
+	ctx      context.Context
+	session  string
+	after    int64
+	evs      []events.Event
+	unsynced bool                                 // the caller does not wait for the disk (AppendUnsynced)
+	run      func(context.Context, *writer) error // an exclusive job instead of an append
+	out      []events.Event
+	err      error
+	done     chan struct{}
 }
 
 // Append implements events.Log. Many callers' appends share one transaction and
@@ -41,6 +42,30 @@ func (s *Store) Append(ctx context.Context, session string, after int64, evs []e
 		}
 	}
 	return s.submit(ctx, &appendReq{ctx: ctx, session: session, after: after, evs: evs, done: make(chan struct{})})
+}
+
+// AppendUnsynced is Append without waiting for the disk: the events are committed
+// and visible at once, and a crash of the process keeps them (they are in the WAL),
+// but they become safe from a power loss only with the store's next synced commit —
+// which syncs the whole WAL, these frames included. A batch of only unsynced appends
+// commits with synchronous=NORMAL; one synced append in it makes it synced. With
+// Synchronous NORMAL or OFF it is Append.
+func (s *Store) AppendUnsynced(ctx context.Context, session string, after int64, evs []events.Event) ([]events.Event, error) {
+	if session == "" || len(evs) == 0 {
+		return s.Append(ctx, session, after, evs)
+	}
+	for i, ev := range evs {
+		if ev.Type == "" || ev.V <= 0 || len(ev.Data) == 0 {
+			return nil, events.FieldError(events.CodeInvalid, fmt.Sprintf("events[%d]", i), "type, version and data are required")
+		}
+	}
+	return s.submit(ctx, &appendReq{ctx: ctx, session: session, after: after, evs: evs, unsynced: true, done: make(chan struct{})})
+}
+
+// Commits reports how many group commits the store made and how many of them
+// waited for the disk.
+func (s *Store) Commits() (all, synced int64) {
+	return s.commits.Load(), s.syncedCommits.Load()
 }
 
 // exclusive runs fn inside the writer's transaction, between appends.
@@ -75,6 +100,10 @@ type writer struct {
 	historyAdd                        *sql.Stmt
 	interruptAdd, interruptSet        *sql.Stmt
 	interruptEnd, turnPause           *sql.Stmt
+	// syncLazy and syncConfigured switch the connection's synchronous level between
+	// NORMAL (a batch of unsynced appends only) and the configured FULL or EXTRA.
+	syncLazy, syncConfigured *sql.Stmt
+	lazy                     bool // the connection is at NORMAL now
 	// seqs caches each session's last committed seq. A miss or a mismatch is checked
 	// against the table, and UNIQUE (session_id, seq) backs it against other writers.
 	seqs map[string]int64
@@ -93,7 +122,8 @@ func newWriter(ctx context.Context, s *Store) (*writer, error) {
 		{&w.lastSeq, qLastSeq}, {&w.insEvent, qInsertEvent}, {&w.insBlob, qInsertBlob},
 		{&w.sessOpen, qSessionOpen}, {&w.sessMoved, qSessionMoved}, {&w.turnOpen, qTurnOpen},
 		{&w.turnProgress, qTurnProgress}, {&w.turnClose, qTurnClose}, {&w.historyAdd, qHistoryAdd},
-		{&w.interruptAdd, qInterruptAdd}, {&w.interruptSet, qInterruptSet}, {&w.interruptEnd, qInterruptEnd}, {&w.turnPause, qTurnPause}} {
+		{&w.interruptAdd, qInterruptAdd}, {&w.interruptSet, qInterruptSet}, {&w.interruptEnd, qInterruptEnd}, {&w.turnPause, qTurnPause},
+		{&w.syncLazy, "PRAGMA synchronous = NORMAL"}, {&w.syncConfigured, "PRAGMA synchronous = " + s.opts.Synchronous}} {
 		if *p.dst, err = conn.PrepareContext(ctx, p.q); err != nil {
 			conn.Close()
 			return nil, fmt.Errorf("prepare %q: %w", p.q, err)
@@ -156,6 +186,11 @@ func (w *writer) commit(batch []*appendReq) {
 			close(r.done)
 		}
 	}
+	synced, err := w.syncLevel(ctx, batch)
+	if err != nil {
+		finish(err)
+		return
+	}
 	for attempt := 0; ; attempt++ {
 		if _, err := w.begin.ExecContext(ctx); err != nil {
 			finish(fmt.Errorf("begin append: %w", err))
@@ -204,6 +239,10 @@ func (w *writer) commit(batch []*appendReq) {
 				n += len(r.out)
 			}
 		}
+		w.s.commits.Add(1)
+		if synced {
+			w.s.syncedCommits.Add(1)
+		}
 		finish(nil)
 		w.s.watch.notify(seqs)
 		if w.s.opts.OnCommit != nil && n > 0 {
@@ -211,6 +250,30 @@ func (w *writer) commit(batch []*appendReq) {
 		}
 		break
 	}
+}
+
+// syncLevel sets the connection's synchronous level for a batch and says whether
+// its commit waits for the disk. If the level cannot be set, the batch must fail:
+// its callers may be waiting for a durable commit.
+func (w *writer) syncLevel(ctx context.Context, batch []*appendReq) (bool, error) {
+	if level := w.s.opts.Synchronous; level != "FULL" && level != "EXTRA" {
+		return false, nil
+	}
+	lazy := true
+	for _, r := range batch {
+		lazy = lazy && r.unsynced
+	}
+	if lazy != w.lazy {
+		stmt := w.syncConfigured
+		if lazy {
+			stmt = w.syncLazy
+		}
+		if _, err := stmt.ExecContext(ctx); err != nil {
+			return false, fmt.Errorf("set synchronous level: %w", err)
+		}
+		w.lazy = lazy
+	}
+	return !lazy, nil
 }
 
 // lastSeqOf returns the session's last seq in this transaction: this batch's own
