@@ -14,7 +14,7 @@ const (
 	qTurnClose    = `UPDATE proj_turns SET status = ?, end_seq = ?, ended_at = ?, error_code = nullif(?, ''), error_message = nullif(?, ''), end_agent = nullif(?, '') WHERE session_id = ? AND turn_id = ?`
 	qInterruptAdd = `INSERT INTO proj_interrupts (session_id, interrupt_id, turn_id, kind, path, call_id, tool, arguments, reason, status, requested_seq, requested_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?)`
 	qInterruptSet = `UPDATE proj_interrupts SET status = ?, resolved_seq = ?, resolved_at = ? WHERE session_id = ? AND interrupt_id = ?`
-	qInterruptEnd = `UPDATE proj_interrupts SET status = 'closed', resolved_seq = ?, resolved_at = ? WHERE session_id = ? AND turn_id = ? AND status = 'pending'`
+	qInterruptEnd = `UPDATE proj_interrupts INDEXED BY proj_interrupts_pending SET status = 'closed', resolved_seq = ?, resolved_at = ? WHERE session_id = ? AND turn_id = ? AND status = 'pending'`
 	qTurnPause    = `UPDATE proj_turns SET status = ? WHERE session_id = ? AND turn_id = ?`
 	qPending      = `SELECT session_id, turn_id, interrupt_id, kind, path, coalesce(call_id, ''), coalesce(tool, ''), arguments, coalesce(reason, ''), status, requested_at FROM proj_interrupts WHERE session_id = ? AND status = 'pending' ORDER BY requested_seq`
 	qHistoryAdd   = `INSERT INTO proj_history (session_id, seq, idx, turn_id, item) SELECT ?1, ?2, key, ?3, value FROM json_each(?4)`
@@ -36,8 +36,8 @@ ORDER BY l.depth DESC, h.seq, h.idx`
 	qTurn         = qTurnCols + ` WHERE session_id = ? AND turn_id = ?`
 	qTurnEndingAt = qTurnCols + ` WHERE session_id = ? AND end_seq = ?`
 	qLastTurn     = qTurnCols + ` WHERE session_id = ? ORDER BY start_seq DESC LIMIT 1`
-	qRunningTurns = qTurnCols + ` WHERE status = 'running' ORDER BY session_id, start_seq`
-	qSuspended    = qTurnCols + ` WHERE status = 'suspended' ORDER BY session_id, start_seq`
+	qRunningTurns = qTurnCols + ` INDEXED BY proj_turns_running WHERE status = 'running' ORDER BY session_id, start_seq`
+	qSuspended    = qTurnCols + ` INDEXED BY proj_turns_suspended WHERE status = 'suspended' ORDER BY session_id, start_seq`
 
 	qCreateMigrations = `CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL) STRICT`
 	qMaxMigration     = `SELECT coalesce(max(version), 0) FROM schema_migrations`

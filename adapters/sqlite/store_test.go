@@ -212,7 +212,7 @@ func TestOlderSchemaUpgrades(t *testing.T) {
 	b := setup(t, sqlite.Options{})
 	b.store.Close()
 	db, _ := sql.Open("sqlite", "file:"+b.path)
-	for _, q := range []string{`DROP INDEX proj_turns_start`, `DELETE FROM schema_migrations WHERE version > 1`} {
+	for _, q := range []string{`DROP INDEX proj_turns_start`, `DROP INDEX proj_interrupts_pending`, `DROP INDEX proj_turns_running`, `DROP INDEX proj_turns_suspended`, `CREATE INDEX proj_turns_open ON proj_turns (status) WHERE status IN ('running', 'suspended')`, `DELETE FROM schema_migrations WHERE version > 1`} {
 		if _, err := db.Exec(q); err != nil {
 			t.Fatal(err)
 		}

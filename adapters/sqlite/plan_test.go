@@ -1,0 +1,50 @@
+package sqlite
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestStepQueriesSeek: every statement a turn step runs finds its rows through an
+// index, so its cost does not grow with the session's history or the database's size.
+// (Timings are the benchmarks' job; this pins the query plans.)
+func TestStepQueriesSeek(t *testing.T) {
+	t.Parallel()
+	s, err := Open(context.Background(), filepath.Join(t.TempDir(), "plan.db"), Options{Synchronous: "OFF"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for name, q := range map[string]string{
+		"qLastSeq": qLastSeq, "qEventsAfter": qEventsAfter, "qSessionMoved": qSessionMoved,
+		"qTurnProgress": qTurnProgress, "qTurnClose": qTurnClose, "qTurnPause": qTurnPause,
+		"qInterruptSet": qInterruptSet, "qInterruptEnd": qInterruptEnd, "qPending": qPending,
+		"qSession": qSession, "qTurn": qTurn, "qLastTurn": qLastTurn, "qTurnEndingAt": qTurnEndingAt,
+		"qRunningTurns": qRunningTurns, "qSuspended": qSuspended,
+	} {
+		args := make([]any, strings.Count(q, "?")) // unbound parameters plan as NULLs
+		rows, err := s.read.Query("EXPLAIN QUERY PLAN "+q, args...)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		var plan []string
+		for rows.Next() {
+			var id, parent, unused int
+			var detail string
+			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+				t.Fatal(err)
+			}
+			plan = append(plan, detail)
+		}
+		rows.Close()
+		for _, step := range plan {
+			// Listing open turns walks a partial index that holds only open turns.
+			open := step == "SCAN proj_turns USING INDEX proj_turns_running" || step == "SCAN proj_turns USING INDEX proj_turns_suspended"
+			if (strings.HasPrefix(step, "SCAN ") && !open) || strings.Contains(step, "TEMP B-TREE") {
+				t.Errorf("%s scans or sorts: %s", name, strings.Join(plan, "; "))
+			}
+		}
+	}
+}
