@@ -15,19 +15,15 @@ const (
 	InterruptGuardrailReview = "guardrail_review"
 )
 
-// ApprovalRequested asks a person a question that holds the turn. Kind tool_approval:
-// approve a tool call before it runs; its path is the call's path plus "/approval".
-// Kind guardrail_review: release a model response a guardrail policy rule holds; its
-// path is the model call's path plus "/review", Arguments holds the held response
-// ({"text","tool_calls"}) and Rule names the rule.
+// ApprovalRequested asks a person to approve a tool call before it runs. Its path is
+// the call's path plus "/approval".
 type ApprovalRequested struct {
 	InterruptID string          `json:"interrupt_id"`
 	Kind        string          `json:"kind"`
-	CallID      string          `json:"call_id,omitempty"`
-	Tool        string          `json:"tool,omitempty"`
+	CallID      string          `json:"call_id"`
+	Tool        string          `json:"tool"`
 	Arguments   json.RawMessage `json:"arguments"`
 	Reason      string          `json:"reason"`
-	Rule        string          `json:"rule,omitempty"`
 	// ExpiresInMS, when set, auto-rejects the call if nobody answers within it,
 	// counted from this event's time.
 	ExpiresInMS int64 `json:"expires_in_ms,omitempty"`
@@ -37,16 +33,12 @@ func (*ApprovalRequested) EventType() string  { return TypeApprovalRequested }
 func (*ApprovalRequested) SchemaVersion() int { return 1 }
 
 // ApprovalResolved records a person's answer. Arguments, when set, are the
-// reviewer's edit of the call's arguments (already validated against the schema). A
-// guardrail review's answer carries Decision (approve or reject, Confirmed says the
-// same) and the reviewer's notes.
+// reviewer's edit of the call's arguments (already validated against the schema).
 type ApprovalResolved struct {
 	InterruptID      string          `json:"interrupt_id"`
 	Confirmed        bool            `json:"confirmed"`
 	RejectionMessage string          `json:"rejection_message,omitempty"`
 	Arguments        json.RawMessage `json:"arguments,omitempty"`
-	Decision         string          `json:"decision,omitempty"`
-	ReviewerNotes    string          `json:"reviewer_notes,omitempty"`
 	By               string          `json:"by"`
 }
 

@@ -104,6 +104,10 @@ func newPayload(typ string, v int) Payload {
 		return &ApprovalRequested{}
 	case typ == TypeApprovalResolved && v == 1:
 		return &ApprovalResolved{}
+	case typ == TypeReviewRequested && v == 1:
+		return &ReviewRequested{}
+	case typ == TypeReviewResolved && v == 1:
+		return &ReviewResolved{}
 	case typ == TypeTurnSuspended && v == 1:
 		return &TurnSuspended{}
 	case typ == TypeTurnResumed && v == 1:
@@ -130,6 +134,6 @@ func Known(typ string, v int) bool { return newPayload(typ, v) != nil }
 // Types lists every event type name the decoder table knows, for documentation tests.
 func Types() []string {
 	return []string{TypeSessionCreated, TypeSessionBranched, TypeTurnStarted, TypeModelCalled, TypeToolScheduled,
-		TypeToolResulted, TypeApprovalRequested, TypeApprovalResolved, TypeTurnSuspended, TypeTurnResumed,
-		TypeGuardrailChecked, TypeGuardrailTripped, TypeLoopDetected, TypeTurnCommitted, TypeTurnFailed, TypeTurnCanceled}
+		TypeToolResulted, TypeApprovalRequested, TypeApprovalResolved, TypeReviewRequested, TypeReviewResolved,
+		TypeTurnSuspended, TypeTurnResumed, TypeGuardrailChecked, TypeGuardrailTripped, TypeLoopDetected, TypeTurnCommitted, TypeTurnFailed, TypeTurnCanceled}
 }

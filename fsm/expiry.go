@@ -61,8 +61,16 @@ func expired(evs []events.Event, now time.Time) (map[string]Answer, int) {
 			if q, err := events.DecodeAs[*events.ApprovalRequested](ev); err == nil {
 				asked[q.InterruptID] = ev
 			}
+		case events.TypeReviewRequested: // never expires, but is pending
+			if q, err := events.DecodeAs[*events.ReviewRequested](ev); err == nil {
+				asked[q.InterruptID] = ev
+			}
 		case events.TypeApprovalResolved:
 			if a, err := events.DecodeAs[*events.ApprovalResolved](ev); err == nil {
+				answered[a.InterruptID] = true
+			}
+		case events.TypeReviewResolved:
+			if a, err := events.DecodeAs[*events.ReviewResolved](ev); err == nil {
 				answered[a.InterruptID] = true
 			}
 		}
@@ -74,6 +82,9 @@ func expired(evs []events.Event, now time.Time) (map[string]Answer, int) {
 			continue
 		}
 		pending++
+		if ev.Type != events.TypeApprovalRequested {
+			continue
+		}
 		q, _ := events.DecodeAs[*events.ApprovalRequested](ev)
 		if q.ExpiresInMS <= 0 {
 			continue

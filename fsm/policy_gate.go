@@ -71,13 +71,13 @@ func (r *run) responseGate(resp events.ModelResponse, path string, pending []eve
 		return res, nil, err
 	}
 	rpath := path + "/review"
-	if ev, ok := r.logged.get(events.TypeApprovalResolved, rpath); ok {
-		ans, err := events.DecodeAs[*events.ApprovalResolved](ev)
+	if ev, ok := r.logged.get(events.TypeReviewResolved, rpath); ok {
+		ans, err := events.DecodeAs[*events.ReviewResolved](ev)
 		if err != nil {
 			res, err := r.fail(events.CodeCorruptLog, err.Error(), rpath, pending...)
 			return res, nil, err
 		}
-		if ans.Confirmed {
+		if ans.Decision == events.DecisionApprove {
 			return nil, pending, nil
 		}
 		msg := DefaultReviewRejection
@@ -90,9 +90,9 @@ func (r *run) responseGate(resp events.ModelResponse, path string, pending []eve
 	held := events.MustMarshal(resp)
 	review := &Interrupt{ID: interruptID(r.turn, rpath), Kind: events.InterruptGuardrailReview, Path: rpath, Arguments: held, Rule: d.rule.Name,
 		Reason: fmt.Sprintf("guardrail policy rule %s holds this model response for review: the %s matches %s", d.rule.Name, targetNoun(d.target), d.rule.Pattern)}
-	if !r.logged.has(events.TypeApprovalRequested, rpath) {
-		pending = append(pending, events.MustNew(r.turn, rpath, &events.ApprovalRequested{InterruptID: review.ID,
-			Kind: events.InterruptGuardrailReview, Arguments: held, Reason: review.Reason, Rule: d.rule.Name}))
+	if !r.logged.has(events.TypeReviewRequested, rpath) {
+		pending = append(pending, events.MustNew(r.turn, rpath, &events.ReviewRequested{InterruptID: review.ID,
+			Kind: events.InterruptGuardrailReview, Rule: d.rule.Name, Reason: review.Reason, Response: resp}))
 	}
 	waiting := []*Interrupt{review}
 	for _, c := range resp.ToolCalls {

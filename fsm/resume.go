@@ -25,8 +25,8 @@ type Answer struct {
 
 // Review decisions.
 const (
-	DecisionApprove = "approve"
-	DecisionReject  = "reject"
+	DecisionApprove = events.DecisionApprove
+	DecisionReject  = events.DecisionReject
 )
 
 // Resume answers a suspended turn's interrupts and drives it on in the background.
@@ -57,10 +57,48 @@ func (e *Engine) Resume(ctx context.Context, session, user string, answers map[s
 	return started, nil
 }
 
+// askedQuestion is an interrupt of the turn and, once given, its answer: a tool
+// approval (approval, approved) or a guardrail review (review, reviewed).
 type askedQuestion struct {
-	req    *events.ApprovalRequested
-	path   string
-	answer *events.ApprovalResolved
+	id       string
+	path     string
+	approval *events.ApprovalRequested
+	approved *events.ApprovalResolved
+	review   *events.ReviewRequested
+	reviewed *events.ReviewResolved
+}
+
+func (q *askedQuestion) answered() bool { return q.approved != nil || q.reviewed != nil }
+
+// askedIn collects a turn's questions and the answers already given.
+func askedIn(evs []events.Event) (map[string]*askedQuestion, error) {
+	asked := map[string]*askedQuestion{}
+	for _, ev := range evs {
+		switch ev.Type {
+		case events.TypeApprovalRequested, events.TypeReviewRequested, events.TypeApprovalResolved, events.TypeReviewResolved:
+		default:
+			continue
+		}
+		p, err := events.Decode(ev)
+		if err != nil {
+			return nil, err
+		}
+		switch v := p.(type) {
+		case *events.ApprovalRequested:
+			asked[v.InterruptID] = &askedQuestion{id: v.InterruptID, path: ev.Path, approval: v}
+		case *events.ReviewRequested:
+			asked[v.InterruptID] = &askedQuestion{id: v.InterruptID, path: ev.Path, review: v}
+		case *events.ApprovalResolved:
+			if q := asked[v.InterruptID]; q != nil {
+				q.approved = v
+			}
+		case *events.ReviewResolved:
+			if q := asked[v.InterruptID]; q != nil {
+				q.reviewed = v
+			}
+		}
+	}
+	return asked, nil
 }
 
 func (e *Engine) prepareResume(ctx context.Context, session, user string, answers map[string]Answer, h *runHandle) (*StartedTurn, *run, error) {
@@ -76,24 +114,9 @@ func (e *Engine) prepareResume(ctx context.Context, session, user string, answer
 	if err != nil {
 		return nil, nil, err
 	}
-	asked := map[string]*askedQuestion{}
-	for _, ev := range evs {
-		switch ev.Type {
-		case events.TypeApprovalRequested:
-			q, err := events.DecodeAs[*events.ApprovalRequested](ev)
-			if err != nil {
-				return nil, nil, err
-			}
-			asked[q.InterruptID] = &askedQuestion{req: q, path: ev.Path}
-		case events.TypeApprovalResolved:
-			a, err := events.DecodeAs[*events.ApprovalResolved](ev)
-			if err != nil {
-				return nil, nil, err
-			}
-			if q := asked[a.InterruptID]; q != nil {
-				q.answer = a
-			}
-		}
+	asked, err := askedIn(evs)
+	if err != nil {
+		return nil, nil, err
 	}
 	app, agent, err := e.appAgent(s, t.Agent)
 	if err != nil {
@@ -113,8 +136,8 @@ func (e *Engine) prepareResume(ctx context.Context, session, user string, answer
 		if err != nil {
 			return nil, nil, err
 		}
-		if q.answer != nil {
-			if !sameAnswer(q.answer, resolved) {
+		if q.answered() {
+			if !q.sameAnswer(resolved) {
 				return nil, nil, events.FieldError(events.CodeConflict, "resume_map."+id, "was already answered differently")
 			}
 			continue
@@ -135,7 +158,7 @@ func (e *Engine) prepareResume(ctx context.Context, session, user string, answer
 	}
 	var missing []string
 	for id, q := range asked {
-		if _, ok := answers[id]; !ok && q.answer == nil {
+		if _, ok := answers[id]; !ok && !q.answered() {
 			missing = append(missing, id)
 		}
 	}
@@ -163,8 +186,8 @@ func (e *Engine) prepareResume(ctx context.Context, session, user string, answer
 }
 
 // resolve checks one answer and turns it into the event that records it.
-func (e *Engine) resolve(agent *Agent, q *askedQuestion, a Answer, user, field string) (*events.ApprovalResolved, error) {
-	if q.req.Kind == events.InterruptGuardrailReview {
+func (e *Engine) resolve(agent *Agent, q *askedQuestion, a Answer, user, field string) (events.Payload, error) {
+	if q.review != nil {
 		return resolveReview(q, a, user, field)
 	}
 	if a.Decision != nil || a.ReviewerNotes != nil {
@@ -173,7 +196,7 @@ func (e *Engine) resolve(agent *Agent, q *askedQuestion, a Answer, user, field s
 	if a.Confirmed == nil {
 		return nil, events.FieldError(events.CodeInvalid, field+".confirmed", "is required (true or false)")
 	}
-	out := &events.ApprovalResolved{InterruptID: q.req.InterruptID, Confirmed: *a.Confirmed, By: user}
+	out := &events.ApprovalResolved{InterruptID: q.id, Confirmed: *a.Confirmed, By: user}
 	if *a.Confirmed {
 		if a.RejectionMessage != nil {
 			return nil, events.FieldError(events.CodeInvalid, field+".rejection_message", "goes only with confirmed: false")
@@ -183,7 +206,7 @@ func (e *Engine) resolve(agent *Agent, q *askedQuestion, a Answer, user, field s
 			if err != nil {
 				return nil, events.FieldError(events.CodeInvalid, field+".arguments", "%v", err)
 			}
-			if v, ok := agent.tool(q.req.Tool).(ArgumentsValidator); ok {
+			if v, ok := agent.tool(q.approval.Tool).(ArgumentsValidator); ok {
 				if err := v.ValidateArguments(canon); err != nil {
 					if ae, ok := err.(*ArgumentsError); ok {
 						return nil, events.FieldError(events.CodeInvalid, field+".arguments."+ae.Field, "%s", ae.Message)
@@ -208,27 +231,35 @@ func (e *Engine) resolve(agent *Agent, q *askedQuestion, a Answer, user, field s
 }
 
 // resolveReview checks a guardrail review's answer.
-func resolveReview(q *askedQuestion, a Answer, user, field string) (*events.ApprovalResolved, error) {
+func resolveReview(q *askedQuestion, a Answer, user, field string) (events.Payload, error) {
 	switch {
 	case a.Confirmed != nil || a.RejectionMessage != nil || len(a.Arguments) > 0:
 		return nil, events.FieldError(events.CodeInvalid, field+".confirmed", "answers a tool approval; a guardrail review takes decision (approve or reject)")
 	case a.Decision == nil:
 		return nil, events.FieldError(events.CodeInvalid, field+".decision", "is required (approve or reject)")
-	case *a.Decision != DecisionApprove && *a.Decision != DecisionReject:
+	case *a.Decision != events.DecisionApprove && *a.Decision != events.DecisionReject:
 		return nil, events.FieldError(events.CodeInvalid, field+".decision", "must be approve or reject, not %q", *a.Decision)
 	case a.ReviewerNotes != nil && strings.TrimSpace(*a.ReviewerNotes) == "":
 		return nil, events.FieldError(events.CodeInvalid, field+".reviewer_notes", "is empty; leave it out")
 	}
-	out := &events.ApprovalResolved{InterruptID: q.req.InterruptID, Confirmed: *a.Decision == DecisionApprove, Decision: *a.Decision, By: user}
+	out := &events.ReviewResolved{InterruptID: q.id, Decision: *a.Decision, By: user}
 	if a.ReviewerNotes != nil {
 		out.ReviewerNotes = *a.ReviewerNotes
 	}
 	return out, nil
 }
 
-func sameAnswer(a, b *events.ApprovalResolved) bool {
-	return a.Confirmed == b.Confirmed && a.RejectionMessage == b.RejectionMessage && bytes.Equal(a.Arguments, b.Arguments) &&
-		a.Decision == b.Decision && a.ReviewerNotes == b.ReviewerNotes
+// sameAnswer says whether an answer repeats the one already given (who gave it aside).
+func (q *askedQuestion) sameAnswer(p events.Payload) bool {
+	switch b := p.(type) {
+	case *events.ApprovalResolved:
+		a := q.approved
+		return a != nil && a.Confirmed == b.Confirmed && a.RejectionMessage == b.RejectionMessage && bytes.Equal(a.Arguments, b.Arguments)
+	case *events.ReviewResolved:
+		a := q.reviewed
+		return a != nil && a.Decision == b.Decision && a.ReviewerNotes == b.ReviewerNotes
+	}
+	return false
 }
 
 func sortedIDs(m map[string]Answer) []string {

@@ -214,6 +214,9 @@ func turnEvent(ev events.Event) (string, any, bool) {
 		return "interrupt", with("id", d.Get("interrupt_id").String(), "kind", d.Get("kind").String(), "path", ev.Path,
 			"call_id", d.Get("call_id").String(), "tool", d.Get("tool").String(), "arguments", json.RawMessage(d.Get("arguments").Raw),
 			"reason", d.Get("reason").String()), false
+	case events.TypeReviewRequested:
+		return "interrupt", with("id", d.Get("interrupt_id").String(), "kind", d.Get("kind").String(), "path", ev.Path,
+			"rule", d.Get("rule").String(), "response", json.RawMessage(d.Get("response").Raw), "reason", d.Get("reason").String()), false
 	case events.TypeTurnSuspended:
 		return "turn_suspended", with("status", fsm.StatusSuspended, "interrupts", json.RawMessage(d.Get("interrupts").Raw),
 			"usage", json.RawMessage(d.Get("usage").Raw)), true

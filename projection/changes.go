@@ -153,6 +153,19 @@ func Changes(ev events.Event) ([]Change, error) {
 			status = InterruptRejected
 		}
 		return []Change{InterruptResolved{Session: ev.Session, ID: e.InterruptID, Status: status, Seq: ev.Seq, At: ev.At}}, nil
+	case *events.ReviewRequested:
+		held, err := events.Marshal(e.Response)
+		if err != nil {
+			return nil, err
+		}
+		return []Change{InterruptOpened{Seq: ev.Seq, Interrupt: Interrupt{Session: ev.Session, Turn: ev.Turn, ID: e.InterruptID,
+			Kind: e.Kind, Path: ev.Path, Arguments: held, Reason: e.Reason, Status: InterruptPending, RequestedAt: ev.At}}}, nil
+	case *events.ReviewResolved:
+		status := InterruptApproved
+		if e.Decision != events.DecisionApprove {
+			status = InterruptRejected
+		}
+		return []Change{InterruptResolved{Session: ev.Session, ID: e.InterruptID, Status: status, Seq: ev.Seq, At: ev.At}}, nil
 	case *events.TurnSuspended:
 		return []Change{TurnPaused{Session: ev.Session, Turn: ev.Turn, Status: TurnSuspended}}, nil
 	case *events.TurnResumed:

@@ -71,7 +71,7 @@ type Interrupt struct {
 	Path        string          `json:"path"`
 	CallID      string          `json:"call_id,omitempty"`
 	Tool        string          `json:"tool,omitempty"`
-	Arguments   json.RawMessage `json:"arguments,omitempty"`
+	Arguments   json.RawMessage `json:"arguments,omitempty"` // guardrail_review: the held response {text, tool_calls}
 	Reason      string          `json:"reason,omitempty"`
 	Status      InterruptStatus `json:"status"`
 	RequestedAt time.Time       `json:"requested_at"`
