@@ -76,6 +76,27 @@ type Agent struct {
 	LoopLimit    int            `yaml:"loop_limit"`
 	Settings     map[string]any `yaml:"settings"`
 	Guardrails   Guardrails     `yaml:"guardrails"`
+	// Handoffs are the agents this one may hand the conversation to: a name, or
+	// {agent, tool, description} to rename the tool the model sees.
+	Handoffs []Handoff `yaml:"handoffs"`
+}
+
+// Handoff is one entry of an agent's handoffs.
+type Handoff struct {
+	Agent       string `yaml:"agent"`
+	Tool        string `yaml:"tool"`
+	Description string `yaml:"description"`
+}
+
+// UnmarshalYAML reads a handoff written as an agent's name or as a mapping.
+func (h *Handoff) UnmarshalYAML(unmarshal func(any) error) error {
+	var name string
+	if err := unmarshal(&name); err == nil {
+		h.Agent = name
+		return nil
+	}
+	type plain Handoff
+	return unmarshal((*plain)(h))
 }
 
 // Guardrails are an agent's input and output checks, run in the order listed.
@@ -214,6 +235,10 @@ func (b builder) app(name string, c App, policy *fsm.GuardrailPolicy) (*fsm.App,
 		return nil, b.errAt(at+".start_agent", "names no agent of this app (%q)", c.StartAgent)
 	}
 	if err := app.Validate(); err != nil {
+		var he *fsm.HandoffError
+		if errors.As(err, &he) {
+			return nil, b.errAt(fmt.Sprintf("%s.agents.%s.handoffs[%d]", at, he.Agent, he.Index), "%s", he.Msg)
+		}
 		return nil, b.errAt(at, "%v", err)
 	}
 	return app, nil
@@ -334,6 +359,12 @@ func (b builder) agent(at, name string, c Agent, models map[string]fsm.Model, to
 	}
 	ag := &fsm.Agent{Name: name, Instructions: c.Instructions, LLM: c.LLM, Model: m,
 		MaxTurns: c.MaxTurns, MaxToolCalls: c.MaxToolCalls, LoopFail: c.LoopLimit}
+	for i, h := range c.Handoffs {
+		if h.Agent == "" {
+			return nil, b.errAt(fmt.Sprintf("%s.handoffs[%d]", at, i), "names no agent")
+		}
+		ag.Handoffs = append(ag.Handoffs, fsm.Handoff{Agent: h.Agent, Tool: h.Tool, Description: h.Description})
+	}
 	for _, field := range []struct {
 		name string
 		v    int

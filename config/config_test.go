@@ -102,7 +102,9 @@ func TestGuardrailConfig(t *testing.T) {
 	if ag := apps[0].Agents["main"]; len(ag.InputGuardrails) != 2 || len(ag.OutputGuardrails) != 1 || ag.InputGuardrails[1].Model == nil {
 		t.Fatalf("guardrails = %+v", ag)
 	}
-	for bad, want := range map[string]string{
+	refused(t, func(bad string) string {
+		return strings.Replace(valid, "max_turns: 4", "max_turns: 4\n        guardrails:\n          input: "+bad, 1)
+	}, map[string]string{
 		"[{kind: max_length, max: 5}]":                                               "guardrails.input[0].name",
 		"[{name: a, kind: magic}]":                                                   "guardrails.input[0].kind",
 		"[{name: a, kind: regex, pattern: '(('}]":                                    "guardrails.input[0].pattern",
@@ -111,12 +113,7 @@ func TestGuardrailConfig(t *testing.T) {
 		"[{name: j, kind: llm_judge, llm: nope, instructions: x, pass_if: PASS}]":    "guardrails.input[0].llm",
 		"[{name: j, kind: llm_judge, llm: m, pass_if: PASS}]":                        "guardrails.input[0].instructions",
 		"[{name: j, kind: llm_judge, llm: m, instructions: x}]":                      "guardrails.input[0].pass_if",
-	} {
-		src := strings.Replace(valid, "max_turns: 4", "max_turns: 4\n        guardrails:\n          input: "+bad, 1)
-		if _, err := config.Load("agent.yaml", []byte(src), config.Options{Functions: functions()}); err == nil || !strings.Contains(err.Error(), want) {
-			t.Fatalf("%s: err = %v, want it to name %s", bad, err, want)
-		}
-	}
+	})
 }
 
 func TestGuardrailPolicyConfig(t *testing.T) {
@@ -131,7 +128,7 @@ func TestGuardrailPolicyConfig(t *testing.T) {
 		strings.Join(p.Rules[1].Targets, ",") != "model_output,tool_input" || strings.Join(p.Rules[2].Targets, ",") != "model_input" {
 		t.Fatalf("policy = %+v", p)
 	}
-	for bad, want := range map[string]string{
+	refused(t, func(bad string) string { return valid + "guardrail_policy: " + bad + "\n" }, map[string]string{
 		"[{action: log, pattern: x}]": "guardrail_policy[0].name",
 		"[{name: a, action: log, pattern: x}, {name: a, action: log, pattern: y}]": "guardrail_policy[1].name",
 		"[{name: a, action: hide, pattern: x}]":                                    "guardrail_policy[0].action",
@@ -142,10 +139,57 @@ func TestGuardrailPolicyConfig(t *testing.T) {
 		"[{name: a, action: block, pattern: x, replacement: y}]":                   "guardrail_policy[0].replacement",
 		"[{name: a, action: redact, pattern: R, replacement: R}]":                  "replacement",
 		"[{name: a, action: log, pattern: x, mode: strict}]":                       "mode",
-	} {
-		src := valid + "guardrail_policy: " + bad + "\n"
-		if _, err := config.Load("agent.yaml", []byte(src), config.Options{Functions: functions()}); err == nil || !strings.Contains(err.Error(), want) {
-			t.Fatalf("%s: err = %v, want it to name %s", bad, err, want)
+	})
+}
+
+const twoAgents = `apps:
+  a:
+    start_agent: triage
+    llms:
+      m: {provider: scripted, rules: [{reply: hi}]}
+    tools:
+      ping: {}
+    agents:
+      triage:
+        llm: m
+        tools: [ping]
+        handoffs: HANDOFFS
+      billing:
+        llm: m
+        handoffs: [triage]
+`
+
+func TestHandoffConfig(t *testing.T) {
+	t.Parallel()
+	good := strings.Replace(twoAgents, "HANDOFFS", "[billing, {agent: billing, tool: escalate, description: 'For invoices'}]", 1)
+	apps, err := config.Load("agent.yaml", []byte(good), config.Options{Functions: functions()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := apps[0].Agents["triage"].Handoffs
+	if len(hs) != 2 || hs[0].Tool != "transfer_to_billing" || hs[1].Tool != "escalate" || hs[1].Description != "For invoices" {
+		t.Fatalf("handoffs = %+v", hs)
+	}
+	refused(t, func(bad string) string { return strings.Replace(twoAgents, "HANDOFFS", bad, 1) }, map[string]string{
+		"[nobody]":                         "apps.a.agents.triage.handoffs[0]: names no agent of app a",
+		"[{agent: billing, tool: ping}]":   "apps.a.agents.triage.handoffs[0]: the handoff to billing and tool ping both use the tool name ping",
+		"[billing, {agent: billing}]":      "apps.a.agents.triage.handoffs[1]: the handoff to billing and handoffs[0] (to billing)",
+		"[{tool: x}]":                      "handoffs[0]: names no agent",
+		"[{agent: billing, colour: blue}]": "colour",
+	})
+	dup := strings.Replace(strings.Replace(twoAgents, "HANDOFFS", "[billing]", 1), "      billing:\n", "      triage:\n", 1)
+	if _, err := config.Load("agent.yaml", []byte(dup), config.Options{Functions: functions()}); err == nil || !strings.Contains(err.Error(), `mapping key "triage" already defined`) {
+		t.Fatalf("two agents named triage: err = %v", err)
+	}
+}
+
+// refused loads each bad entry placed into a config by build and wants an error that
+// mentions the given text.
+func refused(t *testing.T, build func(bad string) string, cases map[string]string) {
+	t.Helper()
+	for bad, want := range cases {
+		if _, err := config.Load("agent.yaml", []byte(build(bad)), config.Options{Functions: functions()}); err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("%s: err = %v, want it to mention %s", bad, err, want)
 		}
 	}
 }

@@ -38,7 +38,14 @@ type Agent struct {
 	LoopFail     int
 	// InputGuardrails run before the first model call; OutputGuardrails see the final
 	// answer before it is released (an agent with output guardrails does not stream).
+	// A turn runs the input guardrails of the agent that starts it and the output
+	// guardrails of the agent that gives the final answer.
 	InputGuardrails, OutputGuardrails []Guardrail
+	// Handoffs are the agents this one may hand the conversation to.
+	Handoffs []Handoff
+
+	// specs are the tools the model is offered: the agent's tools, then its handoffs.
+	specs []ToolSpec
 
 	// hashes of the request parts that never change for this agent, set by Validate.
 	instructionsHash, toolsHash, settingsHash string
@@ -58,6 +65,9 @@ func (a *App) Validate() error {
 		}
 	}
 	for name, ag := range a.Agents {
+		if ag.Name != name {
+			return fmt.Errorf("app %s: agent %q is listed as %q", a.Name, ag.Name, name)
+		}
 		if ag.Model == nil {
 			return fmt.Errorf("app %s: agent %s has no model", a.Name, name)
 		}
@@ -81,7 +91,14 @@ func (a *App) Validate() error {
 		if len(ag.Settings) == 0 {
 			ag.Settings = json.RawMessage(`{}`)
 		}
-		specs, err := events.Marshal(specsOf(ag.Tools))
+		if err := validateHandoffs(a, ag); err != nil {
+			return fmt.Errorf("app %s: %w", a.Name, err)
+		}
+		ag.specs = specsOf(ag.Tools)
+		for _, h := range ag.Handoffs {
+			ag.specs = append(ag.specs, h.spec())
+		}
+		specs, err := events.Marshal(ag.specs)
 		if err != nil {
 			return fmt.Errorf("app %s: agent %s: tool schemas: %w", a.Name, name, err)
 		}

@@ -27,6 +27,7 @@ type testBundle struct {
 	ctx    context.Context
 	store  *sqlite.Store
 	engine *fsm.Engine
+	path   string // the database file
 }
 
 func counterIDs(prefix string) events.IDFunc {
@@ -42,15 +43,21 @@ func setup(t *testing.T, agent *fsm.Agent) testBundle {
 // setupPolicy is setup with a guardrail policy on the app.
 func setupPolicy(t *testing.T, agent *fsm.Agent, policy *fsm.GuardrailPolicy) testBundle {
 	t.Helper()
-	clock := func() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC) }
-	store, _ := sqlite.MustOpen(t, sqlite.Options{Clock: clock, Synchronous: "OFF"})
-	app := &fsm.App{Name: "test", StartAgent: agent.Name, Agents: map[string]*fsm.Agent{agent.Name: agent}, Policy: policy}
-	e, err := fsm.New(store, []*fsm.App{app}, fsm.Options{Clock: clock, NewID: counterIDs("id")})
+	return setupApp(t, &fsm.App{Name: "test", StartAgent: agent.Name, Agents: map[string]*fsm.Agent{agent.Name: agent}, Policy: policy})
+}
+
+// setupApp serves one app, named "test", on a fresh store.
+func setupApp(t *testing.T, app *fsm.App) testBundle {
+	t.Helper()
+	store, path := sqlite.MustOpen(t, sqlite.Options{Clock: testClock, Synchronous: "OFF"})
+	e, err := fsm.New(store, []*fsm.App{app}, fsm.Options{Clock: testClock, NewID: counterIDs("id")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return testBundle{ctx: context.Background(), store: store, engine: e}
+	return testBundle{ctx: context.Background(), store: store, engine: e, path: path}
 }
+
+func testClock() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC) }
 
 func (b testBundle) turn(t *testing.T, input string) (*fsm.Result, string) {
 	t.Helper()

@@ -192,7 +192,7 @@ func (r *run) modelStep() (events.ModelResponse, []events.Event, *ResultError) {
 	defer stop()
 	began := time.Now()
 	resp, err := ag.Model.Call(callCtx, ModelRequest{LLM: ag.LLM, Agent: ag.Name, Instructions: ag.Instructions,
-		Tools: specsOf(ag.Tools), Settings: ag.Settings, Items: r.conv.items,
+		Tools: ag.specs, Settings: ag.Settings, Items: r.conv.items,
 		OnText: r.onText(path)})
 	r.e.opts.Observer.ModelCalled(ag.LLM, time.Since(began), err != nil)
 	if err != nil {

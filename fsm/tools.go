@@ -33,6 +33,7 @@ type toolSlot struct {
 	result  *events.ToolResulted // recorded or produced
 	run     bool
 	waiting *Interrupt // the call waits for a person
+	handoff bool       // a handoff: its output is derived, nothing runs
 }
 
 // toolStep schedules a model response's tool calls durably with the model call, runs
@@ -43,9 +44,22 @@ func (r *run) toolStep(resp events.ModelResponse, pending []events.Event) (*Resu
 	slots := make([]*toolSlot, len(resp.ToolCalls))
 	var recordedResults []events.Event
 	hint := ""
+	var next *Agent // the agent a handoff in this response hands to
 	for i, c := range resp.ToolCalls {
 		s := &toolSlot{call: c, tool: ag.tool(c.Name), path: fmt.Sprintf("%s/tool/%s", ag.Name, c.ID), args: c.Arguments}
 		slots[i] = s
+		if h := ag.handoff(c.Name); h != nil {
+			s.handoff, s.result = true, &events.ToolResulted{CallID: c.ID, Tool: c.Name}
+			if next != nil {
+				s.result.Output = ignoredHandoffOutput(next.Name)
+				continue
+			}
+			next = r.app.Agents[h.Agent]
+			s.result.Output = handoffOutput(next.Name)
+			pending = append(pending, events.MustNew(r.turn, fmt.Sprintf("%s/handoff/%s", ag.Name, c.ID),
+				&events.HandoffOccurred{From: ag.Name, To: next.Name, CallID: c.ID, Tool: c.Name}))
+			continue
+		}
 		r.toolCalls[c.Name]++
 		limit := ag.MaxToolCalls
 		if s.tool != nil && s.tool.Spec().MaxCalls > 0 {
@@ -131,6 +145,9 @@ func (r *run) toolStep(resp events.ModelResponse, pending []events.Event) (*Resu
 	}
 	if hint != "" {
 		r.conv.append(events.Item{Type: events.ItemMessage, Role: "system", Content: hint})
+	}
+	if next != nil {
+		r.agent = next
 	}
 	return nil, nil
 }

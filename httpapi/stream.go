@@ -217,6 +217,9 @@ func turnEvent(ev events.Event) (string, any, bool) {
 	case events.TypeReviewRequested:
 		return "interrupt", with("id", d.Get("interrupt_id").String(), "kind", d.Get("kind").String(), "path", ev.Path,
 			"rule", d.Get("rule").String(), "response", json.RawMessage(d.Get("response").Raw), "reason", d.Get("reason").String()), false
+	case events.TypeHandoffOccurred:
+		return "handoff", with("from", d.Get("from").String(), "to", d.Get("to").String(), "call_id", d.Get("call_id").String(),
+			"path", ev.Path), false
 	case events.TypeTurnSuspended:
 		return "turn_suspended", with("status", fsm.StatusSuspended, "interrupts", json.RawMessage(d.Get("interrupts").Raw),
 			"usage", json.RawMessage(d.Get("usage").Raw)), true

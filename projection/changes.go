@@ -26,6 +26,11 @@ type TurnOpened struct {
 	At            time.Time
 }
 
+// TurnHandedOff adds the agent a handoff gave the turn to.
+type TurnHandedOff struct {
+	Session, Turn, Agent string
+}
+
 // TurnProgressed adds counts and usage to a running turn.
 type TurnProgressed struct {
 	Session, Turn         string
@@ -87,6 +92,7 @@ func (TurnPaused) change()        {}
 func (SessionOpened) change()     {}
 func (TurnOpened) change()        {}
 func (TurnProgressed) change()    {}
+func (TurnHandedOff) change()     {}
 func (TurnClosed) change()        {}
 func (HistoryAppended) change()   {}
 
@@ -107,6 +113,11 @@ func Changes(ev events.Event) ([]Change, error) {
 			return nil, err
 		}
 		return []Change{TurnProgressed{Session: ev.Session, Turn: ev.Turn, ToolCalls: 1}}, nil
+	case events.TypeHandoffOccurred:
+		if err := known(ev); err != nil {
+			return nil, err
+		}
+		return []Change{TurnHandedOff{Session: ev.Session, Turn: ev.Turn, Agent: gjson.GetBytes(ev.Data, "to").String()}}, nil
 	case events.TypeToolScheduled, events.TypeLoopDetected, events.TypeGuardrailChecked, events.TypeGuardrailTripped:
 		return nil, known(ev)
 	case events.TypeTurnCommitted:

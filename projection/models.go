@@ -39,6 +39,7 @@ type Turn struct {
 	ID           string       `json:"turn_id"`
 	Status       TurnStatus   `json:"status"`
 	Agent        string       `json:"agent"`
+	Agents       []string     `json:"agents"` // the agents the turn passed through: its first, then each handoff's
 	Input        string       `json:"input"`
 	StartSeq     int64        `json:"start_seq"`
 	EndSeq       int64        `json:"end_seq,omitempty"`

@@ -32,6 +32,8 @@ func (w *writer) applyChanges(ctx context.Context, changes []projection.Change) 
 				formatTime(s.CreatedAt), c.CreatedSeq, s.ActiveAgent, nullString(s.ParentID), nullInt(s.ParentSeq), nullString(s.ParentTurn))
 		case projection.TurnOpened:
 			_, err = w.turnOpen.ExecContext(ctx, c.Session, c.Turn, c.Seq, c.Input, c.Agent, formatTime(c.At))
+		case projection.TurnHandedOff:
+			_, err = w.turnHandoff.ExecContext(ctx, c.Agent, c.Session, c.Turn)
 		case projection.TurnProgressed:
 			_, err = w.turnProgress.ExecContext(ctx, c.ModelCalls, c.ToolCalls,
 				c.Usage.InputTokens, c.Usage.OutputTokens, c.Session, c.Turn)

@@ -9,7 +9,8 @@ const (
 	qCountEvents  = `SELECT count(*) FROM events`
 	qSessionOpen  = `INSERT INTO proj_sessions (id, app, owner, metadata, created_at, created_seq, active_agent, parent_id, parent_seq, parent_turn) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	qSessionMoved = `UPDATE proj_sessions SET active_agent = ?, turn_count = turn_count + 1, last_commit_seq = ? WHERE id = ?`
-	qTurnOpen     = `INSERT INTO proj_turns (session_id, turn_id, start_seq, status, input, agent, started_at) VALUES (?, ?, ?, 'running', ?, ?, ?)`
+	qTurnOpen     = `INSERT INTO proj_turns (session_id, turn_id, start_seq, status, input, agent, started_at, agents) VALUES (?1, ?2, ?3, 'running', ?4, ?5, ?6, json_array(?5))`
+	qTurnHandoff  = `UPDATE proj_turns SET agents = json_insert(agents, '$[#]', ?) WHERE session_id = ? AND turn_id = ?`
 	qTurnProgress = `UPDATE proj_turns SET model_calls = model_calls + ?, tool_calls = tool_calls + ?, input_tokens = input_tokens + ?, output_tokens = output_tokens + ? WHERE session_id = ? AND turn_id = ?`
 	qTurnClose    = `UPDATE proj_turns SET status = ?, end_seq = ?, ended_at = ?, error_code = nullif(?, ''), error_message = nullif(?, ''), end_agent = nullif(?, '') WHERE session_id = ? AND turn_id = ?`
 	qInterruptAdd = `INSERT INTO proj_interrupts (session_id, interrupt_id, turn_id, kind, path, call_id, tool, arguments, reason, status, requested_seq, requested_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?)`
@@ -31,7 +32,7 @@ const (
     SELECT s.parent_id, s.parent_seq, l.depth + 1 FROM lineage l JOIN proj_sessions s ON s.id = l.ancestor WHERE s.parent_id IS NOT NULL
 ) SELECT h.item FROM lineage l JOIN proj_history h ON h.session_id = l.ancestor AND (l.upto IS NULL OR h.seq <= l.upto)
 ORDER BY l.depth DESC, h.seq, h.idx`
-	qTurnCols     = `SELECT session_id, turn_id, status, agent, input, start_seq, end_seq, started_at, ended_at, model_calls, tool_calls, input_tokens, output_tokens, error_code, error_message, end_agent FROM proj_turns`
+	qTurnCols     = `SELECT session_id, turn_id, status, agent, input, start_seq, end_seq, started_at, ended_at, model_calls, tool_calls, input_tokens, output_tokens, error_code, error_message, end_agent, agents FROM proj_turns`
 	qTurns        = qTurnCols + ` WHERE session_id = ? ORDER BY start_seq`
 	qTurn         = qTurnCols + ` WHERE session_id = ? AND turn_id = ?`
 	qTurnEndingAt = qTurnCols + ` WHERE session_id = ? AND end_seq = ?`

@@ -216,10 +216,14 @@ func scanTurn(sc scanner) (projection.Turn, error) {
 		started              string
 		ended, code, message sql.NullString
 		endAgent             sql.NullString
+		agents               string
 	)
 	if err := sc.Scan(&t.Session, &t.ID, &t.Status, &t.Agent, &t.Input, &t.StartSeq, &endSeq, &started, &ended,
-		&t.ModelCalls, &t.ToolCalls, &t.Usage.InputTokens, &t.Usage.OutputTokens, &code, &message, &endAgent); err != nil {
+		&t.ModelCalls, &t.ToolCalls, &t.Usage.InputTokens, &t.Usage.OutputTokens, &code, &message, &endAgent, &agents); err != nil {
 		return t, err
+	}
+	if err := json.Unmarshal([]byte(agents), &t.Agents); err != nil {
+		return t, fmt.Errorf("turn %s: agents: %w", t.ID, err)
 	}
 	t.EndSeq = endSeq.Int64
 	t.StartedAt, _ = time.Parse(time.RFC3339Nano, started)

@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/turnlog/turnlog/adapters/sqlite"
 	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/migrations"
 	sqlitedrv "modernc.org/sqlite"
 )
 
@@ -205,31 +208,44 @@ func TestNewerSchemaRefused(t *testing.T) {
 	}
 }
 
-// TestOlderSchemaUpgrades: a database at schema version 1 (as the first release made it)
-// gets the newer migrations on open, in order, and keeps its events.
+// TestOlderSchemaUpgrades: a database the first release made (schema version 1, a
+// turn in it) gets the newer migrations on open, in order, and keeps its rows.
 func TestOlderSchemaUpgrades(t *testing.T) {
 	t.Parallel()
-	b := setup(t, sqlite.Options{})
-	b.store.Close()
-	db, _ := sql.Open("sqlite", "file:"+b.path)
-	for _, q := range []string{`DROP INDEX proj_turns_start`, `DROP INDEX proj_interrupts_pending`, `DROP INDEX proj_turns_running`, `DROP INDEX proj_turns_suspended`, `CREATE INDEX proj_turns_open ON proj_turns (status) WHERE status IN ('running', 'suspended')`, `DELETE FROM schema_migrations WHERE version > 1`} {
+	path := filepath.Join(t.TempDir(), "v1.db")
+	db, _ := sql.Open("sqlite", "file:"+path)
+	v1, err := fs.ReadFile(migrations.FS, "0001_init.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{string(v1),
+		`CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL) STRICT`,
+		`INSERT INTO schema_migrations VALUES (1, '0001_init.sql', '2026-11-01T00:00:00Z')`,
+		`INSERT INTO proj_turns (session_id, turn_id, start_seq, status, input, agent, started_at) VALUES ('s', 't', 2, 'committed', 'hi', 'support', '2026-11-01T00:00:00Z')`,
+	} {
 		if _, err := db.Exec(q); err != nil {
 			t.Fatal(err)
 		}
 	}
 	db.Close()
-	s, err := sqlite.Open(b.ctx, b.path, sqlite.Options{})
+	s, err := sqlite.Open(context.Background(), path, sqlite.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	turn, err := s.Turn(context.Background(), "s", "t")
 	s.Close()
-	db, _ = sql.Open("sqlite", "file:"+b.path)
+	if err != nil || strings.Join(turn.Agents, ",") != "support" {
+		t.Fatalf("the old turn after the upgrade: %+v %v", turn, err)
+	}
+	db, _ = sql.Open("sqlite", "file:"+path)
 	defer db.Close()
 	var version, indexes int
+	var agents string
 	db.QueryRow(`SELECT max(version) FROM schema_migrations`).Scan(&version)
-	db.QueryRow(`SELECT count(*) FROM sqlite_schema WHERE type = 'index' AND name = 'proj_turns_start'`).Scan(&indexes)
-	if version != sqlite.SchemaVersion() || indexes != 1 {
-		t.Fatalf("after upgrade: version %d (want %d), proj_turns_start indexes %d", version, sqlite.SchemaVersion(), indexes)
+	db.QueryRow(`SELECT count(*) FROM sqlite_schema WHERE type = 'index' AND name IN ('proj_turns_start', 'proj_interrupts_pending', 'proj_turns_running', 'proj_turns_suspended')`).Scan(&indexes)
+	db.QueryRow(`SELECT agents FROM turns WHERE turn_id = 't'`).Scan(&agents)
+	if version != sqlite.SchemaVersion() || indexes != 4 || agents != `["support"]` {
+		t.Fatalf("after upgrade: version %d (want %d), indexes %d (want 4), turns.agents %q", version, sqlite.SchemaVersion(), indexes, agents)
 	}
 }
 

@@ -97,6 +97,7 @@ type writer struct {
 	lastSeq, insEvent, insBlob        *sql.Stmt
 	sessOpen, sessMoved               *sql.Stmt
 	turnOpen, turnProgress, turnClose *sql.Stmt
+	turnHandoff                       *sql.Stmt
 	historyAdd                        *sql.Stmt
 	interruptAdd, interruptSet        *sql.Stmt
 	interruptEnd, turnPause           *sql.Stmt
@@ -120,7 +121,7 @@ func newWriter(ctx context.Context, s *Store) (*writer, error) {
 		q   string
 	}{{&w.begin, "BEGIN IMMEDIATE"}, {&w.commitTx, "COMMIT"}, {&w.rollback, "ROLLBACK"},
 		{&w.lastSeq, qLastSeq}, {&w.insEvent, qInsertEvent}, {&w.insBlob, qInsertBlob},
-		{&w.sessOpen, qSessionOpen}, {&w.sessMoved, qSessionMoved}, {&w.turnOpen, qTurnOpen},
+		{&w.sessOpen, qSessionOpen}, {&w.sessMoved, qSessionMoved}, {&w.turnOpen, qTurnOpen}, {&w.turnHandoff, qTurnHandoff},
 		{&w.turnProgress, qTurnProgress}, {&w.turnClose, qTurnClose}, {&w.historyAdd, qHistoryAdd},
 		{&w.interruptAdd, qInterruptAdd}, {&w.interruptSet, qInterruptSet}, {&w.interruptEnd, qInterruptEnd}, {&w.turnPause, qTurnPause},
 		{&w.syncLazy, "PRAGMA synchronous = NORMAL"}, {&w.syncConfigured, "PRAGMA synchronous = " + s.opts.Synchronous}} {
