@@ -70,7 +70,7 @@ type Tool struct {
 type Agent struct {
 	LLM          string         `yaml:"llm"`
 	Instructions string         `yaml:"instructions"`
-	Tools        []string       `yaml:"tools"`
+	Tools        []ToolRef      `yaml:"tools"`
 	MaxTurns     int            `yaml:"max_turns"`
 	MaxToolCalls int            `yaml:"max_tool_calls"`
 	LoopLimit    int            `yaml:"loop_limit"`
@@ -79,6 +79,26 @@ type Agent struct {
 	// Handoffs are the agents this one may hand the conversation to: a name, or
 	// {agent, tool, description} to rename the tool the model sees.
 	Handoffs []Handoff `yaml:"handoffs"`
+}
+
+// ToolRef is one entry of an agent's tools: the name of a tool of the app, or
+// {agent, name, description} to offer another agent as a tool.
+type ToolRef struct {
+	Tool        string `yaml:"-"`
+	Agent       string `yaml:"agent"`
+	Name        string `yaml:"name"`
+	Description string `yaml:"description"`
+}
+
+// UnmarshalYAML reads a tool entry written as a name or as an agent tool mapping.
+func (t *ToolRef) UnmarshalYAML(unmarshal func(any) error) error {
+	var name string
+	if err := unmarshal(&name); err == nil {
+		t.Tool = name
+		return nil
+	}
+	type plain ToolRef
+	return unmarshal((*plain)(t))
 }
 
 // Handoff is one entry of an agent's handoffs.
@@ -235,9 +255,9 @@ func (b builder) app(name string, c App, policy *fsm.GuardrailPolicy) (*fsm.App,
 		return nil, b.errAt(at+".start_agent", "names no agent of this app (%q)", c.StartAgent)
 	}
 	if err := app.Validate(); err != nil {
-		var he *fsm.HandoffError
-		if errors.As(err, &he) {
-			return nil, b.errAt(fmt.Sprintf("%s.agents.%s.handoffs[%d]", at, he.Agent, he.Index), "%s", he.Msg)
+		var oe *fsm.OfferError
+		if errors.As(err, &oe) {
+			return nil, b.errAt(fmt.Sprintf("%s.agents.%s.%s[%d]", at, oe.Agent, oe.Field, b.configIndex(c.Agents[oe.Agent], oe)), "%s", oe.Msg)
 		}
 		return nil, b.errAt(at, "%v", err)
 	}
@@ -383,10 +403,17 @@ func (b builder) agent(at, name string, c Agent, models map[string]fsm.Model, to
 	if ag.OutputGuardrails, err = b.guardrails(at+".guardrails.output", c.Guardrails.Output, models); err != nil {
 		return nil, err
 	}
-	for i, tn := range c.Tools {
-		t, ok := tools[tn]
+	for i, ref := range c.Tools {
+		if ref.Tool == "" {
+			if ref.Agent == "" {
+				return nil, b.errAt(fmt.Sprintf("%s.tools[%d]", at, i), "an agent tool names its agent ({agent: NAME})")
+			}
+			ag.AgentTools = append(ag.AgentTools, fsm.AgentTool{Agent: ref.Agent, Name: ref.Name, Description: ref.Description})
+			continue
+		}
+		t, ok := tools[ref.Tool]
 		if !ok {
-			return nil, b.errAt(fmt.Sprintf("%s.tools[%d]", at, i), "names no tool of this app (%q)", tn)
+			return nil, b.errAt(fmt.Sprintf("%s.tools[%d]", at, i), "names no tool of this app (%q)", ref.Tool)
 		}
 		ag.Tools = append(ag.Tools, t)
 	}
@@ -481,4 +508,22 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// configIndex maps an agent's offer error to the entry of agent.yaml it came from: the
+// fsm counts agent tools apart from the tools they are listed among.
+func (b builder) configIndex(c Agent, oe *fsm.OfferError) int {
+	if oe.Field != "tools" {
+		return oe.Index
+	}
+	n := -1
+	for i, ref := range c.Tools {
+		if ref.Tool == "" {
+			n++
+		}
+		if n == oe.Index {
+			return i
+		}
+	}
+	return oe.Index
 }

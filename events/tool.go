@@ -13,6 +13,9 @@ type ToolScheduled struct {
 	Tool       string          `json:"tool"`
 	Arguments  json.RawMessage `json:"arguments"`
 	Idempotent bool            `json:"idempotent"`
+	// Agent names the nested agent of an agent tool (its activities follow under this
+	// event's path).
+	Agent string `json:"agent,omitempty"`
 }
 
 func (*ToolScheduled) EventType() string  { return TypeToolScheduled }
@@ -29,6 +32,8 @@ type ToolResulted struct {
 	ErrorKind  string `json:"error_kind,omitempty"` // invalid_arguments, failed, panicked, timeout, unknown_tool
 	Detail     string `json:"detail,omitempty"`     // the error message, kept for audit
 	DurationMS int64  `json:"duration_ms"`
+	// Agent names the nested agent of an agent tool; Output is its final answer.
+	Agent string `json:"agent,omitempty"`
 	// Policy lists the guardrail policy rules that logged or redacted the output (and
 	// detail) before it was recorded.
 	Policy []PolicyMatch `json:"policy,omitempty"`

@@ -43,6 +43,8 @@ type Agent struct {
 	InputGuardrails, OutputGuardrails []Guardrail
 	// Handoffs are the agents this one may hand the conversation to.
 	Handoffs []Handoff
+	// AgentTools are agents this one may call as tools.
+	AgentTools []AgentTool
 
 	// specs are the tools the model is offered: the agent's tools, then its handoffs.
 	specs []ToolSpec
@@ -91,10 +93,20 @@ func (a *App) Validate() error {
 		if len(ag.Settings) == 0 {
 			ag.Settings = json.RawMessage(`{}`)
 		}
-		if err := validateHandoffs(a, ag); err != nil {
+		names := map[string]string{}
+		for _, t := range ag.Tools {
+			names[t.Spec().Name] = "tool " + t.Spec().Name
+		}
+		if err := validateAgentTools(a, ag, names); err != nil {
+			return fmt.Errorf("app %s: %w", a.Name, err)
+		}
+		if err := validateHandoffs(a, ag, names); err != nil {
 			return fmt.Errorf("app %s: %w", a.Name, err)
 		}
 		ag.specs = specsOf(ag.Tools)
+		for _, t := range ag.AgentTools {
+			ag.specs = append(ag.specs, t.spec())
+		}
 		for _, h := range ag.Handoffs {
 			ag.specs = append(ag.specs, h.spec())
 		}

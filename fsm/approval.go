@@ -93,6 +93,9 @@ func (r *run) suspend(waiting []*Interrupt, pending ...events.Event) (*Result, e
 	if err := r.fire(TriggerSuspend); err != nil {
 		return nil, err
 	}
+	if r.prefix != "" { // its caller decides (a nested suspension is not supported yet)
+		return &Result{Session: r.session, TurnID: r.turn, Status: StatusSuspended, Agent: r.agent.Name}, nil
+	}
 	ids := make([]string, len(waiting))
 	interrupts := make([]Interrupt, len(waiting))
 	for i, w := range waiting {

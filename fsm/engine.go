@@ -224,7 +224,7 @@ func (e *Engine) StartTurn(ctx context.Context, session, input string) (*Started
 		unlock()
 		return nil, err
 	}
-	t := &StartedTurn{ID: r.turn, StartSeq: r.seq, done: make(chan struct{})}
+	t := &StartedTurn{ID: r.turn, StartSeq: r.log.last(), done: make(chan struct{})}
 	go func() {
 		defer close(t.done)
 		defer unlock()

@@ -47,7 +47,7 @@ func (g Guardrail) check(text string) string {
 // checks are recorded with whatever else is pending; a trip fails the turn.
 func (r *run) guard(stage, text string, rails []Guardrail, pending []events.Event) ([]events.Event, *Result, error) {
 	for _, g := range rails {
-		path := fmt.Sprintf("%s/guardrail/%s/%s", r.agent.Name, stage, g.Name)
+		path := r.prefix + fmt.Sprintf("%s/guardrail/%s/%s", r.agent.Name, stage, g.Name)
 		why := g.check(text)
 		if g.Kind == GuardrailLLMJudge {
 			verdict, called, failure := r.judge(g, path+"/model/1", text)

@@ -36,28 +36,25 @@ func ignoredHandoffOutput(taken string) string {
 		"message": fmt.Sprintf("only one handoff per response is taken; the conversation went to %s", taken)}}))
 }
 
-// HandoffError names the handoff of an agent that cannot be wired.
-type HandoffError struct {
+// OfferError names an entry of an agent's handoffs or tools that cannot be wired.
+type OfferError struct {
 	Agent string
+	Field string // handoffs or tools
 	Index int
 	Msg   string
 }
 
-func (e *HandoffError) Error() string {
-	return fmt.Sprintf("agent %s: handoffs[%d]: %s", e.Agent, e.Index, e.Msg)
+func (e *OfferError) Error() string {
+	return fmt.Sprintf("agent %s: %s[%d]: %s", e.Agent, e.Field, e.Index, e.Msg)
 }
 
 // validateHandoffs fills a handoff's defaults and refuses unknown agents and tool
-// names that collide with the agent's tools or its other handoffs.
-func validateHandoffs(a *App, ag *Agent) error {
-	names := map[string]string{}
-	for _, t := range ag.Tools {
-		names[t.Spec().Name] = "tool " + t.Spec().Name
-	}
+// names already taken (names holds the agent's tool names, and takes these).
+func validateHandoffs(a *App, ag *Agent, names map[string]string) error {
 	for i := range ag.Handoffs {
 		h := &ag.Handoffs[i]
 		if _, ok := a.Agents[h.Agent]; !ok {
-			return &HandoffError{Agent: ag.Name, Index: i, Msg: fmt.Sprintf("names no agent of app %s (%q)", a.Name, h.Agent)}
+			return &OfferError{Agent: ag.Name, Field: "handoffs", Index: i, Msg: fmt.Sprintf("names no agent of app %s (%q)", a.Name, h.Agent)}
 		}
 		if h.Tool == "" {
 			h.Tool = HandoffTool(h.Agent)
@@ -66,7 +63,7 @@ func validateHandoffs(a *App, ag *Agent) error {
 			h.Description = fmt.Sprintf("Hand the conversation to the %s agent, which answers from then on.", h.Agent)
 		}
 		if other, ok := names[h.Tool]; ok {
-			return &HandoffError{Agent: ag.Name, Index: i, Msg: fmt.Sprintf("the handoff to %s and %s both use the tool name %s", h.Agent, other, h.Tool)}
+			return &OfferError{Agent: ag.Name, Field: "handoffs", Index: i, Msg: fmt.Sprintf("the handoff to %s and %s both use the tool name %s", h.Agent, other, h.Tool)}
 		}
 		names[h.Tool] = fmt.Sprintf("handoffs[%d] (to %s)", i, h.Agent)
 	}

@@ -291,11 +291,16 @@ func (p *GuardrailPolicy) redactResult(tr *events.ToolResulted) error {
 	if p == nil || !p.transforms(TargetToolOutput) {
 		return nil
 	}
-	out, found, err := p.transformJSON(TargetToolOutput, json.RawMessage(tr.Output), nil)
-	if err != nil {
-		return err
+	var found []events.PolicyMatch
+	if json.Valid([]byte(tr.Output)) {
+		out, f, err := p.transformJSON(TargetToolOutput, json.RawMessage(tr.Output), nil)
+		if err != nil {
+			return err
+		}
+		tr.Output, found = string(out), f
+	} else { // an agent tool answers in plain text
+		tr.Output, found = p.transformText(TargetToolOutput, tr.Output, nil)
 	}
-	tr.Output = string(out)
 	tr.Detail, found = p.transformText(TargetToolOutput, tr.Detail, found)
 	tr.Policy = mergeMatches(found)
 	return nil

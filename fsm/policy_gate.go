@@ -100,7 +100,7 @@ func (r *run) responseGate(resp events.ModelResponse, path string, pending []eve
 		if t == nil || !t.Spec().NeedsApproval {
 			continue
 		}
-		s := &toolSlot{call: c, tool: t, path: fmt.Sprintf("%s/tool/%s", r.agent.Name, c.ID), args: c.Arguments}
+		s := &toolSlot{call: c, tool: t, path: r.prefix + fmt.Sprintf("%s/tool/%s", r.agent.Name, c.ID), args: c.Arguments}
 		asked, err := r.approvalGate(s, pending)
 		if err != nil {
 			res, err := r.fail(events.CodeCorruptLog, err.Error(), s.path, pending...)
@@ -129,7 +129,11 @@ func (r *run) outputGate(slots []*toolSlot) (*Result, error) {
 		if s.result == nil {
 			continue
 		}
-		d, err := r.app.Policy.decide(TargetToolOutput, []string{s.result.Detail}, []json.RawMessage{json.RawMessage(s.result.Output)})
+		texts, docs := []string{s.result.Detail}, []json.RawMessage{json.RawMessage(s.result.Output)}
+		if !json.Valid(docs[0]) { // an agent tool answers in plain text
+			texts, docs = append(texts, s.result.Output), nil
+		}
+		d, err := r.app.Policy.decide(TargetToolOutput, texts, docs)
 		if err != nil {
 			return r.fail(events.CodeCorruptLog, err.Error(), s.path)
 		}

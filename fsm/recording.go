@@ -41,9 +41,10 @@ func (r *recording) has(typ, path string) bool {
 // the committed history, then the new items of each recorded call up to path.
 func (r *recording) requestItems(history []events.Item, path string) ([]events.Item, error) {
 	items := append([]events.Item(nil), history...)
+	own := lane(path)
 	for _, ev := range r.events {
-		if ev.Type != events.TypeModelCalled || strings.Contains(ev.Path, "/guardrail/") {
-			continue // a guardrail judge's call is not part of the agent's conversation
+		if ev.Type != events.TypeModelCalled || strings.Contains(ev.Path, "/guardrail/") || lane(ev.Path) != own {
+			continue // a guardrail judge's call, or another (nested) run's, is not part of this conversation
 		}
 		mc, err := events.DecodeAs[*events.ModelCalled](ev)
 		if err != nil {

@@ -3,6 +3,7 @@ package fsm
 import (
 	"context"
 	"fmt"
+	"sort"
 
 	"github.com/turnlog/turnlog/events"
 )
@@ -118,7 +119,7 @@ func (e *Engine) replayTurn(ctx context.Context, rec []events.Event) error {
 	for err == nil && res.Status == StatusSuspended {
 		// The recording goes on with a person's answers: append them as they were
 		// given, then re-drive the turn as a resume does.
-		i := int(r.seq - start.Seq + 1)
+		i := int(r.log.last() - start.Seq + 1)
 		j := i
 		for j < len(rec) && (rec[j].Type == events.TypeApprovalResolved || rec[j].Type == events.TypeReviewResolved || rec[j].Type == events.TypeTurnResumed) {
 			j++
@@ -126,7 +127,7 @@ func (e *Engine) replayTurn(ctx context.Context, rec []events.Event) error {
 		if j == i || rec[j-1].Type != events.TypeTurnResumed {
 			break // the recording ends suspended
 		}
-		appended, aerr := e.store.Append(ctx, start.Session, r.seq, rec[i:j])
+		appended, aerr := e.store.Append(ctx, start.Session, r.log.last(), rec[i:j])
 		if aerr != nil {
 			return fmt.Errorf("replay resume of %s: %w", start.Turn, aerr)
 		}
@@ -166,7 +167,44 @@ func recordsFailure(rec []events.Event, code events.Code) bool {
 	return err == nil && tf.ErrorCode == code
 }
 
+// canonicalOrder is the order a replay is compared in. Concurrent work appends in no
+// fixed order: the results of one response's parallel tools (in each run of
+// consecutive ToolResulted events, ordered here by path), and the runs of agent tools
+// (each lane compared in its own order, the turn's own lane first, nested lanes by
+// path). Everything else keeps the log's order.
+func canonicalOrder(evs []events.Event) []events.Event {
+	lanes := map[string][]events.Event{}
+	var names []string
+	for _, ev := range evs {
+		l := lane(ev.Path)
+		if _, ok := lanes[l]; !ok && l != "" {
+			names = append(names, l)
+		}
+		lanes[l] = append(lanes[l], ev)
+	}
+	sort.Strings(names)
+	out := make([]events.Event, 0, len(evs))
+	for _, l := range append([]string{""}, names...) {
+		part := lanes[l]
+		for i := 0; i < len(part); {
+			j := i
+			for j < len(part) && part[j].Type == events.TypeToolResulted {
+				j++
+			}
+			if j > i {
+				sort.SliceStable(part[i:j], func(a, b int) bool { return part[i+a].Path < part[i+b].Path })
+				i = j
+				continue
+			}
+			i++
+		}
+		out = append(out, part...)
+	}
+	return out
+}
+
 func firstDivergence(rec, got []events.Event) *Divergence {
+	rec, got = canonicalOrder(rec), canonicalOrder(got)
 	for i := 0; i < len(rec) || i < len(got); i++ {
 		switch {
 		case i >= len(got):

@@ -3,6 +3,7 @@ package fsm
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/turnlog/turnlog/events"
@@ -17,7 +18,7 @@ type run struct {
 	agent   *Agent
 	session string
 	turn    string
-	seq     int64 // the last seq of this session the run has seen
+	log     *turnLog // shared with the agent runs nested in this one
 	conv    *conversation
 	base    int // committed history length
 	rec     *recording
@@ -31,11 +32,35 @@ type run struct {
 	loopKey    string
 	loopCount  int
 	committed  bool
-	// deferred holds results of idempotent tools: they join the run's next commit
+	cancel     <-chan struct{} // closed when a person cancels the turn
+
+	// prefix is where a nested agent's activities live: "<caller>/tool/<call id>/";
+	// empty for the turn's own agent. A nested run answers its caller instead of
+	// committing or failing the turn.
+	prefix string
+}
+
+// turnLog is a turn's position in its session's log, shared by the turn's own run
+// and the agent runs nested in it (which may run concurrently).
+type turnLog struct {
+	mu  sync.Mutex
+	seq int64 // the last seq of this session the turn has seen
+	// deferred holds results of idempotent tools: they join the turn's next commit
 	// instead of paying an fsync of their own (a crash before it re-runs the tool,
 	// which is safe only because it is idempotent).
 	deferred []events.Event
-	cancel   <-chan struct{} // closed when a person cancels the turn
+}
+
+func (l *turnLog) last() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.seq
+}
+
+func (l *turnLog) postpone(ev events.Event) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.deferred = append(l.deferred, ev)
 }
 
 func (r *run) canceled() bool {
@@ -67,7 +92,7 @@ func (r *run) cancelTurn(pending ...events.Event) (*Result, error) {
 
 func (e *Engine) newRun(ctx context.Context, app *App, agent *Agent, session, turn string, seq int64,
 	conv *conversation, rec, logged *recording) *run {
-	return &run{e: e, ctx: ctx, app: app, agent: agent, session: session, turn: turn, seq: seq,
+	return &run{e: e, ctx: ctx, app: app, agent: agent, session: session, turn: turn, log: &turnLog{seq: seq},
 		conv: conv, base: len(conv.items), prevItems: len(conv.items), rec: rec, logged: logged,
 		m: NewMachine(StateStarted), modelCalls: map[string]int{}, toolCalls: map[string]int{}}
 }
@@ -75,8 +100,10 @@ func (e *Engine) newRun(ctx context.Context, app *App, agent *Agent, session, tu
 // emit appends events that are not already in the log, after any deferred results,
 // in one transaction.
 func (r *run) emit(evs ...events.Event) error {
-	batch := make([]events.Event, 0, len(r.deferred)+len(evs))
-	batch = append(batch, r.deferred...)
+	r.log.mu.Lock()
+	defer r.log.mu.Unlock()
+	batch := make([]events.Event, 0, len(r.log.deferred)+len(evs))
+	batch = append(batch, r.log.deferred...)
 	for _, ev := range evs {
 		if r.logged.has(ev.Type, ev.Path) {
 			continue
@@ -86,12 +113,12 @@ func (r *run) emit(evs ...events.Event) error {
 	if len(batch) == 0 {
 		return nil
 	}
-	out, err := r.e.store.Append(r.ctx, r.session, r.seq, batch)
+	out, err := r.e.store.Append(r.ctx, r.session, r.log.seq, batch)
 	if err != nil {
-		return fmt.Errorf("append to %s after %d: %w", r.session, r.seq, err)
+		return fmt.Errorf("append to %s after %d: %w", r.session, r.log.seq, err)
 	}
-	r.seq = out[len(out)-1].Seq
-	r.deferred = r.deferred[:0]
+	r.log.seq = out[len(out)-1].Seq
+	r.log.deferred = r.log.deferred[:0]
 	return nil
 }
 
@@ -138,7 +165,7 @@ func (r *run) drive() (*Result, error) {
 		if failure != nil {
 			return r.fail(failure.Code, failure.Message, failure.Path, called...)
 		}
-		path := fmt.Sprintf("%s/model/%d", r.agent.Name, r.modelCalls[r.agent.Name])
+		path := r.prefix + fmt.Sprintf("%s/model/%d", r.agent.Name, r.modelCalls[r.agent.Name])
 		res, called, err := r.responseGate(resp, path, called)
 		if res != nil || err != nil {
 			return res, err
@@ -160,7 +187,7 @@ func (r *run) drive() (*Result, error) {
 func (r *run) modelStep() (events.ModelResponse, []events.Event, *ResultError) {
 	ag := r.agent
 	n := r.modelCalls[ag.Name] + 1
-	path := fmt.Sprintf("%s/model/%d", ag.Name, n)
+	path := r.prefix + fmt.Sprintf("%s/model/%d", ag.Name, n)
 	if n > ag.MaxTurns {
 		return events.ModelResponse{}, nil, &ResultError{Code: events.CodeMaxTurns, Path: path,
 			Message: fmt.Sprintf("agent %s reached max_turns (%d model calls in one turn)", ag.Name, ag.MaxTurns)}
@@ -252,7 +279,7 @@ func (r *run) commit(text string, pending ...events.Event) (*Result, error) {
 		return nil, err
 	}
 	r.committed = true
-	r.e.remember(r.session, r.seq, r.conv)
+	r.e.remember(r.session, r.log.last(), r.conv)
 	r.e.opts.Observer.TurnEnded(StatusCompleted)
 	return &Result{Session: r.session, TurnID: r.turn, Status: StatusCompleted, Output: text, Items: items,
 		Usage: r.usage, Agent: r.agent.Name}, nil
@@ -263,6 +290,13 @@ func (r *run) commit(text string, pending ...events.Event) (*Result, error) {
 func (r *run) fail(code events.Code, msg, path string, pending ...events.Event) (*Result, error) {
 	if err := r.fire(TriggerFail); err != nil {
 		return nil, err
+	}
+	if r.prefix != "" { // a nested run records what it did; its caller ends the turn
+		if err := r.emit(pending...); err != nil {
+			return nil, err
+		}
+		return &Result{Session: r.session, TurnID: r.turn, Status: StatusFailed, Usage: r.usage, Agent: r.agent.Name,
+			Error: &ResultError{Code: code, Message: msg, Path: path}}, nil
 	}
 	ev, err := events.New(r.turn, "", &events.TurnFailed{ErrorCode: code, Message: msg, Path: path, Usage: r.usage})
 	if err != nil {
@@ -298,7 +332,9 @@ func (r *run) cancelContext() (context.Context, func()) {
 // output guardrails or the guardrail policy first: then nothing is released before the
 // whole answer passes.
 func (r *run) onText(path string) func(string) {
-	if len(r.agent.OutputGuardrails) > 0 || r.app.Policy.holdsModelText() {
+	// A nested agent's text goes out from the log, between its subagent_start and
+	// subagent_end, in the log's order.
+	if len(r.agent.OutputGuardrails) > 0 || r.app.Policy.holdsModelText() || r.prefix != "" {
 		return nil
 	}
 	return func(delta string) {

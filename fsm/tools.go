@@ -34,6 +34,8 @@ type toolSlot struct {
 	run     bool
 	waiting *Interrupt // the call waits for a person
 	handoff bool       // a handoff: its output is derived, nothing runs
+	nested  *Agent     // an agent tool: this agent runs under the call's path
+	failure *ResultError
 }
 
 // toolStep schedules a model response's tool calls durably with the model call, runs
@@ -46,7 +48,7 @@ func (r *run) toolStep(resp events.ModelResponse, pending []events.Event) (*Resu
 	hint := ""
 	var next *Agent // the agent a handoff in this response hands to
 	for i, c := range resp.ToolCalls {
-		s := &toolSlot{call: c, tool: ag.tool(c.Name), path: fmt.Sprintf("%s/tool/%s", ag.Name, c.ID), args: c.Arguments}
+		s := &toolSlot{call: c, tool: ag.tool(c.Name), path: r.prefix + fmt.Sprintf("%s/tool/%s", ag.Name, c.ID), args: c.Arguments}
 		slots[i] = s
 		if h := ag.handoff(c.Name); h != nil {
 			s.handoff, s.result = true, &events.ToolResulted{CallID: c.ID, Tool: c.Name}
@@ -56,9 +58,12 @@ func (r *run) toolStep(resp events.ModelResponse, pending []events.Event) (*Resu
 			}
 			next = r.app.Agents[h.Agent]
 			s.result.Output = handoffOutput(next.Name)
-			pending = append(pending, events.MustNew(r.turn, fmt.Sprintf("%s/handoff/%s", ag.Name, c.ID),
+			pending = append(pending, events.MustNew(r.turn, r.prefix+fmt.Sprintf("%s/handoff/%s", ag.Name, c.ID),
 				&events.HandoffOccurred{From: ag.Name, To: next.Name, CallID: c.ID, Tool: c.Name}))
 			continue
+		}
+		if at := ag.agentTool(c.Name); at != nil {
+			s.nested = r.app.Agents[at.Agent]
 		}
 		r.toolCalls[c.Name]++
 		limit := ag.MaxToolCalls
@@ -90,9 +95,15 @@ func (r *run) toolStep(resp events.ModelResponse, pending []events.Event) (*Resu
 				continue // waits for a person, or was rejected (its output is the rejection)
 			}
 		}
-		idempotent := s.tool != nil && s.tool.Spec().Idempotent
-		sched := events.MustNew(r.turn, s.path, &events.ToolScheduled{CallID: c.ID, Tool: c.Name, Arguments: s.args, Idempotent: idempotent})
-		if ev, ok := r.rec.get(events.TypeToolResulted, s.path); ok {
+		// An agent tool is driven again after a crash: its own activities are recorded
+		// under its path, so nothing it did is repeated.
+		idempotent := s.nested != nil || (s.tool != nil && s.tool.Spec().Idempotent)
+		nestedName := ""
+		if s.nested != nil {
+			nestedName = s.nested.Name
+		}
+		sched := events.MustNew(r.turn, s.path, &events.ToolScheduled{CallID: c.ID, Tool: c.Name, Arguments: s.args, Idempotent: idempotent, Agent: nestedName})
+		if ev, ok := r.rec.get(events.TypeToolResulted, s.path); ok && s.nested == nil {
 			tr, err := events.DecodeAs[*events.ToolResulted](ev)
 			if err != nil {
 				return r.fail(events.CodeCorruptLog, err.Error(), s.path, pending...)
@@ -127,6 +138,11 @@ func (r *run) toolStep(resp events.ModelResponse, pending []events.Event) (*Resu
 	}
 	if err := r.runSlots(slots); err != nil {
 		return nil, err
+	}
+	for _, s := range slots {
+		if f := s.failure; f != nil {
+			return r.fail(f.Code, fmt.Sprintf("agent tool %s (call %s) failed: %s", s.call.Name, s.call.ID, f.Message), f.Path)
+		}
 	}
 	if res, err := r.outputGate(slots); res != nil || err != nil {
 		return res, err
@@ -165,8 +181,10 @@ func anyToRun(slots []*toolSlot) bool {
 // as soon as its tool returns. A store failure is returned after all tools finish.
 func (r *run) runSlots(slots []*toolSlot) error {
 	type done struct {
-		s  *toolSlot
-		tr *events.ToolResulted
+		s       *toolSlot
+		tr      *events.ToolResulted
+		failure *ResultError
+		usage   events.Usage
 	}
 	ch := make(chan done)
 	n := 0
@@ -175,13 +193,21 @@ func (r *run) runSlots(slots []*toolSlot) error {
 			continue
 		}
 		n++
-		go func() { ch <- done{s, r.execute(s)} }()
+		go func() {
+			if s.nested != nil {
+				tr, failure, usage := r.runNested(s)
+				ch <- done{s, tr, failure, usage}
+				return
+			}
+			ch <- done{s: s, tr: r.execute(s)}
+		}()
 	}
 	var firstErr error
 	for ; n > 0; n-- {
 		d := <-ch
-		d.s.result = d.tr
-		if firstErr != nil {
+		d.s.result, d.s.failure = d.tr, d.failure
+		r.usage = r.usage.Add(d.usage)
+		if firstErr != nil || d.failure != nil {
 			continue
 		}
 		err := r.app.Policy.redactResult(d.tr)
@@ -191,8 +217,8 @@ func (r *run) runSlots(slots []*toolSlot) error {
 		}
 		switch {
 		case err != nil:
-		case d.s.tool != nil && d.s.tool.Spec().Idempotent:
-			r.deferred = append(r.deferred, ev)
+		case d.s.nested != nil || (d.s.tool != nil && d.s.tool.Spec().Idempotent):
+			r.log.postpone(ev)
 		default:
 			err = r.emit(ev) // durable now: a finished side effect must never look unknown
 		}

@@ -205,9 +205,17 @@ func turnEvent(ev events.Event) (string, any, bool) {
 			return "text_delta", with("agent", d.Get("agent").String(), "path", ev.Path, "text", text), false
 		}
 	case events.TypeToolScheduled:
+		if agent := d.Get("agent").String(); agent != "" {
+			return "subagent_start", with("call_id", d.Get("call_id").String(), "tool", d.Get("tool").String(), "agent", agent,
+				"arguments", json.RawMessage(d.Get("arguments").Raw), "path", ev.Path), false
+		}
 		return "tool_call", with("call_id", d.Get("call_id").String(), "tool", d.Get("tool").String(),
 			"arguments", json.RawMessage(d.Get("arguments").Raw), "path", ev.Path), false
 	case events.TypeToolResulted:
+		if agent := d.Get("agent").String(); agent != "" {
+			return "subagent_end", with("call_id", d.Get("call_id").String(), "tool", d.Get("tool").String(), "agent", agent,
+				"output", d.Get("output").String(), "is_error", d.Get("is_error").Bool(), "path", ev.Path), false
+		}
 		return "tool_result", with("call_id", d.Get("call_id").String(), "tool", d.Get("tool").String(),
 			"output", d.Get("output").String(), "is_error", d.Get("is_error").Bool(), "path", ev.Path), false
 	case events.TypeApprovalRequested:

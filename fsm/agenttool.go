@@ -1,0 +1,157 @@
+package fsm
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/turnlog/turnlog/events"
+)
+
+// AgentTool offers an agent of the app to another agent as a tool. The nested agent
+// gets the call's input as its user message and runs under the call's path
+// (`<caller>/tool/<call id>/<agent>/...`), where its model and tool calls are
+// recorded; only its final answer reaches the caller, as the call's output.
+type AgentTool struct {
+	Agent       string // the agent that answers
+	Name        string // the tool name the caller's model sees (default: the agent's name)
+	Description string // what the caller's model is told (a default names the agent)
+}
+
+// AgentToolArguments are what the caller's model sends.
+type AgentToolArguments struct {
+	Input string `json:"input"`
+}
+
+var agentToolParameters = json.RawMessage(`{"additionalProperties":false,"properties":{"input":{"description":"What to ask the agent.","type":"string"}},"required":["input"],"type":"object"}`)
+
+func (t AgentTool) spec() ToolSpec {
+	return ToolSpec{Name: t.Name, Description: t.Description, Parameters: agentToolParameters}
+}
+
+func (ag *Agent) agentTool(name string) *AgentTool {
+	for i := range ag.AgentTools {
+		if ag.AgentTools[i].Name == name {
+			return &ag.AgentTools[i]
+		}
+	}
+	return nil
+}
+
+// validateAgentTools fills an agent tool's defaults and refuses unknown agents and
+// names already taken by the agent's tools (names holds them, and takes these).
+func validateAgentTools(a *App, ag *Agent, names map[string]string) error {
+	for i := range ag.AgentTools {
+		t := &ag.AgentTools[i]
+		if _, ok := a.Agents[t.Agent]; !ok {
+			return &OfferError{Agent: ag.Name, Field: "tools", Index: i, Msg: fmt.Sprintf("names no agent of app %s (%q)", a.Name, t.Agent)}
+		}
+		if t.Name == "" {
+			t.Name = t.Agent
+		}
+		if t.Description == "" {
+			t.Description = fmt.Sprintf("Ask the %s agent; it answers with its final reply.", t.Agent)
+		}
+		if other, ok := names[t.Name]; ok {
+			return &OfferError{Agent: ag.Name, Field: "tools", Index: i, Msg: fmt.Sprintf("the agent tool %s and %s both use the name %s", t.Agent, other, t.Name)}
+		}
+		names[t.Name] = fmt.Sprintf("the agent tool %s", t.Agent)
+	}
+	return nil
+}
+
+// runNested runs an agent tool's call: a run of the nested agent under the call's
+// path, sharing the turn's log and recording, that answers with its final text. A
+// failure of the nested run (its limits, its model) fails the caller's turn.
+func (r *run) runNested(s *toolSlot) (*events.ToolResulted, *ResultError, events.Usage) {
+	tr := &events.ToolResulted{CallID: s.call.ID, Tool: s.call.Name, Agent: s.nested.Name}
+	var args AgentToolArguments
+	dec := json.NewDecoder(strings.NewReader(string(s.args)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&args); err != nil || args.Input == "" {
+		setToolError(tr, ToolErrInvalidArguments, `input: a non-empty string is required (arguments are {"input": "..."})`, true)
+		return tr, nil, events.Usage{}
+	}
+	child := &run{e: r.e, ctx: r.ctx, app: r.app, agent: s.nested, session: r.session, turn: r.turn, log: r.log,
+		conv: &conversation{}, rec: r.rec, logged: r.logged, m: NewMachine(StateGuardingInput),
+		modelCalls: map[string]int{}, toolCalls: map[string]int{}, cancel: r.cancel, prefix: s.path + "/"}
+	child.conv.append(events.UserMessage(args.Input))
+	answer, failure := child.driveNested()
+	if failure != nil {
+		return nil, failure, child.usage
+	}
+	tr.Output = answer
+	return tr, nil, child.usage
+}
+
+// driveNested is drive for an agent tool's run: model and tool steps until the
+// nested agent answers. It records its activities but never ends the turn.
+func (r *run) driveNested() (string, *ResultError) {
+	for {
+		if r.canceled() {
+			return "", &ResultError{Code: events.CodeCanceled, Message: "canceled by request"}
+		}
+		if err := r.fire(TriggerCallModel); err != nil {
+			return "", &ResultError{Code: events.CodeInternal, Message: err.Error()}
+		}
+		resp, called, failure := r.modelStep()
+		if failure != nil {
+			if err := r.emit(called...); err != nil {
+				return "", &ResultError{Code: events.CodeInternal, Message: err.Error()}
+			}
+			return "", failure
+		}
+		path := r.prefix + fmt.Sprintf("%s/model/%d", r.agent.Name, r.modelCalls[r.agent.Name])
+		res, called, err := r.responseGate(resp, path, called)
+		if failure := r.nestedOutcome(res, err); failure != nil {
+			return "", failure
+		}
+		if len(resp.ToolCalls) == 0 {
+			if err := r.emit(called...); err != nil {
+				return "", &ResultError{Code: events.CodeInternal, Message: err.Error()}
+			}
+			return resp.Text, nil
+		}
+		if err := r.fire(TriggerRunTools); err != nil {
+			return "", &ResultError{Code: events.CodeInternal, Message: err.Error()}
+		}
+		res, err = r.toolStep(resp, called)
+		if failure := r.nestedOutcome(res, err); failure != nil {
+			return "", failure
+		}
+	}
+}
+
+// nestedOutcome turns what would end a turn into the nested run's failure.
+func (r *run) nestedOutcome(res *Result, err error) *ResultError {
+	switch {
+	case err != nil:
+		return &ResultError{Code: events.CodeInternal, Message: err.Error()}
+	case res == nil:
+		return nil
+	case res.Status == StatusSuspended:
+		return &ResultError{Code: events.CodeInvalid, Path: r.prefix + r.agent.Name,
+			Message: "a question to a person inside an agent tool is not supported yet"}
+	case res.Error != nil:
+		return res.Error
+	}
+	return &ResultError{Code: events.CodeInternal, Message: "the nested agent ended without an answer"}
+}
+
+// lane is the nested run an activity path belongs to: the deepest
+// "<caller>/tool/<call id>/" prefix that more follows, or "" for the turn's own agent.
+// Activities of concurrent nested runs interleave in the log in no fixed order; within
+// one lane the order is fixed.
+func lane(path string) string {
+	segs := strings.Split(path, "/")
+	end := 0
+	for i := 0; i+2 < len(segs); i++ {
+		if segs[i] == "tool" && i > 0 {
+			end = i + 2
+		}
+	}
+	if end == 0 {
+		return ""
+	}
+	return strings.Join(segs[:end], "/") + "/"
+}
