@@ -88,6 +88,9 @@ type ToolRef struct {
 	Agent       string `yaml:"agent"`
 	Name        string `yaml:"name"`
 	Description string `yaml:"description"`
+	// NeedsApproval suspends the turn before the agent runs until a person answers.
+	NeedsApproval bool   `yaml:"needs_approval"`
+	ExpiresIn     string `yaml:"expires_in"`
 }
 
 // UnmarshalYAML reads a tool entry written as a name or as an agent tool mapping.
@@ -408,7 +411,15 @@ func (b builder) agent(at, name string, c Agent, models map[string]fsm.Model, to
 			if ref.Agent == "" {
 				return nil, b.errAt(fmt.Sprintf("%s.tools[%d]", at, i), "an agent tool names its agent ({agent: NAME})")
 			}
-			ag.AgentTools = append(ag.AgentTools, fsm.AgentTool{Agent: ref.Agent, Name: ref.Name, Description: ref.Description})
+			offer := fsm.AgentTool{Agent: ref.Agent, Name: ref.Name, Description: ref.Description, NeedsApproval: ref.NeedsApproval}
+			if ref.ExpiresIn != "" {
+				d, err := time.ParseDuration(ref.ExpiresIn)
+				if err != nil || d <= 0 || !ref.NeedsApproval {
+					return nil, b.errAt(fmt.Sprintf("%s.tools[%d].expires_in", at, i), "must be a positive duration such as 30m, with needs_approval: true; got %q", ref.ExpiresIn)
+				}
+				offer.ExpiresIn = d
+			}
+			ag.AgentTools = append(ag.AgentTools, offer)
 			continue
 		}
 		t, ok := tools[ref.Tool]

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/turnlog/turnlog/adapters/functool"
 	"github.com/turnlog/turnlog/config"
@@ -197,19 +198,21 @@ func refused(t *testing.T, build func(bad string) string, cases map[string]strin
 func TestAgentToolConfig(t *testing.T) {
 	t.Parallel()
 	src := strings.Replace(twoAgents, "HANDOFFS", "[]", 1)
-	good := strings.Replace(src, "tools: [ping]", "tools: [ping, {agent: billing, name: ask_billing, description: 'Billing facts'}]", 1)
+	good := strings.Replace(src, "tools: [ping]", "tools: [ping, {agent: billing, name: ask_billing, description: 'Billing facts', needs_approval: true, expires_in: 10m}]", 1)
 	apps, err := config.Load("agent.yaml", []byte(good), config.Options{Functions: functions()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ats := apps[0].Agents["triage"].AgentTools
-	if len(ats) != 1 || ats[0].Agent != "billing" || ats[0].Name != "ask_billing" || len(apps[0].Agents["triage"].Tools) != 1 {
+	if len(ats) != 1 || ats[0].Agent != "billing" || ats[0].Name != "ask_billing" || !ats[0].NeedsApproval || ats[0].ExpiresIn != 10*time.Minute || len(apps[0].Agents["triage"].Tools) != 1 {
 		t.Fatalf("agent tools = %+v", ats)
 	}
 	refused(t, func(bad string) string { return strings.Replace(src, "tools: [ping]", "tools: "+bad, 1) }, map[string]string{
-		"[ping, {agent: nobody}]":              "apps.a.agents.triage.tools[1]: names no agent of app a",
-		"[ping, {agent: billing, name: ping}]": "apps.a.agents.triage.tools[1]: the agent tool billing and tool ping both use the name ping",
-		"[{name: x}]":                          "apps.a.agents.triage.tools[0]: an agent tool names its agent",
-		"[{agent: billing, colour: red}]":      "colour",
+		"[ping, {agent: nobody}]":                                    "apps.a.agents.triage.tools[1]: names no agent of app a",
+		"[ping, {agent: billing, name: ping}]":                       "apps.a.agents.triage.tools[1]: the agent tool billing and tool ping both use the name ping",
+		"[{name: x}]":                                                "apps.a.agents.triage.tools[0]: an agent tool names its agent",
+		"[{agent: billing, expires_in: 5m}]":                         "apps.a.agents.triage.tools[0].expires_in",
+		"[{agent: billing, needs_approval: true, expires_in: soon}]": "apps.a.agents.triage.tools[0].expires_in",
+		"[{agent: billing, colour: red}]":                            "colour",
 	})
 }

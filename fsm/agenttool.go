@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/turnlog/turnlog/events"
 )
@@ -16,6 +17,10 @@ type AgentTool struct {
 	Agent       string // the agent that answers
 	Name        string // the tool name the caller's model sees (default: the agent's name)
 	Description string // what the caller's model is told (a default names the agent)
+	// NeedsApproval suspends the turn before the nested agent runs until a person
+	// answers; ExpiresIn auto-rejects an approval nobody gave in time.
+	NeedsApproval bool
+	ExpiresIn     time.Duration
 }
 
 // AgentToolArguments are what the caller's model sends.
@@ -63,7 +68,7 @@ func validateAgentTools(a *App, ag *Agent, names map[string]string) error {
 // runNested runs an agent tool's call: a run of the nested agent under the call's
 // path, sharing the turn's log and recording, that answers with its final text. A
 // failure of the nested run (its limits, its model) fails the caller's turn.
-func (r *run) runNested(s *toolSlot) (*events.ToolResulted, *ResultError, events.Usage) {
+func (r *run) runNested(s *toolSlot) (*events.ToolResulted, *nestedStop, events.Usage) {
 	tr := &events.ToolResulted{CallID: s.call.ID, Tool: s.call.Name, Agent: s.nested.Name}
 	var args AgentToolArguments
 	dec := json.NewDecoder(strings.NewReader(string(s.args)))
@@ -76,66 +81,80 @@ func (r *run) runNested(s *toolSlot) (*events.ToolResulted, *ResultError, events
 		conv: &conversation{}, rec: r.rec, logged: r.logged, m: NewMachine(StateGuardingInput),
 		modelCalls: map[string]int{}, toolCalls: map[string]int{}, cancel: r.cancel, prefix: s.path + "/"}
 	child.conv.append(events.UserMessage(args.Input))
-	answer, failure := child.driveNested()
-	if failure != nil {
-		return nil, failure, child.usage
+	answer, stop := child.driveNested()
+	if stop != nil {
+		return nil, stop, child.usage
 	}
 	tr.Output = answer
 	return tr, nil, child.usage
 }
 
+// nestedStop is why a nested run gave no answer: it failed, or it waits for people.
+type nestedStop struct {
+	failure *ResultError
+	waiting []*Interrupt
+}
+
+func failed(code events.Code, path, msg string) *nestedStop {
+	return &nestedStop{failure: &ResultError{Code: code, Path: path, Message: msg}}
+}
+
 // driveNested is drive for an agent tool's run: model and tool steps until the
-// nested agent answers. It records its activities but never ends the turn.
-func (r *run) driveNested() (string, *ResultError) {
+// nested agent answers. It records its activities but never ends the turn; when it
+// must wait for people, its caller suspends the turn with its questions.
+func (r *run) driveNested() (string, *nestedStop) {
 	for {
 		if r.canceled() {
-			return "", &ResultError{Code: events.CodeCanceled, Message: "canceled by request"}
+			return "", failed(events.CodeCanceled, "", "canceled by request")
 		}
 		if err := r.fire(TriggerCallModel); err != nil {
-			return "", &ResultError{Code: events.CodeInternal, Message: err.Error()}
+			return "", failed(events.CodeInternal, "", err.Error())
 		}
 		resp, called, failure := r.modelStep()
 		if failure != nil {
 			if err := r.emit(called...); err != nil {
-				return "", &ResultError{Code: events.CodeInternal, Message: err.Error()}
+				return "", failed(events.CodeInternal, "", err.Error())
 			}
-			return "", failure
+			return "", &nestedStop{failure: failure}
 		}
 		path := r.prefix + fmt.Sprintf("%s/model/%d", r.agent.Name, r.modelCalls[r.agent.Name])
 		res, called, err := r.responseGate(resp, path, called)
-		if failure := r.nestedOutcome(res, err); failure != nil {
-			return "", failure
+		if stop := r.nestedOutcome(res, err); stop != nil {
+			return "", stop
 		}
 		if len(resp.ToolCalls) == 0 {
 			if err := r.emit(called...); err != nil {
-				return "", &ResultError{Code: events.CodeInternal, Message: err.Error()}
+				return "", failed(events.CodeInternal, "", err.Error())
 			}
 			return resp.Text, nil
 		}
 		if err := r.fire(TriggerRunTools); err != nil {
-			return "", &ResultError{Code: events.CodeInternal, Message: err.Error()}
+			return "", failed(events.CodeInternal, "", err.Error())
 		}
 		res, err = r.toolStep(resp, called)
-		if failure := r.nestedOutcome(res, err); failure != nil {
-			return "", failure
+		if stop := r.nestedOutcome(res, err); stop != nil {
+			return "", stop
 		}
 	}
 }
 
-// nestedOutcome turns what would end a turn into the nested run's failure.
-func (r *run) nestedOutcome(res *Result, err error) *ResultError {
+// nestedOutcome turns what would end a turn into why the nested run stops.
+func (r *run) nestedOutcome(res *Result, err error) *nestedStop {
 	switch {
 	case err != nil:
-		return &ResultError{Code: events.CodeInternal, Message: err.Error()}
+		return failed(events.CodeInternal, "", err.Error())
 	case res == nil:
 		return nil
 	case res.Status == StatusSuspended:
-		return &ResultError{Code: events.CodeInvalid, Path: r.prefix + r.agent.Name,
-			Message: "a question to a person inside an agent tool is not supported yet"}
+		waiting := make([]*Interrupt, len(res.Interrupts))
+		for i := range res.Interrupts {
+			waiting[i] = &res.Interrupts[i]
+		}
+		return &nestedStop{waiting: waiting}
 	case res.Error != nil:
-		return res.Error
+		return &nestedStop{failure: res.Error}
 	}
-	return &ResultError{Code: events.CodeInternal, Message: "the nested agent ended without an answer"}
+	return failed(events.CodeInternal, "", "the nested agent ended without an answer")
 }
 
 // lane is the nested run an activity path belongs to: the deepest

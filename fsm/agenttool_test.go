@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/turnlog/turnlog/events"
@@ -118,5 +119,98 @@ func TestNestedFailureFailsTheTurn(t *testing.T) {
 	}
 	if turn, _ := b.store.LastTurn(b.ctx, sid); turn.Status != "failed" || turn.ErrorCode != events.CodeMaxTurns {
 		t.Fatalf("turn: %+v", turn)
+	}
+}
+
+// TestApprovalInsideANestedAgent: the researcher's refund needs approval, and so does
+// the lead's own refund in the same response. The turn suspends with both questions
+// in call order (the nested one names its nested path); one resume_map answers both;
+// the turn resumes inside the nested agent without asking any model again what it
+// already answered.
+func TestApprovalInsideANestedAgent(t *testing.T) {
+	t.Parallel()
+	var refunds atomic.Int64
+	var leadCalls, researchCalls atomic.Int64
+	lead := modelFunc(func(r fsm.ModelRequest) (fsm.ModelResponse, error) {
+		leadCalls.Add(1)
+		if outs := lastOutputs(r.Items); len(outs) > 0 {
+			return fsm.ModelResponse{ModelResponse: events.ModelResponse{Text: strings.Join(outs, " | ")}}, nil
+		}
+		return fsm.ModelResponse{ModelResponse: events.ModelResponse{ToolCalls: []events.ToolCall{
+			{ID: "r1", Name: "research", Arguments: json.RawMessage(`{"input":"refund 7"}`)},
+			{ID: "c2", Name: "refund", Arguments: json.RawMessage(`{"order_id":42}`)},
+		}}}, nil
+	})
+	researcher := modelFunc(func(r fsm.ModelRequest) (fsm.ModelResponse, error) {
+		researchCalls.Add(1)
+		if outs := lastOutputs(r.Items); len(outs) > 0 {
+			return fsm.ModelResponse{ModelResponse: events.ModelResponse{Text: "researcher: " + outs[0]}}, nil
+		}
+		return fsm.ModelResponse{ModelResponse: events.ModelResponse{ToolCalls: []events.ToolCall{
+			{ID: "n1", Name: "refund", Arguments: json.RawMessage(`{"order_id":7}`)}}}}, nil
+	})
+	refund := &approval{countingRefund(&refunds)}
+	b := setupApp(t, &fsm.App{Name: "test", StartAgent: "lead", Agents: map[string]*fsm.Agent{
+		"lead":       {Name: "lead", LLM: "m", Model: lead, Tools: []fsm.Tool{refund}, AgentTools: []fsm.AgentTool{{Agent: "researcher", Name: "research"}}},
+		"researcher": {Name: "researcher", LLM: "m", Model: researcher, Tools: []fsm.Tool{refund}},
+	}})
+	res, sid := b.turn(t, "refund 7 and 42")
+	if res.Status != fsm.StatusSuspended || len(res.Interrupts) != 2 ||
+		res.Interrupts[0].Path != "lead/tool/r1/researcher/tool/n1/approval" || res.Interrupts[1].Path != "lead/tool/c2/approval" {
+		t.Fatalf("suspended: %+v", res)
+	}
+	if refunds.Load() != 0 || leadCalls.Load() != 1 || researchCalls.Load() != 1 {
+		t.Fatalf("while suspended: refunds %d, lead %d, researcher %d calls", refunds.Load(), leadCalls.Load(), researchCalls.Load())
+	}
+	if p, _ := b.store.PendingInterrupts(b.ctx, sid); len(p) != 2 {
+		t.Fatalf("pending: %+v", p)
+	}
+	bad := "x"
+	if _, err := b.engine.Resume(b.ctx, sid, "r", map[string]fsm.Answer{res.Interrupts[0].ID: {Confirmed: yes(), Arguments: json.RawMessage(`{"order_id":` + bad + `}`)},
+		res.Interrupts[1].ID: {Confirmed: yes()}}); !events.IsCode(err, events.CodeInvalid) {
+		t.Fatalf("bad edited arguments for the nested tool: err = %v", err)
+	}
+	st, err := b.engine.Resume(b.ctx, sid, "r", map[string]fsm.Answer{res.Interrupts[0].ID: {Confirmed: yes()}, res.Interrupts[1].ID: {Confirmed: yes()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done, err := st.Wait()
+	if err != nil || done.Status != fsm.StatusCompleted || done.Output != `researcher: {"order_id":7} | {"order_id":42}` {
+		t.Fatalf("resumed: %+v %v", done, err)
+	}
+	if refunds.Load() != 2 || leadCalls.Load() != 2 || researchCalls.Load() != 2 {
+		t.Fatalf("after resume: refunds %d (want 2), lead %d (want 2), researcher %d (want 2) calls", refunds.Load(), leadCalls.Load(), researchCalls.Load())
+	}
+	b.replayFresh(t, sid)
+}
+
+// TestAgentToolNeedingApproval: an agent tool marked needs_approval does not start its
+// agent before a person approves; a rejection reaches the caller's model instead.
+func TestAgentToolNeedingApproval(t *testing.T) {
+	t.Parallel()
+	for _, approve := range []bool{true, false} {
+		ra := newResearchApp(0)
+		ra.app.Agents["lead"].AgentTools[0].NeedsApproval = true
+		b := setupApp(t, ra.app)
+		res, sid := b.turn(t, "compare A and B")
+		if res.Status != fsm.StatusSuspended || len(res.Interrupts) != 2 || res.Interrupts[0].Path != "lead/tool/r1/approval" || len(ra.research) != 0 {
+			t.Fatalf("suspended: %+v; researcher called %d times", res, len(ra.research))
+		}
+		answer := fsm.Answer{Confirmed: &approve}
+		st, err := b.engine.Resume(b.ctx, sid, "r", map[string]fsm.Answer{res.Interrupts[0].ID: answer, res.Interrupts[1].ID: answer})
+		if err != nil {
+			t.Fatal(err)
+		}
+		done, err := st.Wait()
+		want := "notes on topic A | notes on topic B"
+		if !approve {
+			want = `{"error":{"kind":"rejected","message":"` + fsm.DefaultRejection + `"}} | {"error":{"kind":"rejected","message":"` + fsm.DefaultRejection + `"}}`
+		}
+		if err != nil || done.Status != fsm.StatusCompleted || done.Output != want {
+			t.Fatalf("approve=%v: %+v %v", approve, done, err)
+		}
+		if calls := len(ra.research); (approve && calls != 4) || (!approve && calls != 0) {
+			t.Fatalf("approve=%v: the researcher was called %d times", approve, calls)
+		}
 	}
 }

@@ -74,7 +74,7 @@ func (r *run) approvalGate(s *toolSlot, pending []events.Event) ([]events.Event,
 	}
 	return append(pending, events.MustNew(r.turn, apath, &events.ApprovalRequested{InterruptID: id,
 		Kind: events.InterruptToolApproval, CallID: s.call.ID, Tool: s.call.Name, Arguments: s.call.Arguments,
-		Reason: s.waiting.Reason, ExpiresInMS: s.tool.Spec().ExpiresIn.Milliseconds()})), nil
+		Reason: s.waiting.Reason, ExpiresInMS: s.expiresIn().Milliseconds()})), nil
 }
 
 func waitingOf(slots []*toolSlot) []*Interrupt {
@@ -82,6 +82,9 @@ func waitingOf(slots []*toolSlot) []*Interrupt {
 	for _, s := range slots {
 		if s.waiting != nil {
 			out = append(out, s.waiting)
+		}
+		if s.stop != nil {
+			out = append(out, s.stop.waiting...)
 		}
 	}
 	return out
@@ -93,8 +96,15 @@ func (r *run) suspend(waiting []*Interrupt, pending ...events.Event) (*Result, e
 	if err := r.fire(TriggerSuspend); err != nil {
 		return nil, err
 	}
-	if r.prefix != "" { // its caller decides (a nested suspension is not supported yet)
-		return &Result{Session: r.session, TurnID: r.turn, Status: StatusSuspended, Agent: r.agent.Name}, nil
+	if r.prefix != "" { // a nested run records its questions; its caller suspends the turn
+		if err := r.emit(pending...); err != nil {
+			return nil, err
+		}
+		res := &Result{Session: r.session, TurnID: r.turn, Status: StatusSuspended, Agent: r.agent.Name}
+		for _, w := range waiting {
+			res.Interrupts = append(res.Interrupts, *w)
+		}
+		return res, nil
 	}
 	ids := make([]string, len(waiting))
 	interrupts := make([]Interrupt, len(waiting))

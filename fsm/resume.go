@@ -132,7 +132,7 @@ func (e *Engine) prepareResume(ctx context.Context, session, user string, answer
 		case q == nil:
 			return nil, nil, events.FieldError(events.CodeInvalid, "resume_map."+id, "is not an interrupt of turn %s", t.ID)
 		}
-		resolved, err := e.resolve(agent, q, answers[id], user, "resume_map."+id)
+		resolved, err := e.resolve(app, q, answers[id], user, "resume_map."+id)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -186,7 +186,7 @@ func (e *Engine) prepareResume(ctx context.Context, session, user string, answer
 }
 
 // resolve checks one answer and turns it into the event that records it.
-func (e *Engine) resolve(agent *Agent, q *askedQuestion, a Answer, user, field string) (events.Payload, error) {
+func (e *Engine) resolve(app *App, q *askedQuestion, a Answer, user, field string) (events.Payload, error) {
 	if q.review != nil {
 		return resolveReview(q, a, user, field)
 	}
@@ -206,7 +206,7 @@ func (e *Engine) resolve(agent *Agent, q *askedQuestion, a Answer, user, field s
 			if err != nil {
 				return nil, events.FieldError(events.CodeInvalid, field+".arguments", "%v", err)
 			}
-			if v, ok := agent.tool(q.approval.Tool).(ArgumentsValidator); ok {
+			if v, ok := askingAgent(app, q.path).tool(q.approval.Tool).(ArgumentsValidator); ok {
 				if err := v.ValidateArguments(canon); err != nil {
 					if ae, ok := err.(*ArgumentsError); ok {
 						return nil, events.FieldError(events.CodeInvalid, field+".arguments."+ae.Field, "%s", ae.Message)
@@ -311,4 +311,16 @@ func (e *Engine) outcome(ctx context.Context, session string, t projection.Turn,
 		}
 	}
 	return res, nil
+}
+
+// askingAgent is the agent whose tool call an approval at path is about: the path is
+// "…/<agent>/tool/<call id>/approval", nested agents included.
+func askingAgent(app *App, path string) *Agent {
+	segs := strings.Split(path, "/")
+	if len(segs) >= 4 {
+		if ag, ok := app.Agents[segs[len(segs)-4]]; ok {
+			return ag
+		}
+	}
+	return &Agent{}
 }

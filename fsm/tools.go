@@ -35,7 +35,22 @@ type toolSlot struct {
 	waiting *Interrupt // the call waits for a person
 	handoff bool       // a handoff: its output is derived, nothing runs
 	nested  *Agent     // an agent tool: this agent runs under the call's path
-	failure *ResultError
+	offer   *AgentTool // ... as the caller offers it
+	stop    *nestedStop
+}
+
+func (s *toolSlot) needsApproval() bool {
+	if s.offer != nil {
+		return s.offer.NeedsApproval
+	}
+	return s.tool != nil && s.tool.Spec().NeedsApproval
+}
+
+func (s *toolSlot) expiresIn() time.Duration {
+	if s.offer != nil {
+		return s.offer.ExpiresIn
+	}
+	return s.tool.Spec().ExpiresIn
 }
 
 // toolStep schedules a model response's tool calls durably with the model call, runs
@@ -63,7 +78,7 @@ func (r *run) toolStep(resp events.ModelResponse, pending []events.Event) (*Resu
 			continue
 		}
 		if at := ag.agentTool(c.Name); at != nil {
-			s.nested = r.app.Agents[at.Agent]
+			s.nested, s.offer = r.app.Agents[at.Agent], at
 		}
 		r.toolCalls[c.Name]++
 		limit := ag.MaxToolCalls
@@ -86,7 +101,7 @@ func (r *run) toolStep(resp events.ModelResponse, pending []events.Event) (*Resu
 			pending = append(pending, events.MustNew(r.turn, s.path+"/loop", &events.LoopDetected{Tool: c.Name, Repeats: r.loopCount, Action: "hint"}))
 			hint = fmt.Sprintf(LoopHint, c.Name, r.loopCount)
 		}
-		if s.tool != nil && s.tool.Spec().NeedsApproval {
+		if s.needsApproval() {
 			var err error
 			if pending, err = r.approvalGate(s, pending); err != nil {
 				return r.fail(events.CodeCorruptLog, err.Error(), s.path, pending...)
@@ -140,10 +155,12 @@ func (r *run) toolStep(resp events.ModelResponse, pending []events.Event) (*Resu
 		return nil, err
 	}
 	for _, s := range slots {
-		if f := s.failure; f != nil {
+		if s.stop != nil && s.stop.failure != nil {
+			f := s.stop.failure
 			return r.fail(f.Code, fmt.Sprintf("agent tool %s (call %s) failed: %s", s.call.Name, s.call.ID, f.Message), f.Path)
 		}
 	}
+	waiting = waitingOf(slots) // with the questions nested runs wait for, in call order
 	if res, err := r.outputGate(slots); res != nil || err != nil {
 		return res, err
 	}
@@ -181,10 +198,10 @@ func anyToRun(slots []*toolSlot) bool {
 // as soon as its tool returns. A store failure is returned after all tools finish.
 func (r *run) runSlots(slots []*toolSlot) error {
 	type done struct {
-		s       *toolSlot
-		tr      *events.ToolResulted
-		failure *ResultError
-		usage   events.Usage
+		s     *toolSlot
+		tr    *events.ToolResulted
+		stop  *nestedStop
+		usage events.Usage
 	}
 	ch := make(chan done)
 	n := 0
@@ -195,8 +212,8 @@ func (r *run) runSlots(slots []*toolSlot) error {
 		n++
 		go func() {
 			if s.nested != nil {
-				tr, failure, usage := r.runNested(s)
-				ch <- done{s, tr, failure, usage}
+				tr, stop, usage := r.runNested(s)
+				ch <- done{s, tr, stop, usage}
 				return
 			}
 			ch <- done{s: s, tr: r.execute(s)}
@@ -205,9 +222,9 @@ func (r *run) runSlots(slots []*toolSlot) error {
 	var firstErr error
 	for ; n > 0; n-- {
 		d := <-ch
-		d.s.result, d.s.failure = d.tr, d.failure
+		d.s.result, d.s.stop = d.tr, d.stop
 		r.usage = r.usage.Add(d.usage)
-		if firstErr != nil || d.failure != nil {
+		if firstErr != nil || d.stop != nil {
 			continue
 		}
 		err := r.app.Policy.redactResult(d.tr)

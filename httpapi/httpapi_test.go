@@ -33,6 +33,8 @@ type testBundle struct {
 	log     *syncBuffer
 	release chan struct{} // closes the blocking tool of the "gate" app
 	entered chan struct{} // receives when the blocking tool starts
+	// researcherCalls counts the model calls of the "nested" app's researcher agent.
+	researcherCalls *atomic.Int64
 }
 
 type noArgs struct{}
@@ -56,6 +58,45 @@ func gateApp(entered, release chan struct{}) *fsm.App {
 		"g": {Name: "g", LLM: "m", Model: model, Tools: []fsm.Tool{block}}}}
 }
 
+type refundArgs struct {
+	OrderID int `json:"order_id"`
+}
+
+type approvalTool struct{ *functool.Tool[refundArgs] }
+
+func (t approvalTool) Spec() fsm.ToolSpec {
+	s := t.Tool.Spec()
+	s.NeedsApproval = true
+	return s
+}
+
+// nestedApp: the lead asks its research tool (the researcher agent); the researcher
+// says it is checking, calls a refund that needs approval, then answers.
+func nestedApp(researcherCalls *atomic.Int64) *fsm.App {
+	refund := approvalTool{functool.MustNew("refund", "refunds an order", func(_ context.Context, a refundArgs) (any, error) {
+		return map[string]int{"refunded": a.OrderID}, nil
+	})}
+	lead := modelFunc(func(r fsm.ModelRequest) (fsm.ModelResponse, error) {
+		if last := r.Items[len(r.Items)-1]; last.Type == events.ItemFunctionCallOutput {
+			return fsm.ModelResponse{ModelResponse: events.ModelResponse{Text: "lead: " + last.Output}}, nil
+		}
+		return fsm.ModelResponse{ModelResponse: events.ModelResponse{ToolCalls: []events.ToolCall{
+			{ID: "r1", Name: "research", Arguments: json.RawMessage(`{"input":"refund 7"}`)}}}}, nil
+	})
+	researcher := modelFunc(func(r fsm.ModelRequest) (fsm.ModelResponse, error) {
+		researcherCalls.Add(1)
+		if last := r.Items[len(r.Items)-1]; last.Type == events.ItemFunctionCallOutput {
+			return fsm.ModelResponse{ModelResponse: events.ModelResponse{Text: "researcher done: " + last.Output}}, nil
+		}
+		return fsm.ModelResponse{ModelResponse: events.ModelResponse{Text: "checking the refund", ToolCalls: []events.ToolCall{
+			{ID: "n1", Name: "refund", Arguments: json.RawMessage(`{"order_id":7}`)}}}}, nil
+	})
+	return &fsm.App{Name: "nested", StartAgent: "lead", Agents: map[string]*fsm.Agent{
+		"lead":       {Name: "lead", LLM: "m", Model: lead, AgentTools: []fsm.AgentTool{{Agent: "researcher", Name: "research"}}},
+		"researcher": {Name: "researcher", LLM: "m", Model: researcher, Tools: []fsm.Tool{refund}},
+	}}
+}
+
 type modelFunc func(fsm.ModelRequest) (fsm.ModelResponse, error)
 
 func (f modelFunc) Call(_ context.Context, r fsm.ModelRequest) (fsm.ModelResponse, error) {
@@ -76,7 +117,8 @@ func setupWith(t *testing.T, wrap func(string, fsm.Model) fsm.Model) testBundle 
 		t.Fatal(err)
 	}
 	b := testBundle{release: make(chan struct{}), entered: make(chan struct{}, 4)}
-	apps = append(apps, gateApp(b.entered, b.release))
+	b.researcherCalls = &atomic.Int64{}
+	apps = append(apps, gateApp(b.entered, b.release), nestedApp(b.researcherCalls))
 	var n atomic.Int64
 	m := metrics.New()
 	e, err := fsm.New(store, apps, fsm.Options{Clock: time.Now, NewID: func() string { return fmt.Sprintf("id%04d", n.Add(1)) }, Observer: m})

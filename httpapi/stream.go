@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -86,7 +87,7 @@ func (s *Server) events(c echo.Context) error {
 		return err
 	}
 	if strings.Contains(c.Request().Header.Get(echo.HeaderAccept), "text/event-stream") {
-		return s.follow(c, from, nil, nil, func(ev events.Event) (string, any, bool) { return ev.Type, ev, false })
+		return s.follow(c, from, nil, nil, nil, func(ev events.Event) (string, any, bool) { return ev.Type, ev, false })
 	}
 	evs, err := s.cfg.Reader.Events(c.Request().Context(), c.Param("id"), from)
 	if err != nil {
@@ -102,7 +103,7 @@ func (s *Server) events(c echo.Context) error {
 // names and shapes each event ("" skips it) and says whether the stream ends there.
 // live, when given, carries transient text deltas, sent without an id (they are not in
 // the log). It returns when the client goes away or the server stops.
-func (s *Server) follow(c echo.Context, from int64, live <-chan fsm.Delta, onLive func(fsm.Delta),
+func (s *Server) follow(c echo.Context, from int64, prelude []liveEvent, live <-chan fsm.Delta, onLive func(fsm.Delta),
 	render func(events.Event) (string, any, bool)) error {
 	session := c.Param("id")
 	wake, stop := s.cfg.Reader.Watch(session) // before the first read: no commit is missed
@@ -113,6 +114,11 @@ func (s *Server) follow(c echo.Context, from int64, live <-chan fsm.Delta, onLiv
 	}
 	s.meter.SSEClient(1)
 	defer s.meter.SSEClient(-1)
+	for _, ev := range prelude {
+		if err := out.sendLive(ev.name, ev.data); err != nil {
+			return nil
+		}
+	}
 	ctx := c.Request().Context()
 	sendLive := func(d fsm.Delta) error {
 		onLive(d)
@@ -171,7 +177,7 @@ func (s *Server) follow(c echo.Context, from int64, live <-chan fsm.Delta, onLiv
 func (s *Server) streamTurn(c echo.Context, t *fsm.StartedTurn, deltas *fsm.DeltaSub) error {
 	streamed := map[string]bool{} // paths whose text went out live
 	// One turn runs on a session at a time, so the session's deltas are this turn's.
-	return s.follow(c, t.StartSeq-1, deltas.C, func(d fsm.Delta) { streamed[d.Path] = true },
+	return s.follow(c, t.StartSeq-1, s.reopenedSubagents(c.Request().Context(), c.Param("id"), t), deltas.C, func(d fsm.Delta) { streamed[d.Path] = true },
 		func(ev events.Event) (string, any, bool) {
 			if ev.Turn != t.ID {
 				return "", nil, false
@@ -184,6 +190,52 @@ func (s *Server) streamTurn(c echo.Context, t *fsm.StartedTurn, deltas *fsm.Delt
 			}
 			return name, data, last
 		})
+}
+
+// liveEvent is a stream event that is not a log event of its own (it has no id).
+type liveEvent struct {
+	name string
+	data any
+}
+
+// reopenedSubagents: a resumed turn's stream starts after the answers, so for every
+// agent tool the turn was inside when it suspended, it first sends that tool's
+// subagent_start again (marked reopened, without an id); what the nested agent said
+// before the suspension is not sent again.
+func (s *Server) reopenedSubagents(ctx context.Context, session string, t *fsm.StartedTurn) []liveEvent {
+	turn, err := s.cfg.Reader.LastTurn(ctx, session)
+	if err != nil || turn.ID != t.ID || turn.StartSeq >= t.StartSeq {
+		return nil // a fresh turn
+	}
+	evs, err := s.cfg.Reader.Events(ctx, session, turn.StartSeq-1)
+	if err != nil {
+		return nil
+	}
+	var open []events.Event
+	ended := map[string]bool{}
+	for _, ev := range evs {
+		if ev.Seq >= t.StartSeq {
+			break
+		}
+		switch ev.Type {
+		case events.TypeToolScheduled:
+			if gjson.GetBytes(ev.Data, "agent").String() != "" {
+				open = append(open, ev)
+			}
+		case events.TypeToolResulted:
+			ended[ev.Path] = true
+		}
+	}
+	var out []liveEvent
+	for _, ev := range open {
+		if ended[ev.Path] {
+			continue
+		}
+		name, data, _ := turnEvent(ev)
+		data.(map[string]any)["reopened"] = true
+		out = append(out, liveEvent{name, data})
+	}
+	return out
 }
 
 // turnEvent maps a log event to a turn-stream event: its name, its data, and whether

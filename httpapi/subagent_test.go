@@ -59,3 +59,47 @@ func TestSubagentStream(t *testing.T) {
 		t.Fatalf("frames: %v", order)
 	}
 }
+
+// TestNestedApprovalStream: a refund inside the researcher agent suspends the turn;
+// the interrupt names the nested path; the resumed stream opens with the nested
+// agent's subagent_start again, repeats none of its earlier text, and no model is
+// asked again what it already answered.
+func TestNestedApprovalStream(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	id := b.newSession(t, "key-alice", "nested")
+	turns := "/v1/sessions/" + id + "/turns"
+	var first []string
+	interrupt := ""
+	for ev := range b.stream(t, context.Background(), "POST", turns, `{"input":"refund 7 please","stream":true}`, nil) {
+		first = append(first, ev.name)
+		if ev.name == "interrupt" {
+			var d struct{ ID, Path string }
+			json.Unmarshal([]byte(ev.data), &d)
+			if d.Path != "lead/tool/r1/researcher/tool/n1/approval" {
+				t.Fatalf("interrupt: %s", ev.data)
+			}
+			interrupt = d.ID
+		}
+	}
+	if got := strings.Join(first, ","); got != "turn_started,subagent_start,text_delta,interrupt,turn_suspended" {
+		t.Fatalf("first stream: %s", got)
+	}
+	var second []string
+	for ev := range b.stream(t, context.Background(), "POST", turns, `{"resume_map":{"`+interrupt+`":{"confirmed":true}},"stream":true}`, nil) {
+		second = append(second, ev.name)
+		if strings.Contains(ev.data, "checking the refund") {
+			t.Fatalf("the resumed stream repeats text: %s %s", ev.name, ev.data)
+		}
+		if len(second) == 1 && (ev.name != "subagent_start" || !strings.Contains(ev.data, `"reopened":true`) || !strings.Contains(ev.data, `"call_id":"r1"`)) {
+			t.Fatalf("the resumed stream does not reopen the nested agent first: %s %s", ev.name, ev.data)
+		}
+	}
+	want := "subagent_start,tool_call,tool_result,text_delta,subagent_end,text_delta,turn_committed"
+	if got := strings.Join(second, ","); got != want {
+		t.Fatalf("resumed stream: %s\nwant %s", got, want)
+	}
+	if n := b.researcherCalls.Load(); n != 2 {
+		t.Fatalf("the researcher's model was called %d times (want 2: its first answer is replayed)", n)
+	}
+}
