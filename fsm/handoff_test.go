@@ -1,6 +1,7 @@
 package fsm_test
 
 import (
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -168,5 +169,23 @@ func TestHandoffValidation(t *testing.T) {
 				t.Fatalf("%+v: err = %v, want it to name %s", tc.agents, err, m)
 			}
 		}
+	}
+}
+
+// TestGuardrailsFollowTheAgents: the input guardrails are those of the agent that
+// starts the turn, the output guardrails those of the agent that answers.
+func TestGuardrailsFollowTheAgents(t *testing.T) {
+	t.Parallel()
+	h := newHandoffApp()
+	h.app.Agents["triage"].OutputGuardrails = []fsm.Guardrail{{Name: "never", Kind: fsm.GuardrailRegex, Pattern: regexp.MustCompile(`.`)}}
+	h.app.Agents["billing"].InputGuardrails = []fsm.Guardrail{{Name: "never", Kind: fsm.GuardrailRegex, Pattern: regexp.MustCompile(`.`)}}
+	h.app.Agents["billing"].OutputGuardrails = []fsm.Guardrail{{Name: "no-invoices", Kind: fsm.GuardrailRegex, Pattern: regexp.MustCompile(`invoice`)}}
+	b := setupApp(t, h.app)
+	if res, _ := b.turn(t, "my bill is wrong"); res.Status != fsm.StatusCompleted {
+		t.Fatalf("triage's input, billing's output, both passing: %+v %+v", res, res.Error)
+	}
+	res, _ := b.turn(t, "my invoice is wrong")
+	if res.Status != fsm.StatusFailed || res.Error.Code != events.CodePolicyDenied || res.Error.Path != "billing/guardrail/output/no-invoices" {
+		t.Fatalf("billing's output guardrail: %+v %+v", res, res.Error)
 	}
 }
