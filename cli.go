@@ -34,6 +34,8 @@ func commands() map[string]command {
 		"rebuild": {"drop every projection and refold it from the events", "rebuild [--db FILE]", cmdRebuild},
 		"migrate": {"apply pending schema migrations", "migrate [--db FILE]", cmdMigrate},
 		"version": {"print the version", "version", cmdVersion},
+		"policy": {"check what an app's policy decides for a command or tool call",
+			"policy check [--app NAME] [--agent NAME] [--workspace DIR] [--config FILE] [--json] -- 'COMMAND'  |  policy check --tool NAME --args JSON", cmdPolicy},
 	}
 }
 
@@ -116,6 +118,10 @@ func exitCode(err error) int {
 	switch {
 	case err == nil:
 		return 0
+	case errors.As(err, new(exitStatus)):
+		var st exitStatus
+		errors.As(err, &st)
+		return int(st)
 	case events.IsCode(err, events.CodeInvalid):
 		return 2
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -28,7 +29,7 @@ const childEnv = "TURNLOG_CRASH_CHILD"
 func TestMain(m *testing.M) {
 	if os.Getenv(childEnv) == "1" {
 		err := runWith(context.Background(), os.Args[1:], os.Stdout, os.Stderr, crashWiring(os.Getenv("CRASH_DIR")))
-		if err != nil && err != errSilentExit {
+		if err != nil && err != errSilentExit && !errors.As(err, new(exitStatus)) {
 			fmt.Fprintln(os.Stderr, "turnlog:", err)
 		}
 		os.Exit(exitCode(err))

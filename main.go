@@ -15,7 +15,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	if err != nil && !errors.Is(err, errSilentExit) {
+	if err != nil && !errors.Is(err, errSilentExit) && !errors.As(err, new(exitStatus)) {
 		fmt.Fprintln(os.Stderr, "turnlog:", err)
 	}
 	os.Exit(exitCode(err))

@@ -31,6 +31,8 @@ type App struct {
 	LLMs       map[string]LLM   `yaml:"llms"`
 	Tools      map[string]Tool  `yaml:"tools"`
 	Agents     map[string]Agent `yaml:"agents"`
+	// Policy decides which tool calls may run (see package policy).
+	Policy *Access `yaml:"policy"`
 }
 
 // LLM registers a model under an llm_id.
@@ -243,7 +245,11 @@ func (b builder) app(name string, c App, policy *fsm.GuardrailPolicy) (*fsm.App,
 		}
 		tools[tn] = t
 	}
-	app := &fsm.App{Name: name, StartAgent: c.StartAgent, Agents: map[string]*fsm.Agent{}, Policy: policy}
+	access, err := b.access(at+".policy", c.Policy)
+	if err != nil {
+		return nil, err
+	}
+	app := &fsm.App{Name: name, StartAgent: c.StartAgent, Agents: map[string]*fsm.Agent{}, Policy: policy, Access: access}
 	if len(c.Agents) == 0 {
 		return nil, b.errAt(at+".agents", "at least one agent is required")
 	}

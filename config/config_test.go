@@ -216,3 +216,27 @@ func TestAgentToolConfig(t *testing.T) {
 		"[{agent: billing, colour: red}]":                            "colour",
 	})
 }
+
+func TestAccessPolicyConfig(t *testing.T) {
+	t.Parallel()
+	at := "    agents:\n"
+	good := strings.Replace(valid, at, "    policy:\n      mode: network-off\n      rules:\n        - {name: no-push, decision: deny, commands: ['git push'], alternative: ask}\n        - {name: src, decision: allow, actions: [write], paths: ['src/**'], max_level: L2}\n"+at, 1)
+	apps, err := config.Load("agent.yaml", []byte(good), config.Options{Functions: functions()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := apps[0].Access; e == nil || e.Mode != "network-off" || len(e.Rules) != 2 || *e.Rules[1].MaxLevel != 2 {
+		t.Fatalf("access = %+v", e)
+	}
+	refused(t, func(bad string) string {
+		return strings.Replace(valid, at, "    policy:\n      "+bad+"\n"+at, 1)
+	}, map[string]string{
+		"mode: open":                                                     "apps.a.policy.mode",
+		"rules: [{decision: deny}]":                                      "apps.a.policy.rules[0].name",
+		"rules: [{name: a, decision: maybe}]":                            "apps.a.policy.rules[0].decision",
+		"rules: [{name: a, decision: deny, actions: [fly]}]":             "apps.a.policy.rules[0].actions[0]",
+		"rules: [{name: a, decision: deny, max_level: L9}]":              "apps.a.policy.rules[0].max_level",
+		"rules: [{name: a, decision: deny, paths: ['[']}]":               "not a valid glob",
+		"rules: [{name: a, decision: deny}, {name: a, decision: allow}]": "apps.a.policy.rules[1].name",
+	})
+}

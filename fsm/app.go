@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/policy"
 )
 
 // Defaults for an agent's limits.
@@ -23,6 +24,8 @@ type App struct {
 	// Policy is the project-wide guardrail policy, applied to every model and tool
 	// call of every agent (nil: none).
 	Policy *GuardrailPolicy
+	// Access decides which tool calls may run: rules and the sandbox mode's defaults.
+	Access *policy.Engine
 }
 
 // Agent is one agent of an app with its model, tools and limits.

@@ -1,0 +1,81 @@
+package config
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/bmatcuk/doublestar/v4"
+	"github.com/turnlog/turnlog/policy"
+)
+
+// Access is an app's tool policy: a sandbox mode and rules over subject, action and
+// resource (see package policy).
+type Access struct {
+	Mode  string       `yaml:"mode"` // read-only, workspace-write (default), network-off, network-allowlist, full-isolated
+	Rules []AccessRule `yaml:"rules"`
+}
+
+// AccessRule is one policy rule.
+type AccessRule struct {
+	Name        string   `yaml:"name"`
+	Decision    string   `yaml:"decision"` // allow, deny, require_approval
+	Agents      []string `yaml:"agents"`
+	Skills      []string `yaml:"skills"`
+	Tools       []string `yaml:"tools"`
+	Actions     []string `yaml:"actions"`  // read, write, execute, network, delete
+	Paths       []string `yaml:"paths"`    // globs (doublestar), workspace-relative
+	Commands    []string `yaml:"commands"` // argv prefixes: "git push", "rm -rf *"
+	Domains     []string `yaml:"domains"`  // host globs
+	MaxLevel    string   `yaml:"max_level"`
+	Alternative string   `yaml:"alternative"`
+}
+
+func (b builder) access(at string, c *Access) (*policy.Engine, error) {
+	e := &policy.Engine{Mode: policy.ModeWorkspaceWrite}
+	if c == nil {
+		return e, nil
+	}
+	if c.Mode != "" {
+		if !slices.Contains(policy.Modes, policy.Mode(c.Mode)) {
+			return nil, b.errAt(at+".mode", "unknown mode %q (%v)", c.Mode, policy.Modes)
+		}
+		e.Mode = policy.Mode(c.Mode)
+	}
+	seen := map[string]bool{}
+	for i, rc := range c.Rules {
+		here := fmt.Sprintf("%s.rules[%d]", at, i)
+		switch {
+		case rc.Name == "":
+			return nil, b.errAt(here+".name", "every rule needs a name")
+		case seen[rc.Name]:
+			return nil, b.errAt(here+".name", "%q is used twice", rc.Name)
+		}
+		seen[rc.Name] = true
+		r := policy.Rule{Name: rc.Name, Decision: policy.Decision(rc.Decision), Agents: rc.Agents, Skills: rc.Skills, Tools: rc.Tools,
+			Paths: rc.Paths, Commands: rc.Commands, Domains: rc.Domains, Alternative: rc.Alternative}
+		if !slices.Contains([]policy.Decision{policy.Allow, policy.Deny, policy.RequireApproval}, r.Decision) {
+			return nil, b.errAt(here+".decision", "must be allow, deny or require_approval, not %q", rc.Decision)
+		}
+		for j, a := range rc.Actions {
+			act := policy.Action(a)
+			if !slices.Contains([]policy.Action{policy.ActRead, policy.ActWrite, policy.ActExecute, policy.ActNetwork, policy.ActDelete}, act) {
+				return nil, b.errAt(fmt.Sprintf("%s.actions[%d]", here, j), "unknown action %q (read, write, execute, network, delete)", a)
+			}
+			r.Actions = append(r.Actions, act)
+		}
+		for j, p := range append(append([]string{}, rc.Paths...), rc.Domains...) {
+			if !doublestar.ValidatePattern(p) {
+				return nil, b.errAt(here, "pattern %d (%q) is not a valid glob", j, p)
+			}
+		}
+		if rc.MaxLevel != "" {
+			l, ok := policy.ParseLevel(rc.MaxLevel)
+			if !ok {
+				return nil, b.errAt(here+".max_level", "must be L0 … L5, not %q", rc.MaxLevel)
+			}
+			r.MaxLevel = &l
+		}
+		e.Rules = append(e.Rules, r)
+	}
+	return e, nil
+}

@@ -1,0 +1,272 @@
+package policy
+
+import (
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/bmatcuk/doublestar/v4"
+)
+
+// Decision is what the policy says about a call.
+type Decision string
+
+const (
+	Allow           Decision = "allow"
+	RequireApproval Decision = "require_approval"
+	Deny            Decision = "deny"
+)
+
+// strictness orders decisions: the strictest match wins.
+func strictness(d Decision) int {
+	switch d {
+	case Deny:
+		return 2
+	case RequireApproval:
+		return 1
+	}
+	return 0
+}
+
+// Mode is a sandbox mode; it gives the decision where no rule matches.
+type Mode string
+
+const (
+	ModeReadOnly         Mode = "read-only"
+	ModeWorkspaceWrite   Mode = "workspace-write"
+	ModeNetworkOff       Mode = "network-off"
+	ModeNetworkAllowlist Mode = "network-allowlist"
+	ModeFullIsolated     Mode = "full-isolated"
+)
+
+// Modes lists every mode.
+var Modes = []Mode{ModeReadOnly, ModeWorkspaceWrite, ModeNetworkOff, ModeNetworkAllowlist, ModeFullIsolated}
+
+// Subject is who calls: the agent, the skill it acts under (if any) and the tool.
+type Subject struct {
+	Agent, Skill, Tool string
+}
+
+// Rule is one policy rule: when the subject, an action and (if given) a resource
+// match, it decides. Empty lists match anything.
+type Rule struct {
+	Name     string
+	Decision Decision
+	Agents   []string
+	Skills   []string
+	Tools    []string
+	Actions  []Action
+	Paths    []string // doublestar globs over workspace-relative paths (or absolute ones)
+	Commands []string // argv prefixes, word by word; a word "*" matches any one word
+	Domains  []string // host globs
+	MaxLevel *Level   // matches only commands at or below this risk
+	// Alternative is what the model or a reviewer is told to try instead.
+	Alternative string
+}
+
+// Engine decides calls for one app.
+type Engine struct {
+	Mode      Mode
+	Rules     []Rule
+	Workspace string // absolute; paths are resolved against it
+}
+
+// Verdict is a decision with its reasons.
+type Verdict struct {
+	Decision    Decision  `json:"decision"`
+	Level       Level     `json:"level"`
+	Rule        string    `json:"rule"` // the rule that fired, or "default:<mode>:<level>", or a built-in reason
+	Reason      string    `json:"reason"`
+	Alternative string    `json:"alternative,omitempty"`
+	Commands    []Verdict `json:"commands,omitempty"` // for a shell command: each command found
+	Argv        []string  `json:"argv,omitempty"`
+	Via         []string  `json:"via,omitempty"`
+}
+
+// DefaultDenied are paths no rule can open: secrets and repository internals.
+var DefaultDenied = []string{"**/.env*", "**/*.pem", "**/*.key", "**/id_*", "**/.ssh/**", "**/.git/config", "**/.git/hooks/**"}
+
+// Shell decides a bash call.
+func (e *Engine) Shell(sub Subject, command string) Verdict {
+	script := ParseScript(command)
+	if script.Denied != "" {
+		return Verdict{Decision: Deny, Level: L5, Rule: "unparsable", Reason: script.Denied}
+	}
+	if len(script.Commands) == 0 {
+		return Verdict{Decision: Allow, Level: L0, Rule: "empty", Reason: "the command runs nothing"}
+	}
+	out := Verdict{Decision: Allow}
+	for _, c := range script.Commands {
+		v := e.command(sub, c)
+		v.Argv, v.Via = c.Argv, c.Via
+		out.Commands = append(out.Commands, v)
+		out.Level = max(out.Level, v.Level)
+		if strictness(v.Decision) > strictness(out.Decision) || out.Rule == "" {
+			out.Decision, out.Rule, out.Reason, out.Alternative = v.Decision, v.Rule, v.Reason, v.Alternative
+		}
+	}
+	return out
+}
+
+// Tool decides a call of a tool that is not a shell: its action on its resources.
+func (e *Engine) Tool(sub Subject, level Level, actions []Action, res []Resource) Verdict {
+	return e.command(sub, Command{Argv: []string{sub.Tool}, Level: level, Actions: actions, Resources: res})
+}
+
+func (e *Engine) command(sub Subject, c Command) Verdict {
+	v := Verdict{Level: c.Level}
+	if c.Denied != "" {
+		v.Decision, v.Rule, v.Reason = Deny, "unreadable", fmt.Sprintf("%s: %s", c.Name(), c.Denied)
+		return v
+	}
+	for _, r := range c.Resources {
+		if r.Path == "" {
+			continue
+		}
+		if why := e.forbidden(r.Path); why != "" {
+			v.Decision, v.Rule, v.Reason = Deny, "default-deny", fmt.Sprintf("%s %s %s: %s", c.Name(), r.Action, r.Path, why)
+			return v
+		}
+	}
+	var best *Rule
+	for i := range e.Rules {
+		r := &e.Rules[i]
+		if !r.matches(e, sub, c) {
+			continue
+		}
+		if best == nil || strictness(r.Decision) > strictness(best.Decision) {
+			best = r
+		}
+	}
+	if best != nil {
+		v.Decision, v.Rule, v.Alternative = best.Decision, best.Name, best.Alternative
+		v.Reason = fmt.Sprintf("rule %s: %s %s", best.Name, best.Decision, strings.Join(c.Argv, " "))
+		return v
+	}
+	v.Decision = e.modeDefault(c)
+	v.Rule = fmt.Sprintf("default:%s:%s", e.mode(), c.Level)
+	v.Reason = fmt.Sprintf("no rule matches %s; %s gives %s at %s", c.Name(), e.mode(), v.Decision, c.Level)
+	return v
+}
+
+func (e *Engine) mode() Mode {
+	if e.Mode == "" {
+		return ModeWorkspaceWrite
+	}
+	return e.Mode
+}
+
+// modeDefault is a mode's decision for a command no rule matches.
+func (e *Engine) modeDefault(c Command) Decision {
+	network := slices.Contains(c.Actions, ActNetwork)
+	writes := slices.Contains(c.Actions, ActWrite) || slices.Contains(c.Actions, ActDelete)
+	switch {
+	case c.Level >= L5:
+		return Deny
+	case network && (e.mode() == ModeNetworkOff || e.mode() == ModeFullIsolated || e.mode() == ModeReadOnly):
+		return Deny
+	case e.mode() == ModeReadOnly && writes:
+		return Deny
+	case e.mode() == ModeReadOnly && c.Level >= L2:
+		return RequireApproval
+	case c.Level >= L3:
+		return RequireApproval
+	}
+	return Allow
+}
+
+// forbidden says why a path may never be touched: outside the workspace, or on the
+// default-deny list.
+func (e *Engine) forbidden(p string) string {
+	rel, ok := e.relative(p)
+	if !ok {
+		return "outside the workspace"
+	}
+	for _, pat := range DefaultDenied {
+		if m, _ := doublestar.Match(pat, rel); m {
+			return fmt.Sprintf("denied by default (%s)", pat)
+		}
+	}
+	return ""
+}
+
+// relative resolves p against the workspace lexically (the sandbox resolves symlinks
+// again when it opens the file) and says whether it stays inside.
+func (e *Engine) relative(p string) (string, bool) {
+	if p == "~" || strings.HasPrefix(p, "~/") || strings.HasPrefix(p, "~") {
+		return "", false
+	}
+	ws := e.Workspace
+	if ws == "" {
+		ws = "/workspace"
+	}
+	abs := p
+	if !filepath.IsAbs(p) {
+		abs = filepath.Join(ws, p)
+	}
+	rel, err := filepath.Rel(ws, filepath.Clean(abs))
+	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+		return "", false
+	}
+	return rel, true
+}
+
+func (r *Rule) matches(e *Engine, sub Subject, c Command) bool {
+	if !anyOf(r.Agents, sub.Agent) || !anyOf(r.Skills, sub.Skill) || !anyOf(r.Tools, sub.Tool) {
+		return false
+	}
+	if r.MaxLevel != nil && c.Level > *r.MaxLevel {
+		return false
+	}
+	if len(r.Actions) > 0 && !slices.ContainsFunc(r.Actions, func(a Action) bool { return slices.Contains(c.Actions, a) }) {
+		return false
+	}
+	if len(r.Paths) == 0 && len(r.Commands) == 0 && len(r.Domains) == 0 {
+		return true
+	}
+	for _, pat := range r.Commands {
+		if argvPrefix(strings.Fields(pat), c.Argv) {
+			return true
+		}
+	}
+	for _, res := range c.Resources {
+		if res.Path != "" {
+			rel, ok := e.relative(res.Path)
+			for _, pat := range r.Paths {
+				if m, _ := doublestar.Match(pat, rel); ok && m {
+					return true
+				}
+				if m, _ := doublestar.Match(pat, res.Path); m {
+					return true
+				}
+			}
+		}
+		for _, pat := range r.Domains {
+			if m, _ := doublestar.Match(pat, res.Domain); res.Domain != "" && m {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func anyOf(set []string, v string) bool { return len(set) == 0 || slices.Contains(set, v) }
+
+// argvPrefix matches a command's words against a pattern's, word by word; the
+// command's name is compared without its directory.
+func argvPrefix(pat, argv []string) bool {
+	if len(pat) == 0 || len(argv) < len(pat) {
+		return false
+	}
+	for i, p := range pat {
+		w := argv[i]
+		if i == 0 {
+			w = filepath.Base(w)
+		}
+		if p != "*" && p != w {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,407 @@
+package policy
+
+import (
+	"fmt"
+	"path"
+	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// Resource is something a command acts on.
+type Resource struct {
+	Action Action `json:"action"`
+	Path   string `json:"path,omitempty"`   // as written, resolved against the workspace by the engine
+	Domain string `json:"domain,omitempty"` // a host it connects to
+}
+
+// Command is one command found in a shell script, as the policy sees it: its words
+// after quote removal, the wrappers and shells it was found through, its risk and
+// what it acts on. Denied, when set, says why it can never run.
+type Command struct {
+	Argv      []string   `json:"argv"`
+	Via       []string   `json:"via,omitempty"`
+	Level     Level      `json:"level"`
+	Actions   []Action   `json:"actions,omitempty"`
+	Resources []Resource `json:"resources,omitempty"`
+	Denied    string     `json:"denied,omitempty"`
+}
+
+// Name is the command's name without its directory.
+func (c Command) Name() string {
+	if len(c.Argv) == 0 {
+		return ""
+	}
+	return path.Base(c.Argv[0])
+}
+
+// Script is what parsing a shell script found.
+type Script struct {
+	Commands []Command `json:"commands"`
+	Denied   string    `json:"denied,omitempty"` // the script cannot be read (a parse error)
+}
+
+// ParseScript finds every command of a shell script — in pipelines, lists, $(...),
+// backticks, process substitution, subshells, brace groups, function bodies, and
+// strings run by sh -c — and classifies each.
+func ParseScript(src string) Script {
+	var s Script
+	s.parse(src, nil, 0)
+	return s
+}
+
+func (s *Script) parse(src string, via []string, depth int) {
+	if depth > 4 {
+		s.Denied = "shell strings nested too deep to read"
+		return
+	}
+	file, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(src), "")
+	if err != nil {
+		s.Denied = fmt.Sprintf("the command does not parse: %v", err)
+		return
+	}
+	funcs := map[string]bool{}
+	syntax.Walk(file, func(n syntax.Node) bool {
+		if f, ok := n.(*syntax.FuncDecl); ok {
+			funcs[f.Name.Value] = true
+		}
+		return true
+	})
+	syntax.Walk(file, func(n syntax.Node) bool {
+		switch n := n.(type) {
+		case *syntax.CallExpr:
+			if len(n.Args) > 0 {
+				s.call(n.Args, via, funcs, depth)
+			}
+		case *syntax.Redirect:
+			s.redirect(n, via)
+		}
+		return true
+	})
+}
+
+// redirect records the file a redirection reads or writes.
+func (s *Script) redirect(r *syntax.Redirect, via []string) {
+	var act Action
+	switch r.Op {
+	case syntax.RdrOut, syntax.AppOut, syntax.RdrAll, syntax.AppAll, syntax.RdrClob, syntax.AppClob:
+		act = ActWrite
+	case syntax.RdrIn, syntax.RdrInOut:
+		act = ActRead
+	default:
+		return // here-documents, here-strings and fd duplication name no file
+	}
+	target, ok := staticWord(r.Word)
+	cmd := Command{Argv: []string{r.Op.String(), target}, Via: via, Level: L1, Actions: []Action{act}}
+	if act == ActWrite {
+		cmd.Level = L2
+	}
+	switch {
+	case !ok:
+		cmd.Denied = "a redirection to a file that is only known when it runs"
+	case target != "/dev/null" && target != "/dev/stdout" && target != "/dev/stderr":
+		cmd.Resources = []Resource{{Action: act, Path: target}}
+	}
+	s.Commands = append(s.Commands, cmd)
+}
+
+// call classifies one simple command.
+func (s *Script) call(words []*syntax.Word, via []string, funcs map[string]bool, depth int) {
+	argv := make([]string, len(words))
+	dynamic := make([]bool, len(words))
+	for i, w := range words {
+		var static bool
+		argv[i], static = staticWord(w)
+		if dynamic[i] = !static; dynamic[i] {
+			argv[i] = source(w) // shown as written; never used as a name or a path
+		}
+	}
+	if dynamic[0] {
+		s.Commands = append(s.Commands, Command{Argv: argv, Via: via, Level: L5, Denied: "the command's name is only known when it runs"})
+		return
+	}
+	s.classify(argv, dynamic, via, funcs, depth, L0)
+}
+
+func (s *Script) classify(argv []string, dynamic []bool, via []string, funcs map[string]bool, depth int, floor Level) {
+	name := path.Base(argv[0])
+	cmd := Command{Argv: argv, Via: via}
+	deny := func(why string) {
+		cmd.Level, cmd.Denied = max(L5, floor), why
+		s.Commands = append(s.Commands, cmd)
+	}
+	if why, ok := opaque[name]; ok {
+		deny(why)
+		return
+	}
+	if funcs[name] && !strings.Contains(argv[0], "/") {
+		cmd.Level = floor // a function of the script: its body is classified where it is declared
+		s.Commands = append(s.Commands, cmd)
+		return
+	}
+	if skip, ok := wrappers[name]; ok {
+		n := skip(argv[1:])
+		if n < 0 {
+			deny(fmt.Sprintf("%s's arguments cannot be read", name))
+			return
+		}
+		floor = max(floor, wrapperLevel[name])
+		if 1+n >= len(argv) { // nothing wrapped: the wrapper alone
+			if name == "xargs" { // runs echo
+				cmd.Level = max(floor, L0)
+				s.Commands = append(s.Commands, cmd)
+				return
+			}
+			cmd.Level = floor
+			s.Commands = append(s.Commands, cmd)
+			return
+		}
+		if dynamic[1+n] {
+			deny(fmt.Sprintf("the command %s runs is only known when it runs", name))
+			return
+		}
+		s.Commands = append(s.Commands, Command{Argv: argv[:1+n], Via: via, Level: floor})
+		s.classify(argv[1+n:], dynamic[1+n:], append(append([]string(nil), via...), name), funcs, depth, floor)
+		return
+	}
+	if shells[name] {
+		s.shell(cmd, argv, dynamic, via, depth, floor)
+		return
+	}
+	if name == "find" {
+		s.find(cmd, argv, dynamic, via, funcs, depth, floor)
+		return
+	}
+	ci, known := commands[name]
+	if !known {
+		ci = info(L2, argsNone, ActExecute) // unknown programs run code of their own
+	}
+	if ci.args == argsSubcmd {
+		ci = subcommand(name, argv)
+	}
+	cmd.Level, cmd.Actions = max(ci.level, floor), ci.actions
+	res, ok := resources(ci, argv[1:], dynamic[1:])
+	if !ok {
+		deny("a path or address that is only known when it runs")
+		return
+	}
+	cmd.Resources = res
+	s.Commands = append(s.Commands, cmd)
+}
+
+// shell handles sh/bash -c STRING (parsed again); a shell reading its script from a
+// file runs code the policy cannot see, and one reading stdin runs whatever arrives.
+func (s *Script) shell(cmd Command, argv []string, dynamic []bool, via []string, depth int, floor Level) {
+	for i := 1; i < len(argv); i++ {
+		if dynamic[i] {
+			break
+		}
+		a := argv[i]
+		if a == "-c" || (strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && strings.Contains(a, "c")) {
+			if i+1 >= len(argv) || dynamic[i+1] {
+				break
+			}
+			cmd.Level = floor
+			s.Commands = append(s.Commands, cmd)
+			s.parse(argv[i+1], append(append([]string(nil), via...), path.Base(argv[0])+" -c"), depth+1)
+			return
+		}
+		if !strings.HasPrefix(a, "-") {
+			cmd.Level, cmd.Denied = L5, fmt.Sprintf("%s runs the script %s, which the policy cannot see", path.Base(argv[0]), a)
+			s.Commands = append(s.Commands, cmd)
+			return
+		}
+	}
+	cmd.Level, cmd.Denied = L5, fmt.Sprintf("%s runs whatever it reads, which the policy cannot see", path.Base(argv[0]))
+	s.Commands = append(s.Commands, cmd)
+}
+
+// find reads its roots; -delete deletes under them; -exec and friends run a command
+// on what it finds, which is classified with {} standing for the roots.
+func (s *Script) find(cmd Command, argv []string, dynamic []bool, via []string, funcs map[string]bool, depth int, floor Level) {
+	var roots []string
+	i := 1
+	for ; i < len(argv) && !strings.HasPrefix(argv[i], "-") && argv[i] != "(" && argv[i] != "!"; i++ {
+		if dynamic[i] {
+			cmd.Level, cmd.Denied = L5, "a path that is only known when it runs"
+			s.Commands = append(s.Commands, cmd)
+			return
+		}
+		roots = append(roots, argv[i])
+	}
+	if len(roots) == 0 {
+		roots = []string{"."}
+	}
+	cmd.Level, cmd.Actions = max(L1, floor), []Action{ActRead}
+	for _, r := range roots {
+		cmd.Resources = append(cmd.Resources, Resource{Action: ActRead, Path: r})
+	}
+	for ; i < len(argv); i++ {
+		switch argv[i] {
+		case "-delete":
+			cmd.Level, cmd.Actions = max(L4, floor), append(cmd.Actions, ActDelete)
+			for _, r := range roots {
+				cmd.Resources = append(cmd.Resources, Resource{Action: ActDelete, Path: r})
+			}
+		case "-exec", "-execdir", "-ok", "-okdir":
+			j := i + 1
+			for j < len(argv) && argv[j] != ";" && argv[j] != "+" {
+				j++
+			}
+			if j == i+1 || dynamic[i+1] {
+				cmd.Level, cmd.Denied = L5, "find runs a command that is only known when it runs"
+				s.Commands = append(s.Commands, cmd)
+				return
+			}
+			var inner []string
+			var innerDyn []bool
+			for k := i + 1; k < j; k++ {
+				if argv[k] == "{}" {
+					inner, innerDyn = append(inner, roots...), append(innerDyn, make([]bool, len(roots))...)
+					continue
+				}
+				inner, innerDyn = append(inner, argv[k]), append(innerDyn, dynamic[k])
+			}
+			s.classify(inner, innerDyn, append(append([]string(nil), via...), "find "+argv[i]), funcs, depth, floor)
+			i = j
+		}
+	}
+	s.Commands = append(s.Commands, cmd)
+}
+
+// subcommand looks a tool's subcommand up (git -C dir status → git status).
+func subcommand(name string, argv []string) commandInfo {
+	for i := 1; i < len(argv); i++ {
+		a := argv[i]
+		if strings.HasPrefix(a, "-") {
+			if a == "-C" || a == "-c" || a == "--git-dir" || a == "--work-tree" {
+				i++
+			}
+			continue
+		}
+		if ci, ok := subcommands[name+" "+a]; ok {
+			return ci
+		}
+		break
+	}
+	return info(L2, argsNone, ActExecute)
+}
+
+// resources reads what a command's arguments name, by its argument role. ok is false
+// when an argument that names a resource is only known when the command runs.
+func resources(ci commandInfo, args []string, dynamic []bool) ([]Resource, bool) {
+	var operands []string
+	for i, a := range args {
+		if strings.HasPrefix(a, "-") && len(a) > 1 && !dynamic[i] {
+			continue
+		}
+		if dynamic[i] {
+			if ci.args == argsNone {
+				continue
+			}
+			return nil, false
+		}
+		operands = append(operands, a)
+	}
+	var out []Resource
+	add := func(act Action, ps ...string) {
+		for _, p := range ps {
+			out = append(out, Resource{Action: act, Path: p})
+		}
+	}
+	switch ci.args {
+	case argsRead:
+		add(ActRead, operands...)
+	case argsWrite:
+		add(ActWrite, operands...)
+	case argsDelete:
+		add(ActDelete, operands...)
+	case argsCopy:
+		if len(operands) > 0 {
+			add(ActRead, operands[:len(operands)-1]...)
+			add(ActWrite, operands[len(operands)-1])
+		}
+	case argsPattern:
+		if len(operands) > 1 {
+			add(ActRead, operands[1:]...)
+		}
+	case argsMode:
+		if len(operands) > 1 {
+			add(ActWrite, operands[1:]...)
+		}
+	case argsURL:
+		for _, o := range operands {
+			out = append(out, Resource{Action: ActNetwork, Domain: host(o)})
+		}
+	}
+	return out, true
+}
+
+// host is the host an address names: a URL's host, user@host, host:port, or itself.
+func host(a string) string {
+	if i := strings.Index(a, "://"); i >= 0 {
+		a = a[i+3:]
+	}
+	if i := strings.IndexAny(a, "/?#"); i >= 0 {
+		a = a[:i]
+	}
+	if i := strings.LastIndex(a, "@"); i >= 0 {
+		a = a[i+1:]
+	}
+	if i := strings.LastIndex(a, ":"); i >= 0 && !strings.Contains(a[i:], "]") {
+		a = a[:i]
+	}
+	return strings.ToLower(a)
+}
+
+// staticWord is a word's value after quote removal, if nothing in it is expanded
+// when it runs (no parameters, command substitution, arithmetic or globs of braces).
+func staticWord(w *syntax.Word) (string, bool) {
+	if w == nil {
+		return "", false
+	}
+	var b strings.Builder
+	for _, p := range w.Parts {
+		switch p := p.(type) {
+		case *syntax.Lit:
+			b.WriteString(unescape(p.Value))
+		case *syntax.SglQuoted:
+			b.WriteString(p.Value)
+		case *syntax.DblQuoted:
+			for _, q := range p.Parts {
+				lit, ok := q.(*syntax.Lit)
+				if !ok {
+					return b.String(), false
+				}
+				b.WriteString(lit.Value)
+			}
+		default:
+			return b.String(), false
+		}
+	}
+	return b.String(), true
+}
+
+// unescape removes the backslashes of an unquoted literal (\rm is rm).
+func unescape(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+1 < len(s) {
+			i++
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// source prints a word as written.
+func source(w *syntax.Word) string {
+	var b strings.Builder
+	if err := syntax.NewPrinter().Print(&b, w); err != nil {
+		return "?"
+	}
+	return b.String()
+}

@@ -1,0 +1,41 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestPolicyCheck: `turnlog policy check` prints the decision, the level, every command
+// found with its own classification and the rule that fired, and exits 0 / 3 / 4.
+func TestPolicyCheck(t *testing.T) {
+	t.Parallel()
+	ws := t.TempDir()
+	for _, tc := range []struct {
+		args   []string
+		status int
+		says   []string
+	}{
+		{[]string{"--", "go test ./..."}, 0, []string{"decision: allow", "go test ./...  L2  allow"}},
+		{[]string{"--", "rm -rf build"}, 3, []string{"decision: require_approval", "level:    L4"}},
+		{[]string{"--", "ls; rm -rf / && echo $(curl evil)"}, 4, []string{"decision: deny", "rule:     default-deny",
+			"rm -rf /", "curl evil", "L3", "outside the workspace"}},
+		{[]string{"--", "git push origin main"}, 4, []string{"rule:     no-push", "instead:  "}},
+		{[]string{"--", "bash -c 'timeout 5 rm -rf /'"}, 4, []string{"(via bash -c, timeout)"}},
+		{[]string{"--tool", "bash", "--args", `{"command":"cat .env"}`}, 4, []string{"denied by default"}},
+		{[]string{"--json", "--", "ls"}, 0, []string{`"decision": "allow"`, `"level": "L0"`}},
+	} {
+		args := append([]string{"policy", "check", "--workspace", ws}, tc.args...)
+		out, _, err := runCLI(t, args...)
+		if got := exitCode(err); got != tc.status {
+			t.Fatalf("%v: exit %d (%v), want %d\n%s", tc.args, got, err, tc.status, out)
+		}
+		for _, s := range tc.says {
+			if !strings.Contains(out, s) {
+				t.Fatalf("%v: output lacks %q:\n%s", tc.args, s, out)
+			}
+		}
+	}
+	if _, _, err := runCLI(t, "policy", "check", "--app", "nope", "--", "ls"); exitCode(err) != 2 {
+		t.Fatalf("an unknown app: %v", err)
+	}
+}
