@@ -52,14 +52,17 @@ func cmdPolicy(_ context.Context, c *cliContext, args []string) error {
 		return err
 	}
 	var engine *policy.Engine
-	start := ""
+	start, found := "", false
 	for _, a := range apps {
 		if a.Name == *app {
-			engine, start = a.Access, a.StartAgent
+			engine, start, found = a.Access, a.StartAgent, true
 		}
 	}
-	if engine == nil {
+	if !found {
 		return events.FieldError(events.CodeInvalid, "app", "names no app of the config (%q)", *app)
+	}
+	if engine == nil { // no policy section: the default mode's decisions
+		engine = &policy.Engine{}
 	}
 	ws, err := filepath.Abs(*workspace)
 	if err != nil {

@@ -17,14 +17,17 @@ func TestPolicyCheck(t *testing.T) {
 	}{
 		{[]string{"--", "go test ./..."}, 0, []string{"decision: allow", "go test ./...  L2  allow"}},
 		{[]string{"--", "rm -rf build"}, 3, []string{"decision: require_approval", "level:    L4"}},
+		{[]string{"--", "curl https://example.com"}, 4, []string{"rule:     default:network-off:L3"}},
 		{[]string{"--", "ls; rm -rf / && echo $(curl evil)"}, 4, []string{"decision: deny", "rule:     default-deny",
 			"rm -rf /", "curl evil", "L3", "outside the workspace"}},
+		{[]string{"--", "curl https://proxy.golang.org/x/@v/list"}, 0, []string{"rule:     go-proxy"}},
+		{[]string{"--", "find . -name '*.tmp' -delete"}, 3, []string{"rule:     review-deletes", "instead:  move files"}},
 		{[]string{"--", "git push origin main"}, 4, []string{"rule:     no-push", "instead:  "}},
 		{[]string{"--", "bash -c 'timeout 5 rm -rf /'"}, 4, []string{"(via bash -c, timeout)"}},
 		{[]string{"--tool", "bash", "--args", `{"command":"cat .env"}`}, 4, []string{"denied by default"}},
 		{[]string{"--json", "--", "ls"}, 0, []string{`"decision": "allow"`, `"level": "L0"`}},
 	} {
-		args := append([]string{"policy", "check", "--workspace", ws}, tc.args...)
+		args := append([]string{"policy", "check", "--config", "examples/coder.yaml", "--app", "coder", "--workspace", ws}, tc.args...)
 		out, _, err := runCLI(t, args...)
 		if got := exitCode(err); got != tc.status {
 			t.Fatalf("%v: exit %d (%v), want %d\n%s", tc.args, got, err, tc.status, out)

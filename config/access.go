@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"path/filepath"
 	"slices"
 
 	"github.com/bmatcuk/doublestar/v4"
@@ -11,8 +12,11 @@ import (
 // Access is an app's tool policy: a sandbox mode and rules over subject, action and
 // resource (see package policy).
 type Access struct {
-	Mode  string       `yaml:"mode"` // read-only, workspace-write (default), network-off, network-allowlist, full-isolated
-	Rules []AccessRule `yaml:"rules"`
+	Mode string `yaml:"mode"` // read-only, workspace-write (default), network-off, network-allowlist, full-isolated
+	// Workspace is the directory tools work in; paths are resolved against it
+	// (default: the directory turnlog runs in).
+	Workspace string       `yaml:"workspace"`
+	Rules     []AccessRule `yaml:"rules"`
 }
 
 // AccessRule is one policy rule.
@@ -31,9 +35,16 @@ type AccessRule struct {
 }
 
 func (b builder) access(at string, c *Access) (*policy.Engine, error) {
-	e := &policy.Engine{Mode: policy.ModeWorkspaceWrite}
 	if c == nil {
-		return e, nil
+		return nil, nil // no tool policy: tools run as configured
+	}
+	e := &policy.Engine{Mode: policy.ModeWorkspaceWrite, Workspace: c.Workspace}
+	if c.Workspace != "" {
+		ws, err := filepath.Abs(c.Workspace)
+		if err != nil {
+			return nil, b.errAt(at+".workspace", "%v", err)
+		}
+		e.Workspace = ws
 	}
 	if c.Mode != "" {
 		if !slices.Contains(policy.Modes, policy.Mode(c.Mode)) {

@@ -27,6 +27,12 @@ type ApprovalRequested struct {
 	// ExpiresInMS, when set, auto-rejects the call if nobody answers within it,
 	// counted from this event's time.
 	ExpiresInMS int64 `json:"expires_in_ms,omitempty"`
+	// When the tool policy asks (require_approval): the call's risk level, the rule
+	// that fired, what it acts on, and what to do instead if the rule says.
+	Level       string   `json:"level,omitempty"`
+	Rule        string   `json:"rule,omitempty"`
+	Resources   []string `json:"resources,omitempty"`
+	Alternative string   `json:"alternative,omitempty"`
 }
 
 func (*ApprovalRequested) EventType() string  { return TypeApprovalRequested }

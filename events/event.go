@@ -108,6 +108,8 @@ func newPayload(typ string, v int) Payload {
 		return &ReviewRequested{}
 	case typ == TypeReviewResolved && v == 1:
 		return &ReviewResolved{}
+	case typ == TypePolicyDecided && v == 1:
+		return &PolicyDecided{}
 	case typ == TypeHandoffOccurred && v == 1:
 		return &HandoffOccurred{}
 	case typ == TypeTurnSuspended && v == 1:
@@ -137,5 +139,5 @@ func Known(typ string, v int) bool { return newPayload(typ, v) != nil }
 func Types() []string {
 	return []string{TypeSessionCreated, TypeSessionBranched, TypeTurnStarted, TypeModelCalled, TypeToolScheduled,
 		TypeToolResulted, TypeApprovalRequested, TypeApprovalResolved, TypeReviewRequested, TypeReviewResolved,
-		TypeTurnSuspended, TypeTurnResumed, TypeGuardrailChecked, TypeGuardrailTripped, TypeLoopDetected, TypeHandoffOccurred, TypeTurnCommitted, TypeTurnFailed, TypeTurnCanceled}
+		TypeTurnSuspended, TypeTurnResumed, TypeGuardrailChecked, TypeGuardrailTripped, TypeLoopDetected, TypeHandoffOccurred, TypePolicyDecided, TypeTurnCommitted, TypeTurnFailed, TypeTurnCanceled}
 }

@@ -22,7 +22,12 @@ type Interrupt struct {
 	Tool      string          `json:"tool,omitempty"`
 	Arguments json.RawMessage `json:"arguments,omitempty"`
 	Reason    string          `json:"reason,omitempty"`
-	Rule      string          `json:"rule,omitempty"` // guardrail_review: the policy rule that holds the response
+	Rule      string          `json:"rule,omitempty"` // the guardrail policy or tool policy rule that asks
+	// When the tool policy asks: the call's risk level, what it acts on, and what to do
+	// instead if the rule says.
+	Level       string   `json:"level,omitempty"`
+	Resources   []string `json:"resources,omitempty"`
+	Alternative string   `json:"alternative,omitempty"`
 }
 
 // interruptID is derived from the turn and the activity path, so a re-driven turn
@@ -69,12 +74,17 @@ func (r *run) approvalGate(s *toolSlot, pending []events.Event) ([]events.Event,
 	}
 	s.waiting = &Interrupt{ID: id, Kind: events.InterruptToolApproval, Path: apath, CallID: s.call.ID, Tool: s.call.Name,
 		Arguments: s.call.Arguments, Reason: fmt.Sprintf("tool %s needs approval before it runs", s.call.Name)}
+	if v := s.verdict; v != nil && v.Decision == "require_approval" {
+		s.waiting.Reason = fmt.Sprintf("the tool policy asks a person (rule %s): %s", v.Rule, v.Reason)
+		s.waiting.Level, s.waiting.Rule, s.waiting.Resources, s.waiting.Alternative = v.Level, v.Rule, v.Resources, v.Alternative
+	}
 	if r.logged.has(events.TypeApprovalRequested, apath) {
 		return pending, nil // asked before; still unanswered
 	}
 	return append(pending, events.MustNew(r.turn, apath, &events.ApprovalRequested{InterruptID: id,
 		Kind: events.InterruptToolApproval, CallID: s.call.ID, Tool: s.call.Name, Arguments: s.call.Arguments,
-		Reason: s.waiting.Reason, ExpiresInMS: s.expiresIn().Milliseconds()})), nil
+		Reason: s.waiting.Reason, ExpiresInMS: s.expiresIn().Milliseconds(),
+		Level: s.waiting.Level, Rule: s.waiting.Rule, Resources: s.waiting.Resources, Alternative: s.waiting.Alternative})), nil
 }
 
 func waitingOf(slots []*toolSlot) []*Interrupt {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/policy"
 )
 
 // Tool error kinds, as the model sees them in {"error":{"kind":...,"message":...}}.
@@ -37,9 +38,13 @@ type toolSlot struct {
 	nested  *Agent     // an agent tool: this agent runs under the call's path
 	offer   *AgentTool // ... as the caller offers it
 	stop    *nestedStop
+	verdict *events.PolicyDecided // what the tool policy said, when the app has one
 }
 
 func (s *toolSlot) needsApproval() bool {
+	if s.verdict != nil && s.verdict.Decision == string(policy.RequireApproval) {
+		return true
+	}
 	if s.offer != nil {
 		return s.offer.NeedsApproval
 	}
@@ -47,10 +52,13 @@ func (s *toolSlot) needsApproval() bool {
 }
 
 func (s *toolSlot) expiresIn() time.Duration {
-	if s.offer != nil {
+	switch {
+	case s.offer != nil:
 		return s.offer.ExpiresIn
+	case s.tool != nil:
+		return s.tool.Spec().ExpiresIn
 	}
-	return s.tool.Spec().ExpiresIn
+	return 0
 }
 
 // toolStep schedules a model response's tool calls durably with the model call, runs
@@ -100,6 +108,11 @@ func (r *run) toolStep(resp events.ModelResponse, pending []events.Event) (*Resu
 		case r.loopCount == LoopHintRepeats:
 			pending = append(pending, events.MustNew(r.turn, s.path+"/loop", &events.LoopDetected{Tool: c.Name, Repeats: r.loopCount, Action: "hint"}))
 			hint = fmt.Sprintf(LoopHint, c.Name, r.loopCount)
+		}
+		if r.app.Access != nil {
+			if pending = r.decide(s, pending); s.result != nil {
+				continue // denied: the model gets the policy's answer, nothing runs
+			}
 		}
 		if s.needsApproval() {
 			var err error

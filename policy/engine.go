@@ -82,6 +82,8 @@ type Verdict struct {
 	Commands    []Verdict `json:"commands,omitempty"` // for a shell command: each command found
 	Argv        []string  `json:"argv,omitempty"`
 	Via         []string  `json:"via,omitempty"`
+	// Resources are what the call acts on (for a shell command: all its commands').
+	Resources []Resource `json:"resources,omitempty"`
 }
 
 // DefaultDenied are paths no rule can open: secrets and repository internals.
@@ -101,6 +103,7 @@ func (e *Engine) Shell(sub Subject, command string) Verdict {
 		v := e.command(sub, c)
 		v.Argv, v.Via = c.Argv, c.Via
 		out.Commands = append(out.Commands, v)
+		out.Resources = append(out.Resources, c.Resources...)
 		out.Level = max(out.Level, v.Level)
 		if strictness(v.Decision) > strictness(out.Decision) || out.Rule == "" {
 			out.Decision, out.Rule, out.Reason, out.Alternative = v.Decision, v.Rule, v.Reason, v.Alternative
@@ -115,7 +118,7 @@ func (e *Engine) Tool(sub Subject, level Level, actions []Action, res []Resource
 }
 
 func (e *Engine) command(sub Subject, c Command) Verdict {
-	v := Verdict{Level: c.Level}
+	v := Verdict{Level: c.Level, Resources: c.Resources}
 	if c.Denied != "" {
 		v.Decision, v.Rule, v.Reason = Deny, "unreadable", fmt.Sprintf("%s: %s", c.Name(), c.Denied)
 		return v
