@@ -1,0 +1,58 @@
+package workspace
+
+import (
+	"encoding/json"
+
+	"github.com/turnlog/turnlog/adapters/functool"
+	"github.com/turnlog/turnlog/fsm"
+	"github.com/turnlog/turnlog/policy"
+	"github.com/turnlog/turnlog/sandbox"
+)
+
+// Caps on what one call reads or returns.
+const (
+	DefaultReadBytes = 64 << 10 // read_file: bytes of content per call
+	MaxReadBytes     = 1 << 20
+	MaxWriteBytes    = 1 << 20 // write_file: content size
+	DefaultMaxHits   = 100     // grep hits and glob matches
+	MaxLineChars     = 300     // grep: characters of a line shown
+	binaryProbe      = 8 << 10 // bytes looked at to tell a binary file
+)
+
+// Tools returns the built-in file tools for a workspace.
+func Tools(ws *sandbox.Workspace) []fsm.Tool {
+	return []fsm.Tool{
+		&target[readArgs]{functool.MustNew("read_file", "Read a text file of the workspace, with line numbers. Pages with start_line/end_line and a byte cap; binary files are refused.",
+			readFile(ws)), func(a readArgs) fsm.PolicyCall { return pathCall(policy.L1, policy.ActRead, a.Path) }},
+		&target[writeArgs]{functool.MustNew("write_file", "Create a file in the workspace (overwriting an existing one needs overwrite: true). Returns a diff.",
+			writeFile(ws)), func(a writeArgs) fsm.PolicyCall { return pathCall(policy.L2, policy.ActWrite, a.Path) }},
+		&target[globArgs]{functool.MustNew("glob", "List workspace files matching a pattern (** for any depth); .git, node_modules and build directories are skipped.",
+			globFiles(ws)), func(globArgs) fsm.PolicyCall { return pathCall(policy.L1, policy.ActRead, ".") }},
+		&target[grepArgs]{functool.MustNew("grep", "Search workspace files for a regular expression; hits are path:line:text.",
+			grepFiles(ws)), func(grepArgs) fsm.PolicyCall { return pathCall(policy.L1, policy.ActRead, ".") }},
+	}
+}
+
+// target is a function tool that tells the policy what a call acts on.
+type target[A any] struct {
+	*functool.Tool[A]
+	call func(A) fsm.PolicyCall
+}
+
+func (t *target[A]) PolicyCall(args json.RawMessage) fsm.PolicyCall {
+	var a A
+	if err := json.Unmarshal(args, &a); err != nil {
+		return fsm.PolicyCall{Level: policy.L2, Actions: []policy.Action{policy.ActExecute}}
+	}
+	return t.call(a)
+}
+
+func pathCall(level policy.Level, act policy.Action, path string) fsm.PolicyCall {
+	return fsm.PolicyCall{Level: level, Actions: []policy.Action{act}, Resources: []policy.Resource{{Action: act, Path: path}}}
+}
+
+// Truncation says whether and why a result was cut.
+type Truncation struct {
+	Truncated bool   `json:"truncated"`
+	Reason    string `json:"truncated_reason,omitempty"`
+}
