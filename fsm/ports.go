@@ -98,3 +98,22 @@ type Store interface {
 	// RunningTurns lists turns that started and did not end.
 	RunningTurns(ctx context.Context) ([]projection.Turn, error)
 }
+
+// CallInfo tells a tool which call it is serving.
+type CallInfo struct {
+	Session, Turn, Agent, Path string
+}
+
+type callInfoKey struct{}
+
+// WithCallInfo gives a tool's context the call it serves (the engine does this for
+// every call).
+func WithCallInfo(ctx context.Context, ci CallInfo) context.Context {
+	return context.WithValue(ctx, callInfoKey{}, ci)
+}
+
+// CallInfoFrom returns the call a tool's context belongs to.
+func CallInfoFrom(ctx context.Context) (CallInfo, bool) {
+	ci, ok := ctx.Value(callInfoKey{}).(CallInfo)
+	return ci, ok
+}

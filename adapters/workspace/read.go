@@ -27,8 +27,8 @@ type readResult struct {
 	Truncation
 }
 
-func readFile(ws *sandbox.Workspace) func(context.Context, readArgs) (any, error) {
-	return func(_ context.Context, a readArgs) (any, error) {
+func readFile(ws *sandbox.Workspace, st *seen) func(context.Context, readArgs) (any, error) {
+	return func(ctx context.Context, a readArgs) (any, error) {
 		f, rel, err := ws.Open(a.Path)
 		if err != nil {
 			return nil, err
@@ -78,6 +78,9 @@ func readFile(ws *sandbox.Workspace) func(context.Context, readArgs) (any, error
 			res.EndLine = n
 		}
 		res.Content = b.String()
+		if hash, err := hashFile(ws, rel); err == nil {
+			st.remember(ctx, rel, hash) // what edit_file checks the file against
+		}
 		return res, nil
 	}
 }

@@ -21,11 +21,14 @@ const (
 
 // Tools returns the built-in file tools for a workspace.
 func Tools(ws *sandbox.Workspace) []fsm.Tool {
+	st := &seen{hashes: map[string]string{}}
 	return []fsm.Tool{
 		&target[readArgs]{functool.MustNew("read_file", "Read a text file of the workspace, with line numbers. Pages with start_line/end_line and a byte cap; binary files are refused.",
-			readFile(ws)), func(a readArgs) fsm.PolicyCall { return pathCall(policy.L1, policy.ActRead, a.Path) }},
+			readFile(ws, st)), func(a readArgs) fsm.PolicyCall { return pathCall(policy.L1, policy.ActRead, a.Path) }},
 		&target[writeArgs]{functool.MustNew("write_file", "Create a file in the workspace (overwriting an existing one needs overwrite: true). Returns a diff.",
-			writeFile(ws)), func(a writeArgs) fsm.PolicyCall { return pathCall(policy.L2, policy.ActWrite, a.Path) }},
+			writeFile(ws, st)), func(a writeArgs) fsm.PolicyCall { return pathCall(policy.L2, policy.ActWrite, a.Path) }},
+		&target[editArgs]{functool.MustNew("edit_file", "Replace text that occurs exactly once in a file this session has read; refused if the file changed since. Returns the changed line ranges and a diff.",
+			editFile(ws, st)), func(a editArgs) fsm.PolicyCall { return pathCall(policy.L2, policy.ActWrite, a.Path) }},
 		&target[globArgs]{functool.MustNew("glob", "List workspace files matching a pattern (** for any depth); .git, node_modules and build directories are skipped.",
 			globFiles(ws)), func(globArgs) fsm.PolicyCall { return pathCall(policy.L1, policy.ActRead, ".") }},
 		&target[grepArgs]{functool.MustNew("grep", "Search workspace files for a regular expression; hits are path:line:text.",

@@ -206,3 +206,79 @@ func TestDiff(t *testing.T) {
 		}
 	}
 }
+
+func (b bundle) callIn(t *testing.T, session, tool string, args any) (map[string]any, error) {
+	t.Helper()
+	raw, _ := json.Marshal(args)
+	out, err := b.tools[tool].Call(fsm.WithCallInfo(context.Background(), fsm.CallInfo{Session: session}), raw)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	json.Unmarshal(out, &m)
+	return m, nil
+}
+
+// TestEditFile: an edit must match exactly once, needs the session to have read the
+// file, is refused once the file changed on disk since, and reports the changed lines
+// and a diff.
+func TestEditFile(t *testing.T) {
+	t.Parallel()
+	const src = "package a\n\nfunc A() int { return 1 }\n\nfunc B() int { return 1 }\n"
+	for _, tc := range []struct {
+		name     string
+		old, new string
+		read     bool
+		touch    bool // the file changes on disk after the read
+		err      string
+		changed  string
+		diff     string
+		session  string
+	}{
+		{name: "unique", old: "func A() int { return 1 }", new: "func A() int { return 2 }", read: true,
+			changed: "[[3 3]]", diff: "@@ -3 +3 @@\n-func A() int { return 1 }\n+func A() int { return 2 }\n"},
+		{name: "adds lines", old: "func B() int { return 1 }\n", new: "func B() int { return 1 }\n\nfunc C() {}\n", read: true,
+			changed: "[[5 7]]", diff: "@@ -6 +6 @@\n+\n+func C() {}\n"},
+		{name: "deletes", old: "\nfunc B() int { return 1 }\n", new: "", read: true, changed: "[[4 3]]", diff: "@@ -4 +4 @@\n-\n-func B() int { return 1 }\n"},
+		{name: "zero matches", old: "func Z()", new: "x", read: true, err: "matches nothing"},
+		{name: "two matches", old: "return 1", new: "return 3", read: true, err: "matches 2 times"},
+		{name: "not read", old: "package a", new: "package b", err: "has not been read in this session"},
+		{name: "read in another session", old: "package a", new: "package b", read: true, session: "other", err: "has not been read in this session"},
+		{name: "changed since read", old: "package a", new: "package b", read: true, touch: true, err: "changed on disk since"},
+	} {
+		b := setup(t)
+		b.write(t, "a.go", src)
+		if tc.read {
+			if _, err := b.callIn(t, "s1", "read_file", map[string]any{"path": "a.go", "end_line": 1}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if tc.touch {
+			b.write(t, "a.go", src+"// someone else\n")
+		}
+		session := "s1"
+		if tc.session != "" {
+			session = tc.session
+		}
+		res, err := b.callIn(t, session, "edit_file", map[string]any{"path": "a.go", "old_string": tc.old, "new_string": tc.new})
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Fatalf("%s: err = %v, want %q", tc.name, err, tc.err)
+			}
+			if raw, _ := os.ReadFile(filepath.Join(b.dir, "a.go")); !strings.HasPrefix(string(raw), src) {
+				t.Fatalf("%s: a refused edit changed the file", tc.name)
+			}
+			continue
+		}
+		if err != nil || fmt.Sprint(res["changed_lines"]) != tc.changed || res["diff"] != "--- a/a.go\n+++ b/a.go\n"+tc.diff {
+			t.Fatalf("%s: %v %v\ndiff:\n%v", tc.name, res, err, res["diff"])
+		}
+		if raw, _ := os.ReadFile(filepath.Join(b.dir, "a.go")); string(raw) != strings.Replace(src, tc.old, tc.new, 1) {
+			t.Fatalf("%s: file is %q", tc.name, raw)
+		}
+		// The session's own edit is what it last saw: a second edit needs no new read.
+		if _, err := b.callIn(t, session, "edit_file", map[string]any{"path": "a.go", "old_string": "package a", "new_string": "package z"}); err != nil {
+			t.Fatalf("%s: a second edit: %v", tc.name, err)
+		}
+	}
+}

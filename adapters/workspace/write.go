@@ -26,8 +26,8 @@ type writeResult struct {
 	Truncation
 }
 
-func writeFile(ws *sandbox.Workspace) func(context.Context, writeArgs) (any, error) {
-	return func(_ context.Context, a writeArgs) (any, error) {
+func writeFile(ws *sandbox.Workspace, st *seen) func(context.Context, writeArgs) (any, error) {
+	return func(ctx context.Context, a writeArgs) (any, error) {
 		if len(a.Content) > MaxWriteBytes {
 			return nil, fmt.Errorf("content is %d bytes, more than the %d write_file takes", len(a.Content), MaxWriteBytes)
 		}
@@ -65,6 +65,7 @@ func writeFile(ws *sandbox.Workspace) func(context.Context, writeArgs) (any, err
 		if err := f.Close(); err != nil {
 			return nil, err
 		}
+		st.remember(ctx, rel, hashOf(a.Content))
 		diff, cut := Diff(rel, old, a.Content)
 		res := writeResult{Path: rel, Bytes: len(a.Content), Created: !existed, Diff: diff}
 		if cut {

@@ -1,0 +1,135 @@
+package workspace
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+
+	"github.com/turnlog/turnlog/fsm"
+	"github.com/turnlog/turnlog/sandbox"
+)
+
+// MaxEditBytes caps the size of a file edit_file changes.
+const MaxEditBytes = 4 << 20
+
+// seen remembers, per session, the content of each file as the session last read or
+// wrote it, so an edit of a file that changed on disk since is refused.
+type seen struct {
+	mu     sync.Mutex
+	hashes map[string]string // session + "\x00" + path → sha256
+}
+
+func (s *seen) key(ctx context.Context, rel string) string {
+	ci, _ := fsm.CallInfoFrom(ctx)
+	return ci.Session + "\x00" + rel
+}
+
+func (s *seen) remember(ctx context.Context, rel string, hash string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.hashes[s.key(ctx, rel)] = hash
+}
+
+func (s *seen) last(ctx context.Context, rel string) (string, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	h, ok := s.hashes[s.key(ctx, rel)]
+	return h, ok
+}
+
+// hashFile hashes a whole file (streamed).
+func hashFile(ws *sandbox.Workspace, rel string) (string, error) {
+	f, _, err := ws.Open(rel)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+func hashOf(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
+}
+
+type editArgs struct {
+	Path      string `json:"path" jsonschema:"description=A file of the workspace this session has read"`
+	OldString string `json:"old_string" jsonschema:"description=Text that occurs exactly once in the file"`
+	NewString string `json:"new_string" jsonschema:"description=What replaces it"`
+}
+
+type editResult struct {
+	Path    string   `json:"path"`
+	Changed [][2]int `json:"changed_lines"` // [first, last] line ranges of the new file that changed (last < first: lines removed before first)
+	Diff    string   `json:"diff"`
+	Truncation
+}
+
+func editFile(ws *sandbox.Workspace, st *seen) func(context.Context, editArgs) (any, error) {
+	return func(ctx context.Context, a editArgs) (any, error) {
+		if a.OldString == "" {
+			return nil, fmt.Errorf("old_string is empty; use write_file to create a file")
+		}
+		f, rel, err := ws.Open(a.Path)
+		if err != nil {
+			return nil, err
+		}
+		raw, err := io.ReadAll(io.LimitReader(f, MaxEditBytes+1))
+		f.Close()
+		if err != nil {
+			return nil, err
+		}
+		if len(raw) > MaxEditBytes {
+			return nil, fmt.Errorf("%s is larger than the %d bytes edit_file changes", rel, MaxEditBytes)
+		}
+		old := string(raw)
+		last, read := st.last(ctx, rel)
+		switch {
+		case !read:
+			return nil, fmt.Errorf("%s has not been read in this session; read it with read_file first", rel)
+		case last != hashOf(old):
+			return nil, fmt.Errorf("%s changed on disk since this session last read it; read it again", rel)
+		}
+		switch n := strings.Count(old, a.OldString); n {
+		case 1:
+		case 0:
+			return nil, fmt.Errorf("old_string matches nothing in %s", rel)
+		default:
+			return nil, fmt.Errorf("old_string matches %d times in %s; include more context so it matches once", n, rel)
+		}
+		at := strings.Index(old, a.OldString)
+		updated := old[:at] + a.NewString + old[at+len(a.OldString):]
+		w, _, err := ws.OpenFile(rel, os.O_WRONLY|os.O_TRUNC, 0)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := w.WriteString(updated); err != nil {
+			w.Close()
+			return nil, err
+		}
+		if err := w.Close(); err != nil {
+			return nil, err
+		}
+		st.remember(ctx, rel, hashOf(updated))
+		first := strings.Count(old[:at], "\n") + 1
+		lastLine := first + strings.Count(a.NewString, "\n")
+		if a.NewString == "" || strings.HasSuffix(a.NewString, "\n") {
+			lastLine--
+		}
+		diff, cut := Diff(rel, old, updated)
+		res := editResult{Path: rel, Changed: [][2]int{{first, lastLine}}, Diff: diff}
+		if cut {
+			res.Truncated, res.Reason = true, "the diff is longer than its cap"
+		}
+		return res, nil
+	}
+}
