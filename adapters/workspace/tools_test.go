@@ -47,14 +47,7 @@ func (b bundle) write(t *testing.T, rel, content string) {
 
 func (b bundle) call(t *testing.T, tool string, args any) (map[string]any, error) {
 	t.Helper()
-	raw, _ := json.Marshal(args)
-	out, err := b.tools[tool].Call(context.Background(), raw)
-	if err != nil {
-		return nil, err
-	}
-	var m map[string]any
-	json.Unmarshal(out, &m)
-	return m, nil
+	return b.callIn(t, "s0", tool, args)
 }
 
 // TestReadFilePagesABigFile: a 50 MB file is read a page at a time under the byte
