@@ -249,6 +249,9 @@ func (b builder) app(name string, c App, policy *fsm.GuardrailPolicy) (*fsm.App,
 	if err != nil {
 		return nil, err
 	}
+	if err := b.builtinTools(at, c, access, tools); err != nil {
+		return nil, err
+	}
 	app := &fsm.App{Name: name, StartAgent: c.StartAgent, Agents: map[string]*fsm.Agent{}, Policy: policy, Access: access}
 	if len(c.Agents) == 0 {
 		return nil, b.errAt(at+".agents", "at least one agent is required")

@@ -1,0 +1,58 @@
+package config
+
+import (
+	"fmt"
+
+	"github.com/turnlog/turnlog/adapters/workspace"
+	"github.com/turnlog/turnlog/fsm"
+	"github.com/turnlog/turnlog/policy"
+	"github.com/turnlog/turnlog/sandbox"
+)
+
+// BuiltinTools are the tool names an agent may list without declaring them: the
+// workspace's file tools.
+var BuiltinTools = []string{"read_file", "write_file", "edit_file", "glob", "grep"}
+
+// builtinTools adds the built-in file tools an app's agents list (and the app does not
+// declare itself), working in the app's workspace. An app that uses them must have a
+// policy, so every call of them is decided and recorded.
+func (b builder) builtinTools(at string, c App, access *policy.Engine, tools map[string]fsm.Tool) error {
+	wanted := ""
+	for _, an := range sortedKeys(c.Agents) {
+		for i, ref := range c.Agents[an].Tools {
+			if _, declared := tools[ref.Tool]; !declared && isBuiltin(ref.Tool) && wanted == "" {
+				wanted = fmt.Sprintf("%s.agents.%s.tools[%d]", at, an, i)
+			}
+		}
+	}
+	if wanted == "" {
+		return nil
+	}
+	if access == nil {
+		return b.errAt(wanted, "the built-in file tools need a policy: section (mode and rules) on the app")
+	}
+	dir := access.Workspace
+	if dir == "" {
+		dir = "."
+	}
+	ws, err := sandbox.OpenWorkspace(dir)
+	if err != nil {
+		return b.errAt(at+".policy.workspace", "%v", err)
+	}
+	access.Workspace = ws.Dir()
+	for _, t := range workspace.Tools(ws) {
+		if _, declared := tools[t.Spec().Name]; !declared {
+			tools[t.Spec().Name] = t
+		}
+	}
+	return nil
+}
+
+func isBuiltin(name string) bool {
+	for _, n := range BuiltinTools {
+		if n == name {
+			return true
+		}
+	}
+	return false
+}
