@@ -19,6 +19,12 @@ apps:
             reply: "refused: {{output.error.message}}"
           - when: {after_tool: read_file}
             reply: "{{output.content}}"
+          - when: {after_tool: bash, output: '"error"'}
+            reply: "refused: {{output.error.message}}"
+          - when: {after_tool: bash}
+            reply: "exit {{output.exit_code}}: {{output.stdout}}"
+          - when: {input: '^run (.+)'}
+            tools: [{name: bash, arguments: '{"command": "{{match.1}}"}'}]
           - when: {after_tool: write_file}
             reply: "wrote {{output.path}} ({{output.bytes}} bytes)"
           - when: {input: '^read (\S+)'}
@@ -26,7 +32,7 @@ apps:
           - when: {input: '^write (\S+) (\w+)'}
             tools: [{name: write_file, arguments: '{"path": "{{match.1}}", "content": "{{match.2}}"}'}]
     agents:
-      coder: {llm: script, tools: [read_file, write_file, grep]}
+      coder: {llm: script, tools: [read_file, write_file, grep, bash]}
     policy:
       mode: workspace-write
       workspace: WORKSPACE
@@ -46,10 +52,12 @@ func TestBuiltinToolsInATurn(t *testing.T) {
 	os.WriteFile(cfg, []byte(strings.Replace(coderConfig, "WORKSPACE", ws, 1)), 0o644)
 	db := filepath.Join(dir, "t.db")
 	for input, want := range map[string]string{
-		"read notes.txt":       "1\tbuy milk",
-		"write todo.txt hello": "wrote todo.txt (5 bytes)",
-		"read .env":            "refused: the tool policy denied this call (rule default-deny): read_file read .env: denied by default",
-		"read ../agent.yaml":   "refused: the tool policy denied this call (rule default-deny): read_file read ../agent.yaml: outside the workspace",
+		"read notes.txt":        "1\tbuy milk",
+		"write todo.txt hello":  "wrote todo.txt (5 bytes)",
+		"read .env":             "refused: the tool policy denied this call (rule default-deny): read_file read .env: denied by default",
+		"read ../agent.yaml":    "refused: the tool policy denied this call (rule default-deny): read_file read ../agent.yaml: outside the workspace",
+		"run ls":                "exit 0: notes.txt",
+		"run cat ../agent.yaml": "refused: the tool policy denied this call (rule default-deny): cat read ../agent.yaml: outside the workspace",
 	} {
 		out, errOut, err := runCLI(t, "run", "--config", cfg, "--app", "coder", "--db", db, input)
 		if err != nil || !strings.Contains(out, want) {

@@ -18,6 +18,7 @@ import (
 	"github.com/turnlog/turnlog/adapters/sqlite"
 	"github.com/turnlog/turnlog/examples/demo"
 	"github.com/turnlog/turnlog/fsm"
+	"github.com/turnlog/turnlog/sandbox"
 )
 
 // The durability tests run the real CLI in a child process (this test binary, started
@@ -27,6 +28,9 @@ import (
 const childEnv = "TURNLOG_CRASH_CHILD"
 
 func TestMain(m *testing.M) {
+	if sandbox.IsHelper() { // the sandbox's helper, for commands the tests run
+		sandbox.HelperMain()
+	}
 	if os.Getenv(childEnv) == "1" {
 		err := runWith(context.Background(), os.Args[1:], os.Stdout, os.Stderr, crashWiring(os.Getenv("CRASH_DIR")))
 		if err != nil && err != errSilentExit && !errors.As(err, new(exitStatus)) {

@@ -9,9 +9,14 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/turnlog/turnlog/sandbox"
 )
 
 func main() {
+	if sandbox.IsHelper() { // started by the sandbox to become a confined command
+		sandbox.HelperMain()
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)

@@ -10,8 +10,8 @@ import (
 )
 
 // BuiltinTools are the tool names an agent may list without declaring them: the
-// workspace's file tools.
-var BuiltinTools = []string{"read_file", "write_file", "edit_file", "glob", "grep"}
+// workspace's file tools and bash (sandboxed as the policy's mode says).
+var BuiltinTools = []string{"read_file", "write_file", "edit_file", "glob", "grep", "bash"}
 
 // builtinTools adds the built-in file tools an app's agents list (and the app does not
 // declare itself), working in the app's workspace. An app that uses them must have a
@@ -40,7 +40,7 @@ func (b builder) builtinTools(at string, c App, access *policy.Engine, tools map
 		return b.errAt(at+".policy.workspace", "%v", err)
 	}
 	access.Workspace = ws.Dir()
-	for _, t := range workspace.Tools(ws) {
+	for _, t := range append(workspace.Tools(ws), workspace.Bash(workspace.SpecFor(ws, access.Mode))) {
 		if _, declared := tools[t.Spec().Name]; !declared {
 			tools[t.Spec().Name] = t
 		}

@@ -1,6 +1,7 @@
 package workspace
 
 import (
+	"context"
 	"encoding/json"
 
 	"github.com/turnlog/turnlog/adapters/functool"
@@ -34,6 +35,10 @@ func Tools(ws *sandbox.Workspace) []fsm.Tool {
 		&target[grepArgs]{functool.MustNew("grep", "Search workspace files for a regular expression; hits are path:line:text.",
 			grepFiles(ws)), func(grepArgs) fsm.PolicyCall { return pathCall(policy.L1, policy.ActRead, ".") }},
 	}
+}
+
+func newTool[A any](name, description string, fn func(context.Context, A) (any, error)) *functool.Tool[A] {
+	return functool.MustNew(name, description, fn)
 }
 
 // target is a function tool that tells the policy what a call acts on.

@@ -1,0 +1,217 @@
+package sandbox
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Spec says how a command runs: where, with what limits, and whether it may reach
+// the network. The zero limits mean the defaults.
+type Spec struct {
+	Workspace string `json:"workspace"` // the command's working directory
+	// WorkspaceReadOnly closes the workspace to writes too (mode read-only).
+	WorkspaceReadOnly bool          `json:"workspace_read_only,omitempty"`
+	Network           bool          `json:"network"` // false: a network namespace of its own (nothing to connect to)
+	Timeout           time.Duration `json:"-"`
+	CPUSeconds        uint64        `json:"cpu_seconds"`
+	MemoryBytes       uint64        `json:"memory_bytes"` // address space
+	FileBytes         uint64        `json:"file_bytes"`   // largest file it may write
+	OutputBytes       int           `json:"-"`            // kept per stream, head and tail
+	// ReadOnly are directories the command may read (the system's programs and
+	// libraries); everything else outside the workspace is closed to it.
+	ReadOnly []string `json:"read_only"`
+	// Unavailable names a mechanism to treat as missing (a probe override): the run
+	// must then fail closed.
+	Unavailable string `json:"unavailable,omitempty"`
+}
+
+// Defaults for a Spec's zero fields.
+const (
+	DefaultTimeout     = 60 * time.Second
+	DefaultCPUSeconds  = 60
+	DefaultMemoryBytes = 1 << 30
+	DefaultFileBytes   = 256 << 20
+	DefaultOutputBytes = 32 << 10
+)
+
+// SystemDirs are what a command may read outside the workspace by default.
+var SystemDirs = []string{"/usr", "/bin", "/sbin", "/lib", "/lib64", "/etc"}
+
+// envAllowed are the only variables a command gets from turnlog's environment: no
+// secret the server holds ever reaches it.
+var envAllowed = []string{"PATH", "LANG", "LC_ALL", "TZ", "TERM"}
+
+// Result is what a command did.
+type Result struct {
+	ExitCode   int    `json:"exit_code"`
+	Stdout     string `json:"stdout"`
+	Stderr     string `json:"stderr"`
+	DurationMS int64  `json:"duration_ms"`
+	TimedOut   bool   `json:"timed_out,omitempty"`
+	Truncated  bool   `json:"truncated"`
+	Reason     string `json:"truncated_reason,omitempty"`
+}
+
+// Error is a sandbox that could not be set up: the command did not run.
+type Error struct{ Msg string }
+
+func (e *Error) Error() string { return "sandbox: " + e.Msg + " (the command did not run)" }
+
+const (
+	helperEnv  = "TURNLOG_SANDBOX_HELPER"
+	specEnv    = "TURNLOG_SANDBOX_SPEC"
+	helperFail = 125
+	failPrefix = "turnlog-sandbox-error: "
+	killedCode = -1
+)
+
+// Run runs a bash command in the sandbox: its own PID namespace (every descendant
+// dies with it, setsid ones too), its own network namespace unless Network, the
+// filesystem limited by Landlock to the workspace (read-write) and ReadOnly, CPU,
+// memory and file-size limits, an environment from an allowlist, a timeout, and
+// output kept head and tail. If any of that cannot be applied, it fails closed.
+func Run(ctx context.Context, spec Spec, command string) (*Result, error) {
+	spec = withDefaults(spec)
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, &Error{Msg: "cannot find the turnlog binary to start the sandbox: " + err.Error()}
+	}
+	raw, _ := json.Marshal(spec)
+	cmd := exec.Command(exe, "bash", "-c", command)
+	cmd.Dir = spec.Workspace
+	cmd.Env = append(allowedEnv(), "HOME="+spec.Workspace, helperEnv+"=1", specEnv+"="+string(raw))
+	flags := uintptr(syscall.CLONE_NEWPID)
+	if !spec.Network {
+		flags |= syscall.CLONE_NEWNET
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: flags, Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	stdout, stderr := newHeadTail(spec.OutputBytes), newHeadTail(spec.OutputBytes)
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	cmd.WaitDelay = 2 * time.Second
+	began := time.Now()
+	if err := cmd.Start(); err != nil {
+		return nil, &Error{Msg: "cannot start an isolated process: " + err.Error()}
+	}
+	timer := time.NewTimer(spec.Timeout)
+	defer timer.Stop()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	res := &Result{}
+	select {
+	case err = <-done:
+	case <-timer.C:
+		res.TimedOut = true
+		cmd.Process.Kill() // the namespace's first process: the kernel kills the rest
+		err = <-done
+	case <-ctx.Done():
+		cmd.Process.Kill()
+		err = <-done
+	}
+	res.DurationMS = time.Since(began).Milliseconds()
+	res.Stdout, res.Stderr = stdout.String(), stderr.String()
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &exit):
+		res.ExitCode = exit.ExitCode()
+	default:
+		return nil, &Error{Msg: err.Error()}
+	}
+	if res.ExitCode == helperFail && strings.Contains(res.Stderr, failPrefix) {
+		msg := res.Stderr[strings.Index(res.Stderr, failPrefix)+len(failPrefix):]
+		return nil, &Error{Msg: strings.TrimSpace(msg)}
+	}
+	if res.TimedOut {
+		res.ExitCode = killedCode
+	}
+	var cut []string
+	if stdout.cut() > 0 {
+		cut = append(cut, fmt.Sprintf("stdout: %d bytes cut from the middle", stdout.cut()))
+	}
+	if stderr.cut() > 0 {
+		cut = append(cut, fmt.Sprintf("stderr: %d bytes cut from the middle", stderr.cut()))
+	}
+	if res.TimedOut {
+		cut = append(cut, fmt.Sprintf("killed after the %s timeout", spec.Timeout))
+	}
+	if len(cut) > 0 {
+		res.Truncated, res.Reason = true, strings.Join(cut, "; ")
+	}
+	return res, nil
+}
+
+func withDefaults(s Spec) Spec {
+	if s.Timeout <= 0 {
+		s.Timeout = DefaultTimeout
+	}
+	if s.CPUSeconds == 0 {
+		s.CPUSeconds = DefaultCPUSeconds
+	}
+	if s.MemoryBytes == 0 {
+		s.MemoryBytes = DefaultMemoryBytes
+	}
+	if s.FileBytes == 0 {
+		s.FileBytes = DefaultFileBytes
+	}
+	if s.OutputBytes <= 0 {
+		s.OutputBytes = DefaultOutputBytes
+	}
+	if s.ReadOnly == nil {
+		s.ReadOnly = SystemDirs
+	}
+	return s
+}
+
+func allowedEnv() []string {
+	var out []string
+	for _, k := range envAllowed {
+		if v, ok := os.LookupEnv(k); ok {
+			out = append(out, k+"="+v)
+		}
+	}
+	return out
+}
+
+// headTail keeps the first and the last half of what is written to it.
+type headTail struct {
+	half  int
+	head  []byte
+	tail  []byte // a ring once full
+	start int
+	total int
+}
+
+func newHeadTail(n int) *headTail { return &headTail{half: max(n/2, 1)} }
+
+func (h *headTail) Write(p []byte) (int, error) {
+	h.total += len(p)
+	for _, b := range p {
+		switch {
+		case len(h.head) < h.half:
+			h.head = append(h.head, b)
+		case len(h.tail) < h.half:
+			h.tail = append(h.tail, b)
+		default:
+			h.tail[h.start] = b
+			h.start = (h.start + 1) % h.half
+		}
+	}
+	return len(p), nil
+}
+
+func (h *headTail) cut() int { return max(0, h.total-len(h.head)-len(h.tail)) }
+
+func (h *headTail) String() string {
+	tail := append(append([]byte(nil), h.tail[h.start:]...), h.tail[:h.start]...)
+	if n := h.cut(); n > 0 {
+		return string(h.head) + fmt.Sprintf("\n…[%d bytes cut]…\n", n) + string(tail)
+	}
+	return string(h.head) + string(tail)
+}

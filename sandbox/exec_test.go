@@ -1,0 +1,190 @@
+package sandbox_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/turnlog/turnlog/sandbox"
+)
+
+// These tests run real processes and fail only if an attack succeeds.
+
+func spec(t *testing.T) (sandbox.Spec, string) {
+	t.Helper()
+	base := t.TempDir()
+	ws, outside := filepath.Join(base, "ws"), filepath.Join(base, "outside")
+	os.MkdirAll(ws, 0o755)
+	os.MkdirAll(outside, 0o755)
+	os.WriteFile(filepath.Join(outside, "secret.txt"), []byte("outside secret"), 0o644)
+	return sandbox.Spec{Workspace: ws, Timeout: 20 * time.Second}, outside
+}
+
+func run(t *testing.T, s sandbox.Spec, command string) *sandbox.Result {
+	t.Helper()
+	res, err := sandbox.Run(context.Background(), s, command)
+	if err != nil {
+		t.Fatalf("%s: %v", command, err)
+	}
+	return res
+}
+
+func TestCommandRunsInTheWorkspace(t *testing.T) {
+	t.Parallel()
+	s, _ := spec(t)
+	res := run(t, s, "echo hi > made.txt && cat made.txt && pwd && ls /usr/bin/env")
+	if res.ExitCode != 0 || !strings.Contains(res.Stdout, "hi\n"+s.Workspace) {
+		t.Fatalf("%+v", res)
+	}
+}
+
+func TestCannotWriteOrReadOutside(t *testing.T) {
+	t.Parallel()
+	s, outside := spec(t)
+	res := run(t, s, fmt.Sprintf("echo planted > %s/planted.txt; cat %s/secret.txt; echo x > /tmp/turnlog-escape-%d", outside, outside, os.Getpid()))
+	if _, err := os.Stat(filepath.Join(outside, "planted.txt")); err == nil {
+		t.Fatal("the command wrote outside the workspace")
+	}
+	if _, err := os.Stat(fmt.Sprintf("/tmp/turnlog-escape-%d", os.Getpid())); err == nil {
+		os.Remove(fmt.Sprintf("/tmp/turnlog-escape-%d", os.Getpid()))
+		t.Fatal("the command wrote to /tmp")
+	}
+	if strings.Contains(res.Stdout, "outside secret") {
+		t.Fatal("the command read a file outside the workspace")
+	}
+	if !strings.Contains(res.Stderr, "Permission denied") {
+		t.Fatalf("no refusal reported: %+v", res)
+	}
+}
+
+func TestSymlinkOutIsClosed(t *testing.T) {
+	t.Parallel()
+	s, outside := spec(t)
+	os.Symlink(filepath.Join(outside, "secret.txt"), filepath.Join(s.Workspace, "link"))
+	os.Symlink(outside, filepath.Join(s.Workspace, "dir"))
+	res := run(t, s, "cat link; echo planted > dir/planted.txt")
+	if strings.Contains(res.Stdout, "outside secret") {
+		t.Fatal("read through a symlink")
+	}
+	if _, err := os.Stat(filepath.Join(outside, "planted.txt")); err == nil {
+		t.Fatal("wrote through a symlink")
+	}
+}
+
+func TestNoNetwork(t *testing.T) {
+	t.Parallel()
+	s, _ := spec(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan struct{}, 1)
+	go func() {
+		if c, err := ln.Accept(); err == nil {
+			accepted <- struct{}{}
+			c.Close()
+		}
+	}()
+	port := ln.Addr().(*net.TCPAddr).Port
+	res := run(t, s, fmt.Sprintf("echo hi > /dev/tcp/127.0.0.1/%d && echo CONNECTED; curl -s -m 3 http://127.0.0.1:%d/ && echo CONNECTED", port, port))
+	select {
+	case <-accepted:
+		t.Fatalf("the sandboxed command reached a listener outside: %+v", res)
+	case <-time.After(200 * time.Millisecond):
+	}
+	if strings.Contains(res.Stdout, "CONNECTED") {
+		t.Fatalf("connected: %+v", res)
+	}
+}
+
+func TestEveryDescendantDies(t *testing.T) {
+	t.Parallel()
+	s, _ := spec(t)
+	s.Timeout = time.Second
+	marker := fmt.Sprintf("%d.%d", 900+os.Getpid()%99, time.Now().UnixNano()%1000)
+	res := run(t, s, "setsid sleep "+marker+" & nohup sleep "+marker+" & sleep 30")
+	if !res.TimedOut || res.ExitCode != -1 || !strings.Contains(res.Reason, "timeout") {
+		t.Fatalf("not timed out: %+v", res)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		alive := sleepers(marker)
+		if alive == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d descendants still alive after the timeout", alive)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// sleepers counts live processes whose command line holds marker.
+func sleepers(marker string) int {
+	n := 0
+	dirs, _ := os.ReadDir("/proc")
+	for _, d := range dirs {
+		raw, err := os.ReadFile(filepath.Join("/proc", d.Name(), "cmdline"))
+		if err != nil || !strings.Contains(string(raw), marker) {
+			continue
+		}
+		if st, _ := os.ReadFile(filepath.Join("/proc", d.Name(), "stat")); strings.Contains(string(st), ") Z ") {
+			continue // a zombie is dead
+		}
+		n++
+	}
+	return n
+}
+
+func TestMemoryLimit(t *testing.T) {
+	t.Parallel()
+	s, _ := spec(t)
+	s.MemoryBytes = 256 << 20
+	// Doubling a string 30 times needs 1 GiB (it succeeds with a 4 GiB limit).
+	res := run(t, s, `awk 'BEGIN { s = "x"; for (i = 0; i < 30; i++) s = s s; print length(s) }'`)
+	if res.ExitCode == 0 || strings.Contains(res.Stdout, "1073741824") {
+		t.Fatalf("a 1 GiB allocation succeeded under a 256 MiB limit: %+v", res)
+	}
+}
+
+func TestNoSecretsInTheEnvironment(t *testing.T) {
+	s, _ := spec(t)
+	t.Setenv("OPENAI_API_KEY", "sk-live-should-not-leak")
+	t.Setenv("TURNLOG_API_KEYS", "k=alice")
+	res := run(t, s, "env")
+	if strings.Contains(res.Stdout, "sk-live") || strings.Contains(res.Stdout, "TURNLOG") || !strings.Contains(res.Stdout, "PATH=") {
+		t.Fatalf("environment: %s", res.Stdout)
+	}
+}
+
+func TestOutputKeepsHeadAndTail(t *testing.T) {
+	t.Parallel()
+	s, _ := spec(t)
+	s.OutputBytes = 100
+	res := run(t, s, `echo START; head -c 100000 /dev/zero | tr '\0' x; echo; echo END`)
+	if !strings.HasPrefix(res.Stdout, "START\n") || !strings.HasSuffix(res.Stdout, "END\n") || !strings.Contains(res.Stdout, "bytes cut]") ||
+		!res.Truncated || !strings.Contains(res.Reason, "stdout:") {
+		t.Fatalf("%+v", res)
+	}
+}
+
+// TestMissingMechanismFailsClosed: a sandbox that cannot be set up does not run the
+// command at all.
+func TestMissingMechanismFailsClosed(t *testing.T) {
+	t.Parallel()
+	s, _ := spec(t)
+	s.Unavailable = "landlock"
+	res, err := sandbox.Run(context.Background(), s, "echo ran > ran.txt")
+	if err == nil || !strings.Contains(err.Error(), "landlock is not available") || res != nil {
+		t.Fatalf("res %+v, err %v", res, err)
+	}
+	if _, err := os.Stat(filepath.Join(s.Workspace, "ran.txt")); err == nil {
+		t.Fatal("the command ran without its sandbox")
+	}
+}

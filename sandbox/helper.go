@@ -1,0 +1,91 @@
+package sandbox
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"syscall"
+	"unsafe"
+
+	"github.com/landlock-lsm/go-landlock/landlock"
+	llsyscall "github.com/landlock-lsm/go-landlock/landlock/syscall"
+)
+
+// IsHelper says whether this process is the sandbox's helper (turnlog started it to
+// set a command's limits up from inside its namespaces). main calls HelperMain then.
+func IsHelper() bool { return os.Getenv(helperEnv) == "1" }
+
+// HelperMain applies the limits of the spec it was given — Landlock, then resource
+// limits — and becomes the command. It never returns. Any step that fails ends the
+// process with status 125 and the reason, so the command never runs unconfined.
+func HelperMain() {
+	fail := func(format string, args ...any) {
+		fmt.Fprintf(os.Stderr, failPrefix+format+"\n", args...)
+		os.Exit(helperFail)
+	}
+	var spec Spec
+	if err := json.Unmarshal([]byte(os.Getenv(specEnv)), &spec); err != nil {
+		fail("unreadable spec: %v", err)
+	}
+	if spec.Unavailable == "landlock" {
+		fail("landlock is not available here, and this sandbox requires it")
+	}
+	ws := landlock.RWDirs(spec.Workspace)
+	if spec.WorkspaceReadOnly {
+		ws = landlock.RODirs(spec.Workspace)
+	}
+	rules := []landlock.Rule{ws, landlock.RWFiles("/dev/null"), landlock.ROFiles("/dev/urandom", "/dev/zero")}
+	for _, d := range spec.ReadOnly {
+		if _, err := os.Stat(d); err == nil {
+			rules = append(rules, landlock.RODirs(d))
+		}
+	}
+	os.Unsetenv(helperEnv)
+	os.Unsetenv(specEnv)
+	path, err := exec.LookPath(os.Args[1])
+	if err != nil {
+		fail("%v", err)
+	}
+	// Landlock binds the thread that restricts itself and what it execs: this thread
+	// restricts itself and becomes the command, and is never handed back to the Go
+	// runtime. (Restricting every thread goes through psx, which hangs in a process
+	// that is the first of its PID namespace.)
+	runtime.LockOSThread()
+	// ABI 5 exactly, not best effort: a kernel without it fails the call closed. With
+	// no network, TCP is closed by Landlock too (the namespace has no route out anyway).
+	cfg := landlock.Config{HandledAccessFS: landlock.V5.HandledAccessFS}
+	if !spec.Network {
+		cfg.HandledAccessNet = landlock.V5.HandledAccessNet
+	}
+	fd, flags, err := cfg.NewRulesetFD(rules...)
+	if err != nil {
+		fail("landlock: %v", err)
+	}
+	if _, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, prSetNoNewPrivs, 1, 0); errno != 0 {
+		fail("no_new_privs: %v", errno)
+	}
+	if err := llsyscall.LandlockRestrictSelf(fd, flags); err != nil {
+		fail("landlock: %v", err)
+	}
+	syscall.Close(fd)
+	// The limits come last, right before the command starts: this helper itself may
+	// need more memory than the command may have (a race-detector build does).
+	argv, env := os.Args[1:], os.Environ()
+	for _, l := range []struct {
+		res   int
+		value uint64
+		name  string
+	}{{syscall.RLIMIT_CPU, spec.CPUSeconds, "cpu"}, {syscall.RLIMIT_AS, spec.MemoryBytes, "memory"}, {syscall.RLIMIT_FSIZE, spec.FileBytes, "file size"}} {
+		lim := syscall.Rlimit{Cur: l.value, Max: l.value}
+		if _, _, errno := syscall.RawSyscall6(syscall.SYS_PRLIMIT64, 0, uintptr(l.res), uintptr(unsafe.Pointer(&lim)), 0, 0, 0); errno != 0 {
+			fail("cannot limit %s: %v", l.name, errno)
+		}
+	}
+	if err := syscall.Exec(path, argv, env); err != nil {
+		fail("exec %s: %v", os.Args[1], err)
+	}
+}
+
+const prSetNoNewPrivs = 38 // PR_SET_NO_NEW_PRIVS
