@@ -34,6 +34,7 @@ func commands() map[string]command {
 		"rebuild": {"drop every projection and refold it from the events", "rebuild [--db FILE]", cmdRebuild},
 		"migrate": {"apply pending schema migrations", "migrate [--db FILE]", cmdMigrate},
 		"version": {"print the version", "version", cmdVersion},
+		"doctor":  {"print which sandbox mechanisms work on this machine and what each app gets", "doctor [--config FILE]", cmdDoctor},
 		"policy": {"check what an app's policy decides for a command or tool call",
 			"policy check [--app NAME] [--agent NAME] [--workspace DIR] [--config FILE] [--json] -- 'COMMAND'  |  policy check --tool NAME --args JSON", cmdPolicy},
 	}

@@ -42,3 +42,14 @@ func TestPolicyCheck(t *testing.T) {
 		t.Fatalf("an unknown app: %v", err)
 	}
 }
+
+// TestDoctor: doctor probes every mechanism for real and says what each app gets.
+func TestDoctor(t *testing.T) {
+	t.Parallel()
+	out, _, err := runCLI(t, "doctor", "--config", "examples/coder.yaml")
+	for _, want := range []string{"landlock", "works    kernel ABI", "pid+net namespaces", "bubblewrap", "apps:", "coder: mode network-off — available"} {
+		if err != nil || !strings.Contains(out, want) {
+			t.Fatalf("doctor lacks %q (%v):\n%s", want, err, out)
+		}
+	}
+}
