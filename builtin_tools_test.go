@@ -1,10 +1,17 @@
 package main
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/turnlog/turnlog/adapters/sqlite"
+	"github.com/turnlog/turnlog/config"
+	"github.com/turnlog/turnlog/fsm"
 )
 
 const coderConfig = `
@@ -71,5 +78,68 @@ func TestBuiltinToolsInATurn(t *testing.T) {
 	os.WriteFile(cfg, []byte(bad), 0o644)
 	if _, _, err := runCLI(t, "run", "--config", cfg, "--app", "coder", "--db", db, "hi"); err == nil || !strings.Contains(err.Error(), "need a policy") {
 		t.Fatalf("built-in tools without a policy: %v", err)
+	}
+}
+
+// TestApprovedCommandRunsInTheSandbox: a command the policy holds for approval shows
+// its risk level and rule; once approved it runs in the sandbox (it can delete inside
+// the workspace, and nothing outside).
+func TestApprovedCommandRunsInTheSandbox(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	ws := filepath.Join(dir, "ws")
+	os.MkdirAll(filepath.Join(ws, "build"), 0o755)
+	os.WriteFile(filepath.Join(ws, "build", "out.bin"), []byte("x"), 0o644)
+	apps, err := config.Load("agent.yaml", []byte(strings.Replace(coderConfig, "WORKSPACE", ws, 1)), config.Options{Functions: defaultWiring().functions})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, _ := sqlite.MustOpen(t, sqlite.Options{Synchronous: "OFF"})
+	e, err := fsm.New(store, apps, fsm.Options{Clock: time.Now, NewID: newIDs()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	s, _ := e.CreateSession(ctx, "coder", "dev", nil)
+	res, err := e.RunTurn(ctx, s.ID, "run rm -rf build")
+	if err != nil || res.Status != fsm.StatusSuspended || len(res.Interrupts) != 1 {
+		t.Fatalf("%+v %v", res, err)
+	}
+	in := res.Interrupts[0]
+	if in.Level != "L4" || in.Rule != "default:workspace-write:L4" || strings.Join(in.Resources, ",") != "delete build" {
+		t.Fatalf("interrupt: %+v", in)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "build")); err != nil {
+		t.Fatal("the command ran before approval")
+	}
+	yes := true
+	st, err := e.Resume(ctx, s.ID, "reviewer", map[string]fsm.Answer{in.ID: {Confirmed: &yes}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done, err := st.Wait()
+	if err != nil || done.Status != fsm.StatusCompleted || !strings.HasPrefix(done.Output, "exit 0") {
+		t.Fatalf("approved: %+v %v", done, err)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "build")); err == nil {
+		t.Fatal("the approved command did not run")
+	}
+	audit, err := store.Audit(ctx, s.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var trail []string
+	for _, a := range audit {
+		line := a.Kind + " " + a.Tool + " " + a.Outcome
+		if a.Rule != "" {
+			line += " " + a.Rule
+		}
+		if a.ExitCode != nil {
+			line += fmt.Sprintf(" exit %d", *a.ExitCode)
+		}
+		trail = append(trail, line)
+	}
+	if got, want := strings.Join(trail, " | "), "decision bash require_approval L4 default:workspace-write:L4 | approval  approved | result bash ok exit 0"; got != want {
+		t.Fatalf("audit: %s\nwant   %s", got, want)
 	}
 }

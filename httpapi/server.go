@@ -25,6 +25,7 @@ type Reader interface {
 	Turns(ctx context.Context, session string) ([]projection.Turn, error)
 	LastTurn(ctx context.Context, session string) (projection.Turn, error)
 	PendingInterrupts(ctx context.Context, session string) ([]projection.Interrupt, error)
+	Audit(ctx context.Context, session string) ([]projection.AuditEntry, error)
 	Watch(session string) (<-chan struct{}, func())
 	Ping(ctx context.Context) error
 }
@@ -99,6 +100,7 @@ func New(cfg Config) *Server {
 	v1.POST("/sessions/:id/turns/:turn_id/cancel", s.cancelTurn)
 	v1.GET("/sessions/:id/history", s.history)
 	v1.GET("/sessions/:id/interrupts", s.interrupts)
+	v1.GET("/sessions/:id/audit", s.audit)
 	v1.GET("/sessions/:id/events", s.events)
 	v1.GET("/sessions/:id/branch-points", s.branchPoints)
 	v1.POST("/sessions/:id/branches", s.createBranch)

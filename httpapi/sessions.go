@@ -244,3 +244,15 @@ func (s *Server) export(c echo.Context) error {
 	c.Response().WriteHeader(http.StatusOK)
 	return events.WriteJSONL(c.Response(), evs)
 }
+
+// audit lists what the session's tools did and what was decided about them.
+func (s *Server) audit(c echo.Context) error {
+	if _, err := s.ownedSession(c); err != nil {
+		return err
+	}
+	entries, err := s.cfg.Reader.Audit(c.Request().Context(), c.Param("id"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, map[string]any{"audit": entries})
+}

@@ -46,3 +46,24 @@ SELECT l.session_id, h.session_id AS from_session, h.seq, h.idx, h.turn_id,
        h.item ->> '$.output'  AS output
 FROM lineage l JOIN proj_history h ON h.session_id = l.ancestor AND (l.upto IS NULL OR h.seq <= l.upto)
 ORDER BY l.session_id, l.depth DESC, h.seq, h.idx;
+
+-- What the tools did and what was decided about them: policy decisions, people's
+-- answers, and the results of the built-in workspace tools (files read and written with
+-- their diffs, commands with their exit codes).
+CREATE VIEW audit AS
+SELECT e.session_id, e.turn_id, e.seq, e.at, e.path,
+       CASE e.type WHEN 'PolicyDecided' THEN 'decision' WHEN 'ApprovalResolved' THEN 'approval' ELSE 'result' END AS kind,
+       e.data ->> '$.tool' AS tool,
+       CASE e.type
+         WHEN 'PolicyDecided' THEN e.data ->> '$.decision'
+         WHEN 'ApprovalResolved' THEN iif(e.data ->> '$.confirmed', 'approved', 'rejected')
+         ELSE iif(e.data ->> '$.is_error', coalesce(e.data ->> '$.error_kind', 'error'), 'ok')
+       END AS outcome,
+       iif(e.type = 'PolicyDecided', (e.data ->> '$.level') || ' ' || (e.data ->> '$.rule'), NULL) AS rule,
+       iif(e.type = 'PolicyDecided', e.data ->> '$.reason', NULL) AS reason,
+       iif(e.type = 'PolicyDecided', e.data -> '$.resources', NULL) AS resources,
+       iif(e.type = 'ToolResulted' AND json_valid(e.data ->> '$.output'), (e.data ->> '$.output') ->> '$.exit_code', NULL) AS exit_code,
+       iif(e.type = 'ToolResulted' AND json_valid(e.data ->> '$.output'), (e.data ->> '$.output') ->> '$.diff', NULL) AS diff
+FROM events e
+WHERE e.type IN ('PolicyDecided', 'ApprovalResolved')
+   OR (e.type = 'ToolResulted' AND e.data ->> '$.tool' IN ('read_file', 'write_file', 'edit_file', 'glob', 'grep', 'bash'));

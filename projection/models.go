@@ -77,3 +77,20 @@ type Interrupt struct {
 	Status      InterruptStatus `json:"status"`
 	RequestedAt time.Time       `json:"requested_at"`
 }
+
+// AuditEntry is one row of the audit view: a policy decision, a person's answer,
+// or a result of a built-in workspace tool.
+type AuditEntry struct {
+	Seq       int64     `json:"seq"`
+	Turn      string    `json:"turn_id"`
+	At        time.Time `json:"at"`
+	Path      string    `json:"path"`
+	Kind      string    `json:"kind"` // decision, approval or result
+	Tool      string    `json:"tool,omitempty"`
+	Outcome   string    `json:"outcome"`
+	Rule      string    `json:"rule,omitempty"`
+	Reason    string    `json:"reason,omitempty"`
+	Resources string    `json:"resources,omitempty"` // JSON array
+	ExitCode  *int64    `json:"exit_code,omitempty"`
+	Diff      string    `json:"diff,omitempty"`
+}

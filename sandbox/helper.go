@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"runtime/debug"
 	"syscall"
 	"unsafe"
 
@@ -71,8 +72,21 @@ func HelperMain() {
 	}
 	syscall.Close(fd)
 	// The limits come last, right before the command starts: this helper itself may
-	// need more memory than the command may have (a race-detector build does).
-	argv, env := os.Args[1:], os.Environ()
+	// need more memory than the command may have (a race-detector build does). Nothing
+	// is allocated after them: execve's arguments are built first.
+	argv0, err := syscall.BytePtrFromString(path)
+	if err != nil {
+		fail("%v", err)
+	}
+	argv, err := syscall.SlicePtrFromStrings(os.Args[1:])
+	if err != nil {
+		fail("%v", err)
+	}
+	envv, err := syscall.SlicePtrFromStrings(os.Environ())
+	if err != nil {
+		fail("%v", err)
+	}
+	debug.SetGCPercent(-1)
 	for _, l := range []struct {
 		res   int
 		value uint64
@@ -83,9 +97,9 @@ func HelperMain() {
 			fail("cannot limit %s: %v", l.name, errno)
 		}
 	}
-	if err := syscall.Exec(path, argv, env); err != nil {
-		fail("exec %s: %v", os.Args[1], err)
-	}
+	_, _, errno := syscall.RawSyscall(syscall.SYS_EXECVE, uintptr(unsafe.Pointer(argv0)),
+		uintptr(unsafe.Pointer(&argv[0])), uintptr(unsafe.Pointer(&envv[0])))
+	fail("exec %s: %v", os.Args[1], errno)
 }
 
 const prSetNoNewPrivs = 38 // PR_SET_NO_NEW_PRIVS

@@ -1,0 +1,37 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+
+	"github.com/turnlog/turnlog/projection"
+)
+
+const qAudit = `SELECT seq, turn_id, at, path, kind, coalesce(tool, ''), coalesce(outcome, ''), coalesce(rule, ''), coalesce(reason, ''),
+	coalesce(resources, ''), exit_code, coalesce(diff, '') FROM audit WHERE session_id = ? ORDER BY seq`
+
+// Audit lists what a session's tools did and what was decided about them.
+func (s *Store) Audit(ctx context.Context, session string) ([]projection.AuditEntry, error) {
+	rows, err := s.query(ctx, qAudit, session)
+	if err != nil {
+		return nil, fmt.Errorf("read audit of %s: %w", session, err)
+	}
+	defer rows.Close()
+	out := []projection.AuditEntry{}
+	for rows.Next() {
+		var e projection.AuditEntry
+		var at string
+		var exit sql.NullInt64
+		if err := rows.Scan(&e.Seq, &e.Turn, &at, &e.Path, &e.Kind, &e.Tool, &e.Outcome, &e.Rule, &e.Reason, &e.Resources, &exit, &e.Diff); err != nil {
+			return nil, err
+		}
+		e.At, _ = time.Parse(time.RFC3339Nano, at)
+		if exit.Valid {
+			e.ExitCode = &exit.Int64
+		}
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
