@@ -28,7 +28,7 @@ type command struct {
 func commands() map[string]command {
 	return map[string]command{
 		"serve":   {"serve the REST API", "serve [--addr HOST:PORT] [--dev] [--config FILE] [--db FILE]", cmdServe},
-		"run":     {"run one turn locally and print the answer", "run [--app NAME] [--session ID] [--config FILE] [--db FILE] INPUT...", cmdRun},
+		"run":     {"run one turn locally and print the answer", "run [--app NAME] [--session ID] [--workspace DIR] [--config FILE] [--db FILE] INPUT...", cmdRun},
 		"replay":  {"replay a recorded fixture and report the first divergence", "replay FIXTURE_DIR", cmdReplay},
 		"export":  {"print a session's events as a fixture (NDJSON)", "export [--db FILE] SESSION_ID", cmdExport},
 		"rebuild": {"drop every projection and refold it from the events", "rebuild [--db FILE]", cmdRebuild},
@@ -44,6 +44,7 @@ func commands() map[string]command {
 type cliContext struct {
 	stdout, stderr io.Writer
 	wiring         wiring
+	workspace      string // overrides the apps' policy workspace (run --workspace)
 }
 
 func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, w wiring) error {

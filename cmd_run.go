@@ -15,6 +15,7 @@ func cmdRun(ctx context.Context, c *cliContext, args []string) error {
 	app := fs.String("app", envOr("TURNLOG_APP", "demo"), "app to run (env TURNLOG_APP)")
 	session := fs.String("session", "", "continue this session instead of creating one")
 	user := fs.String("user", envOr("TURNLOG_USER", "local"), "owner of a new session (env TURNLOG_USER)")
+	fs.StringVar(&c.workspace, "workspace", envOr("TURNLOG_WORKSPACE", ""), "the directory the built-in tools work in; the turn runs as a local shell: its steps are printed as they happen and approvals are asked here (env TURNLOG_WORKSPACE)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -38,6 +39,9 @@ func cmdRun(ctx context.Context, c *cliContext, args []string) error {
 		*session = s.ID
 	}
 	fmt.Fprintf(c.stderr, "session %s\n", *session)
+	if c.workspace != "" {
+		return runInteractive(ctx, c, store, engine, *session, input)
+	}
 	res, err := engine.RunTurn(ctx, *session, input)
 	if err != nil {
 		return err

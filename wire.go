@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/rand"
+	"io"
 	"sync"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 type wiring struct {
 	functions config.Functions
 	wrapModel func(llmID string, m fsm.Model) fsm.Model
+	stdin     io.Reader // where run reads a person's answers (default os.Stdin)
 }
 
 func defaultWiring() wiring { return wiring{functions: demo.Functions()} }
@@ -25,7 +27,7 @@ func defaultWiring() wiring { return wiring{functions: demo.Functions()} }
 func schemaVersion() int { return sqlite.SchemaVersion() }
 
 func (c *cliContext) loadApps(path string) ([]*fsm.App, error) {
-	opts := config.Options{Functions: c.wiring.functions, WrapModel: c.wiring.wrapModel}
+	opts := config.Options{Functions: c.wiring.functions, WrapModel: c.wiring.wrapModel, Workspace: c.workspace}
 	if path == "" {
 		return config.Load("examples/demo/agent.yaml", demo.Config, opts)
 	}

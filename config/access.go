@@ -38,9 +38,13 @@ func (b builder) access(at string, c *Access) (*policy.Engine, error) {
 	if c == nil {
 		return nil, nil // no tool policy: tools run as configured
 	}
-	e := &policy.Engine{Mode: policy.ModeWorkspaceWrite, Workspace: c.Workspace}
-	if c.Workspace != "" {
-		ws, err := filepath.Abs(c.Workspace)
+	dir := c.Workspace
+	if b.opts.Workspace != "" {
+		dir = b.opts.Workspace
+	}
+	e := &policy.Engine{Mode: policy.ModeWorkspaceWrite, Workspace: dir}
+	if dir != "" {
+		ws, err := filepath.Abs(dir)
 		if err != nil {
 			return nil, b.errAt(at+".workspace", "%v", err)
 		}

@@ -150,6 +150,8 @@ type Options struct {
 	Functions Functions
 	// WrapModel, when set, wraps every registered model (call counting, gating).
 	WrapModel func(llmID string, m fsm.Model) fsm.Model
+	// Workspace, when set, replaces the policy workspace of every app that has one.
+	Workspace string
 }
 
 // Error is a config error at a YAML location.
