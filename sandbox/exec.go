@@ -87,7 +87,7 @@ func Run(ctx context.Context, spec Spec, command string) (*Result, error) {
 	cmd := exec.Command(exe, "bash", "-c", command)
 	cmd.Dir = spec.Workspace
 	cmd.Env = append(allowedEnv(), "HOME="+spec.Workspace, helperEnv+"=1", specEnv+"="+string(raw))
-	flags := uintptr(syscall.CLONE_NEWPID)
+	flags := uintptr(syscall.CLONE_NEWPID | syscall.CLONE_NEWNS)
 	if !spec.Network {
 		flags |= syscall.CLONE_NEWNET
 	}

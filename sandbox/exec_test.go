@@ -188,3 +188,28 @@ func TestMissingMechanismFailsClosed(t *testing.T) {
 		t.Fatal("the command ran without its sandbox")
 	}
 }
+
+// TestDeniedFilesInsideTheWorkspaceAreClosed: secrets inside the workspace read as
+// empty to a command, even through a symlink, and stay intact for everyone else.
+func TestDeniedFilesInsideTheWorkspaceAreClosed(t *testing.T) {
+	t.Parallel()
+	s, _ := spec(t)
+	for rel, content := range map[string]string{".env": "API_KEY=sk-live-secret", "keys/server.pem": "PRIVATE KEY", ".git/config": "[remote] token",
+		".ssh/id_ed25519": "ssh key", "src/app.go": "package app"} {
+		os.MkdirAll(filepath.Dir(filepath.Join(s.Workspace, rel)), 0o755)
+		os.WriteFile(filepath.Join(s.Workspace, rel), []byte(content), 0o644)
+	}
+	os.Symlink(".env", filepath.Join(s.Workspace, "innocent"))
+	res := run(t, s, "cat .env keys/server.pem .git/config innocent .ssh/id_ed25519 src/app.go; echo; awk '{print}' .env; echo overwritten > .env")
+	for _, secret := range []string{"sk-live", "PRIVATE KEY", "token", "ssh key"} {
+		if strings.Contains(res.Stdout, secret) {
+			t.Fatalf("the command read %q: %+v", secret, res)
+		}
+	}
+	if !strings.Contains(res.Stdout, "package app") {
+		t.Fatalf("an ordinary file was hidden too: %+v", res)
+	}
+	if raw, _ := os.ReadFile(filepath.Join(s.Workspace, ".env")); string(raw) != "API_KEY=sk-live-secret" {
+		t.Fatalf(".env outside the sandbox is now %q", raw)
+	}
+}

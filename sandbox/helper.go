@@ -30,6 +30,9 @@ func HelperMain() {
 	if err := json.Unmarshal([]byte(os.Getenv(specEnv)), &spec); err != nil {
 		fail("unreadable spec: %v", err)
 	}
+	if err := maskDenied(spec.Workspace); err != nil {
+		fail("cannot hide the workspace's denied files: %v", err)
+	}
 	if spec.Unavailable == "landlock" {
 		fail("landlock is not available here, and this sandbox requires it")
 	}
