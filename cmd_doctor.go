@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"text/tabwriter"
 
-	"github.com/turnlog/turnlog/policy"
 	"github.com/turnlog/turnlog/sandbox"
 )
 
@@ -40,17 +39,10 @@ func cmdDoctor(ctx context.Context, c *cliContext, args []string) error {
 		case a.Access == nil:
 			fmt.Fprintf(c.stdout, "  %s: no policy section (no built-in tools)\n", a.Name)
 		case !core:
-			fmt.Fprintf(c.stdout, "  %s: mode %s — bash calls will fail closed here (a mechanism is missing)\n", a.Name, mode(a.Access))
+			fmt.Fprintf(c.stdout, "  %s: mode %s — bash calls will fail closed here (a mechanism is missing)\n", a.Name, a.Access.EffectiveMode())
 		default:
-			fmt.Fprintf(c.stdout, "  %s: mode %s — available\n", a.Name, mode(a.Access))
+			fmt.Fprintf(c.stdout, "  %s: mode %s — available\n", a.Name, a.Access.EffectiveMode())
 		}
 	}
 	return nil
-}
-
-func mode(e *policy.Engine) policy.Mode {
-	if e.Mode == "" {
-		return policy.ModeWorkspaceWrite
-	}
-	return e.Mode
 }

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/turnlog/turnlog/adapters/workspace"
 	"github.com/turnlog/turnlog/fsm"
@@ -20,7 +21,7 @@ func (b builder) builtinTools(at string, c App, access *policy.Engine, tools map
 	wanted := ""
 	for _, an := range sortedKeys(c.Agents) {
 		for i, ref := range c.Agents[an].Tools {
-			if _, declared := tools[ref.Tool]; !declared && isBuiltin(ref.Tool) && wanted == "" {
+			if _, declared := tools[ref.Tool]; !declared && slices.Contains(BuiltinTools, ref.Tool) && wanted == "" {
 				wanted = fmt.Sprintf("%s.agents.%s.tools[%d]", at, an, i)
 			}
 		}
@@ -40,19 +41,10 @@ func (b builder) builtinTools(at string, c App, access *policy.Engine, tools map
 		return b.errAt(at+".policy.workspace", "%v", err)
 	}
 	access.Workspace = ws.Dir()
-	for _, t := range append(workspace.Tools(ws), workspace.Bash(workspace.SpecFor(ws, access.Mode))) {
+	for _, t := range append(workspace.Tools(ws), workspace.Bash(workspace.SpecFor(ws, access))) {
 		if _, declared := tools[t.Spec().Name]; !declared {
 			tools[t.Spec().Name] = t
 		}
 	}
 	return nil
-}
-
-func isBuiltin(name string) bool {
-	for _, n := range BuiltinTools {
-		if n == name {
-			return true
-		}
-	}
-	return false
 }

@@ -23,11 +23,6 @@ type Answer struct {
 	ReviewerNotes    *string         `json:"reviewer_notes,omitempty"`
 }
 
-// Review decisions.
-const (
-	DecisionApprove = events.DecisionApprove
-	DecisionReject  = events.DecisionReject
-)
 
 // Resume answers a suspended turn's interrupts and drives it on in the background.
 // Every pending interrupt must be answered. Answering an interrupt again with the same

@@ -148,12 +148,13 @@ func (e *Engine) command(sub Subject, c Command) Verdict {
 		return v
 	}
 	v.Decision = e.modeDefault(c)
-	v.Rule = fmt.Sprintf("default:%s:%s", e.mode(), c.Level)
-	v.Reason = fmt.Sprintf("no rule matches %s; %s gives %s at %s", c.Name(), e.mode(), v.Decision, c.Level)
+	v.Rule = fmt.Sprintf("default:%s:%s", e.EffectiveMode(), c.Level)
+	v.Reason = fmt.Sprintf("no rule matches %s; %s gives %s at %s", c.Name(), e.EffectiveMode(), v.Decision, c.Level)
 	return v
 }
 
-func (e *Engine) mode() Mode {
+// EffectiveMode is the engine's mode, workspace-write when none is set.
+func (e *Engine) EffectiveMode() Mode {
 	if e.Mode == "" {
 		return ModeWorkspaceWrite
 	}
@@ -167,11 +168,11 @@ func (e *Engine) modeDefault(c Command) Decision {
 	switch {
 	case c.Level >= L5:
 		return Deny
-	case network && (e.mode() == ModeNetworkOff || e.mode() == ModeFullIsolated || e.mode() == ModeReadOnly):
+	case network && (e.EffectiveMode() == ModeNetworkOff || e.EffectiveMode() == ModeFullIsolated || e.EffectiveMode() == ModeReadOnly):
 		return Deny
-	case e.mode() == ModeReadOnly && writes:
+	case e.EffectiveMode() == ModeReadOnly && writes:
 		return Deny
-	case e.mode() == ModeReadOnly && c.Level >= L2:
+	case e.EffectiveMode() == ModeReadOnly && c.Level >= L2:
 		return RequireApproval
 	case c.Level >= L3:
 		return RequireApproval

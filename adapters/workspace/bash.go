@@ -20,9 +20,9 @@ type bashArgs struct {
 // SpecFor is the sandbox a mode gives commands: no network unless the mode allows it
 // (network-allowlist has no filtering proxy yet, so it has none), and a read-only
 // workspace in read-only mode.
-func SpecFor(ws *sandbox.Workspace, mode policy.Mode) sandbox.Spec {
-	return sandbox.Spec{Workspace: ws.Dir(), Network: mode == policy.ModeWorkspaceWrite || mode == "",
-		WorkspaceReadOnly: mode == policy.ModeReadOnly}
+func SpecFor(ws *sandbox.Workspace, access *policy.Engine) sandbox.Spec {
+	mode := access.EffectiveMode()
+	return sandbox.Spec{Workspace: ws.Dir(), Network: mode == policy.ModeWorkspaceWrite, WorkspaceReadOnly: mode == policy.ModeReadOnly}
 }
 
 // Bash is the bash tool: the command runs in the sandbox spec gives; the policy sees

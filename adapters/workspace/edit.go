@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/turnlog/turnlog/fsm"
 	"github.com/turnlog/turnlog/sandbox"
@@ -20,8 +21,16 @@ const MaxEditBytes = 4 << 20
 // seen remembers, per session, the content of each file as the session last read or
 // wrote it, so an edit of a file that changed on disk since is refused.
 type seen struct {
-	mu     sync.Mutex
-	hashes map[string]string // session + "\x00" + path → sha256
+	mu    sync.Mutex
+	files map[string]seenFile // session + "\x00" + path
+}
+
+// seenFile is a file's content hash, and the size and modification time it had when
+// hashed (paging through an unchanged file does not hash it again).
+type seenFile struct {
+	hash  string
+	size  int64
+	mtime time.Time
 }
 
 func (s *seen) key(ctx context.Context, rel string) string {
@@ -29,31 +38,38 @@ func (s *seen) key(ctx context.Context, rel string) string {
 	return ci.Session + "\x00" + rel
 }
 
-func (s *seen) remember(ctx context.Context, rel string, hash string) {
+func (s *seen) remember(ctx context.Context, rel string, f seenFile) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.hashes[s.key(ctx, rel)] = hash
+	s.files[s.key(ctx, rel)] = f
 }
 
-func (s *seen) last(ctx context.Context, rel string) (string, bool) {
+func (s *seen) last(ctx context.Context, rel string) (seenFile, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	h, ok := s.hashes[s.key(ctx, rel)]
-	return h, ok
+	f, ok := s.files[s.key(ctx, rel)]
+	return f, ok
 }
 
-// hashFile hashes a whole file (streamed).
-func hashFile(ws *sandbox.Workspace, rel string) (string, error) {
-	f, _, err := ws.Open(rel)
+// rememberRead records what a read saw: the file's hash, computed (streamed) only if
+// its size or modification time moved since the session last saw it.
+func (s *seen) rememberRead(ctx context.Context, f *os.File, rel string) error {
+	st, err := f.Stat()
 	if err != nil {
-		return "", err
+		return err
 	}
-	defer f.Close()
+	if prev, ok := s.last(ctx, rel); ok && prev.size == st.Size() && prev.mtime.Equal(st.ModTime()) {
+		return nil
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
 	h := sha256.New()
 	if _, err := io.Copy(h, f); err != nil {
-		return "", err
+		return err
 	}
-	return hex.EncodeToString(h.Sum(nil)), nil
+	s.remember(ctx, rel, seenFile{hash: hex.EncodeToString(h.Sum(nil)), size: st.Size(), mtime: st.ModTime()})
+	return nil
 }
 
 func hashOf(s string) string {
@@ -96,7 +112,7 @@ func editFile(ws *sandbox.Workspace, st *seen) func(context.Context, editArgs) (
 		switch {
 		case !read:
 			return nil, fmt.Errorf("%s has not been read in this session; read it with read_file first", rel)
-		case last != hashOf(old):
+		case last.hash != hashOf(old):
 			return nil, fmt.Errorf("%s changed on disk since this session last read it; read it again", rel)
 		}
 		switch n := strings.Count(old, a.OldString); n {
@@ -119,7 +135,7 @@ func editFile(ws *sandbox.Workspace, st *seen) func(context.Context, editArgs) (
 		if err := w.Close(); err != nil {
 			return nil, err
 		}
-		st.remember(ctx, rel, hashOf(updated))
+		st.remember(ctx, rel, written(ws, rel, updated))
 		first := strings.Count(old[:at], "\n") + 1
 		lastLine := first + strings.Count(a.NewString, "\n")
 		if a.NewString == "" || strings.HasSuffix(a.NewString, "\n") {
@@ -132,4 +148,16 @@ func editFile(ws *sandbox.Workspace, st *seen) func(context.Context, editArgs) (
 		}
 		return res, nil
 	}
+}
+
+// written is what the session knows of a file it just wrote.
+func written(ws *sandbox.Workspace, rel, content string) seenFile {
+	f := seenFile{hash: hashOf(content)}
+	if file, _, err := ws.Open(rel); err == nil {
+		if st, err := file.Stat(); err == nil {
+			f.size, f.mtime = st.Size(), st.ModTime()
+		}
+		file.Close()
+	}
+	return f
 }

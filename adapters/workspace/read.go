@@ -78,8 +78,8 @@ func readFile(ws *sandbox.Workspace, st *seen) func(context.Context, readArgs) (
 			res.EndLine = n
 		}
 		res.Content = b.String()
-		if hash, err := hashFile(ws, rel); err == nil {
-			st.remember(ctx, rel, hash) // what edit_file checks the file against
+		if err := st.rememberRead(ctx, f, rel); err != nil { // what edit_file checks the file against
+			return nil, err
 		}
 		return res, nil
 	}

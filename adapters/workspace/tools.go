@@ -22,7 +22,7 @@ const (
 
 // Tools returns the built-in file tools for a workspace.
 func Tools(ws *sandbox.Workspace) []fsm.Tool {
-	st := &seen{hashes: map[string]string{}}
+	st := &seen{files: map[string]seenFile{}}
 	return []fsm.Tool{
 		&target[readArgs]{functool.MustNew("read_file", "Read a text file of the workspace, with line numbers. Pages with start_line/end_line and a byte cap; binary files are refused.",
 			readFile(ws, st)), func(a readArgs) fsm.PolicyCall { return pathCall(policy.L1, policy.ActRead, a.Path) }},

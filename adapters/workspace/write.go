@@ -65,7 +65,7 @@ func writeFile(ws *sandbox.Workspace, st *seen) func(context.Context, writeArgs)
 		if err := f.Close(); err != nil {
 			return nil, err
 		}
-		st.remember(ctx, rel, hashOf(a.Content))
+		st.remember(ctx, rel, written(ws, rel, a.Content))
 		diff, cut := Diff(rel, old, a.Content)
 		res := writeResult{Path: rel, Bytes: len(a.Content), Created: !existed, Diff: diff}
 		if cut {
