@@ -23,7 +23,6 @@ type Answer struct {
 	ReviewerNotes    *string         `json:"reviewer_notes,omitempty"`
 }
 
-
 // Resume answers a suspended turn's interrupts and drives it on in the background.
 // Every pending interrupt must be answered. Answering an interrupt again with the same
 // answer changes nothing (the turn's current outcome is returned, already finished);
