@@ -37,8 +37,8 @@ func Doctor(ctx context.Context) []Check {
 	}
 	_, err = exec.LookPath("bwrap")
 	out = append(out, Check{"bubblewrap", err == nil, "optional; not used yet" + errText(err)})
-	_, err = os.Stat("/sys/fs/cgroup/cgroup.controllers")
-	out = append(out, Check{"cgroup v2", err == nil, "optional; would bind a fork bomb (not used yet)" + errText(err)})
+	ok, why := pidMaxPerNamespace()
+	out = append(out, Check{"process limit (per-namespace pid_max)", ok, why})
 	return out
 }
 

@@ -23,6 +23,7 @@ type Spec struct {
 	CPUSeconds        uint64        `json:"cpu_seconds"`
 	MemoryBytes       uint64        `json:"memory_bytes"` // address space
 	FileBytes         uint64        `json:"file_bytes"`   // largest file it may write
+	MaxProcesses      int           `json:"max_processes"` // processes alive at once, at least MinProcesses
 	OutputBytes       int           `json:"-"`            // kept per stream, head and tail
 	// ReadOnly are directories the command may read (the system's programs and
 	// libraries); everything else outside the workspace is closed to it.
@@ -38,6 +39,7 @@ const (
 	DefaultCPUSeconds  = 60
 	DefaultMemoryBytes = 1 << 30
 	DefaultFileBytes   = 256 << 20
+	DefaultProcesses   = 512
 	DefaultOutputBytes = 32 << 10
 )
 
@@ -75,7 +77,7 @@ const (
 // Run runs a bash command in the sandbox: its own PID namespace (every descendant
 // dies with it, setsid ones too), its own network namespace unless Network, the
 // filesystem limited by Landlock to the workspace (read-write) and ReadOnly, CPU,
-// memory and file-size limits, an environment from an allowlist, a timeout, and
+// memory, file-size and process-count limits, an environment from an allowlist, a timeout, and
 // output kept head and tail. If any of that cannot be applied, it fails closed.
 func Run(ctx context.Context, spec Spec, command string) (*Result, error) {
 	spec = withDefaults(spec)
@@ -160,6 +162,10 @@ func withDefaults(s Spec) Spec {
 	if s.FileBytes == 0 {
 		s.FileBytes = DefaultFileBytes
 	}
+	if s.MaxProcesses == 0 {
+		s.MaxProcesses = DefaultProcesses
+	}
+	s.MaxProcesses = max(s.MaxProcesses, MinProcesses)
 	if s.OutputBytes <= 0 {
 		s.OutputBytes = DefaultOutputBytes
 	}

@@ -33,6 +33,12 @@ func HelperMain() {
 	if err := maskDenied(spec.Workspace); err != nil {
 		fail("cannot hide the workspace's denied files: %v", err)
 	}
+	if spec.Unavailable == "pid_max" {
+		fail("no per-namespace process limit here, and this sandbox requires one")
+	}
+	if err := limitProcesses(spec.MaxProcesses); err != nil {
+		fail("cannot limit the number of processes: %v", err)
+	}
 	if spec.Unavailable == "landlock" {
 		fail("landlock is not available here, and this sandbox requires it")
 	}
