@@ -21,10 +21,10 @@ type Spec struct {
 	Network           bool          `json:"network"` // false: a network namespace of its own (nothing to connect to)
 	Timeout           time.Duration `json:"-"`
 	CPUSeconds        uint64        `json:"cpu_seconds"`
-	MemoryBytes       uint64        `json:"memory_bytes"` // address space
-	FileBytes         uint64        `json:"file_bytes"`   // largest file it may write
+	MemoryBytes       uint64        `json:"memory_bytes"`  // address space
+	FileBytes         uint64        `json:"file_bytes"`    // largest file it may write
 	MaxProcesses      int           `json:"max_processes"` // processes alive at once, at least MinProcesses
-	OutputBytes       int           `json:"-"`            // kept per stream, head and tail
+	OutputBytes       int           `json:"-"`             // kept per stream, head and tail
 	// ReadOnly are directories the command may read (the system's programs and
 	// libraries); everything else outside the workspace is closed to it.
 	ReadOnly []string `json:"read_only"`
