@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 	"text/tabwriter"
 
+	"github.com/turnlog/turnlog/policy"
 	"github.com/turnlog/turnlog/sandbox"
 )
 
@@ -32,17 +34,36 @@ func cmdDoctor(ctx context.Context, c *cliContext, args []string) error {
 	if err != nil {
 		return err
 	}
-	core := works["landlock"] && works["pid+net namespaces (network-off modes)"] && works["pid namespace (workspace-write)"]
 	fmt.Fprintln(c.stdout, "\napps:")
 	for _, a := range apps {
-		switch {
-		case a.Access == nil:
+		if a.Access == nil {
 			fmt.Fprintf(c.stdout, "  %s: no policy section (no built-in tools)\n", a.Name)
-		case !core:
-			fmt.Fprintf(c.stdout, "  %s: mode %s — bash calls will fail closed here (a mechanism is missing)\n", a.Name, a.Access.EffectiveMode())
-		default:
-			fmt.Fprintf(c.stdout, "  %s: mode %s — available\n", a.Name, a.Access.EffectiveMode())
+			continue
+		}
+		mode := a.Access.EffectiveMode()
+		var missing []string
+		for _, m := range mechanismsFor(mode) {
+			if !works[m] {
+				missing = append(missing, m)
+			}
+		}
+		if len(missing) > 0 {
+			fmt.Fprintf(c.stdout, "  %s: mode %s — bash calls will fail closed here (missing: %s)\n", a.Name, mode, strings.Join(missing, ", "))
+		} else {
+			fmt.Fprintf(c.stdout, "  %s: mode %s — available\n", a.Name, mode)
 		}
 	}
 	return nil
+}
+
+// mechanismsFor lists what a mode's commands need.
+func mechanismsFor(mode policy.Mode) []string {
+	need := []string{sandbox.MechLandlock, sandbox.MechProcessLimit}
+	switch mode {
+	case policy.ModeWorkspaceWrite:
+		return append(need, sandbox.MechPIDNamespace)
+	case policy.ModeNetworkAllowlist:
+		return append(need, sandbox.MechProxy)
+	}
+	return append(need, sandbox.MechNoNetwork)
 }

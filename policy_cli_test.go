@@ -47,9 +47,12 @@ func TestPolicyCheck(t *testing.T) {
 func TestDoctor(t *testing.T) {
 	t.Parallel()
 	out, _, err := runCLI(t, "doctor", "--config", "examples/coder.yaml")
-	for _, want := range []string{"landlock", "works    kernel ABI", "pid+net namespaces", "bubblewrap", "apps:", "coder: mode network-off — available"} {
+	for _, want := range []string{"landlock", "kernel ABI", "pid+net namespaces", "network proxy namespace", "process limit", "apps:", "coder: mode network-off — available"} {
 		if err != nil || !strings.Contains(out, want) {
 			t.Fatalf("doctor lacks %q (%v):\n%s", want, err, out)
 		}
+	}
+	if strings.Contains(out, "missing") {
+		t.Fatalf("a mechanism is missing on this machine:\n%s", out)
 	}
 }

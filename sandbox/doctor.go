@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"time"
 
 	llsyscall "github.com/landlock-lsm/go-landlock/landlock/syscall"
@@ -17,28 +16,40 @@ type Check struct {
 	Detail    string
 }
 
+// The mechanisms Doctor checks.
+const (
+	MechLandlock     = "landlock"
+	MechNoNetwork    = "pid+net namespaces (network-off modes)"
+	MechProxy        = "network proxy namespace (network-allowlist)"
+	MechPIDNamespace = "pid namespace (workspace-write)"
+	MechProcessLimit = "process limit (per-namespace pid_max)"
+)
+
 // Doctor probes every mechanism for real (a sandboxed `true` in a scratch workspace
 // exercises the namespaces, Landlock and the limits together).
 func Doctor(ctx context.Context) []Check {
 	var out []Check
 	abi, err := llsyscall.LandlockGetABIVersion()
-	out = append(out, Check{"landlock", err == nil && abi >= 5, fmt.Sprintf("kernel ABI %d (the sandbox needs 5)%s", abi, errText(err))})
+	out = append(out, Check{MechLandlock, err == nil && abi >= 5, fmt.Sprintf("kernel ABI %d (the sandbox needs 5)%s", abi, errText(err))})
 	dir, err := os.MkdirTemp("", "turnlog-doctor-")
 	if err == nil {
 		defer os.RemoveAll(dir)
-		for _, network := range []bool{false, true} {
-			name := "pid+net namespaces (network-off modes)"
-			if network {
-				name = "pid namespace (workspace-write)"
-			}
-			res, err := Run(ctx, Spec{Workspace: dir, Network: network, Timeout: 10 * time.Second}, "true")
-			out = append(out, Check{name, err == nil && res.ExitCode == 0, errText(err)})
+		refuseAll := func(context.Context, string) error { return fmt.Errorf("doctor") }
+		for _, c := range []struct {
+			name string
+			spec Spec
+		}{
+			{MechNoNetwork, Spec{Workspace: dir}},
+			{MechProxy, Spec{Workspace: dir, AllowHost: refuseAll}},
+			{MechPIDNamespace, Spec{Workspace: dir, Network: true}},
+		} {
+			c.spec.Timeout = 10 * time.Second
+			res, err := Run(ctx, c.spec, "true")
+			out = append(out, Check{c.name, err == nil && res.ExitCode == 0, errText(err)})
 		}
 	}
-	_, err = exec.LookPath("bwrap")
-	out = append(out, Check{"bubblewrap", err == nil, "optional; not used yet" + errText(err)})
 	ok, why := pidMaxPerNamespace()
-	out = append(out, Check{"process limit (per-namespace pid_max)", ok, why})
+	out = append(out, Check{MechProcessLimit, ok, why})
 	return out
 }
 

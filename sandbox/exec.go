@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"strings"
@@ -17,14 +18,21 @@ import (
 type Spec struct {
 	Workspace string `json:"workspace"` // the command's working directory
 	// WorkspaceReadOnly closes the workspace to writes too (mode read-only).
-	WorkspaceReadOnly bool          `json:"workspace_read_only,omitempty"`
-	Network           bool          `json:"network"` // false: a network namespace of its own (nothing to connect to)
-	Timeout           time.Duration `json:"-"`
-	CPUSeconds        uint64        `json:"cpu_seconds"`
-	MemoryBytes       uint64        `json:"memory_bytes"`  // address space
-	FileBytes         uint64        `json:"file_bytes"`    // largest file it may write
-	MaxProcesses      int           `json:"max_processes"` // processes alive at once, at least MinProcesses
-	OutputBytes       int           `json:"-"`             // kept per stream, head and tail
+	WorkspaceReadOnly bool `json:"workspace_read_only,omitempty"`
+	Network           bool `json:"network"` // false: a network namespace of its own (nothing to connect to)
+	// AllowHost, with Network false, opens one way out: an HTTP proxy inside the
+	// command's network namespace (HTTP_PROXY and HTTPS_PROXY name it) that reaches
+	// only the hosts AllowHost lets through (mode network-allowlist).
+	AllowHost HostCheck `json:"-"`
+	// Dial is how the proxy connects out; nil is the system's dialer.
+	Dial         func(ctx context.Context, network, addr string) (net.Conn, error) `json:"-"`
+	ProxyPort    int                                                               `json:"proxy_port,omitempty"` // set by Run
+	Timeout      time.Duration                                                     `json:"-"`
+	CPUSeconds   uint64                                                            `json:"cpu_seconds"`
+	MemoryBytes  uint64                                                            `json:"memory_bytes"`  // address space
+	FileBytes    uint64                                                            `json:"file_bytes"`    // largest file it may write
+	MaxProcesses int                                                               `json:"max_processes"` // processes alive at once, at least MinProcesses
+	OutputBytes  int                                                               `json:"-"`             // kept per stream, head and tail
 	// ReadOnly are directories the command may read (the system's programs and
 	// libraries); everything else outside the workspace is closed to it.
 	ReadOnly []string `json:"read_only"`
@@ -59,6 +67,8 @@ type Result struct {
 	TimedOut   bool   `json:"timed_out,omitempty"`
 	Truncated  bool   `json:"truncated"`
 	Reason     string `json:"truncated_reason,omitempty"`
+	// Network lists the hosts the command asked the proxy for (network-allowlist).
+	Network []HostDecision `json:"network,omitempty"`
 }
 
 // Error is a sandbox that could not be set up: the command did not run.
@@ -85,21 +95,47 @@ func Run(ctx context.Context, spec Spec, command string) (*Result, error) {
 	if err != nil {
 		return nil, &Error{Msg: "cannot find the turnlog binary to start the sandbox: " + err.Error()}
 	}
-	raw, _ := json.Marshal(spec)
 	cmd := exec.Command(exe, "bash", "-c", command)
 	cmd.Dir = spec.Workspace
-	cmd.Env = append(allowedEnv(), "HOME="+spec.Workspace, helperEnv+"=1", specEnv+"="+string(raw))
+	env := append(allowedEnv(), "HOME="+spec.Workspace, helperEnv+"=1")
 	flags := uintptr(syscall.CLONE_NEWPID | syscall.CLONE_NEWNS)
-	if !spec.Network {
+	behindProxy := !spec.Network && spec.AllowHost != nil
+	if !spec.Network && !behindProxy {
 		flags |= syscall.CLONE_NEWNET
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: flags, Pdeathsig: syscall.SIGKILL, Setpgid: true}
 	stdout, stderr := newHeadTail(spec.OutputBytes), newHeadTail(spec.OutputBytes)
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	cmd.WaitDelay = 2 * time.Second
+	prepare := func(port int) {
+		spec.ProxyPort = port
+		if port != 0 {
+			url := fmt.Sprintf("http://127.0.0.1:%d", port)
+			for _, k := range []string{"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"} {
+				env = append(env, k+"="+url)
+			}
+		}
+		raw, _ := json.Marshal(spec)
+		cmd.Env = append(env, specEnv+"="+string(raw))
+	}
 	began := time.Now()
-	if err := cmd.Start(); err != nil {
-		return nil, &Error{Msg: "cannot start an isolated process: " + err.Error()}
+	var proxied *proxy
+	var ln net.Listener
+	if behindProxy {
+		var release func()
+		ln, release, err = startBehindProxy(cmd, prepare)
+		if err != nil {
+			return nil, &Error{Msg: "cannot start a command behind the network proxy: " + err.Error()}
+		}
+		defer release()
+		proxied = newProxy(ctx, spec.AllowHost, spec.Dial)
+		go proxied.serve(ln)
+		defer func() { proxied.close(ln) }()
+	} else {
+		prepare(0)
+		if err := cmd.Start(); err != nil {
+			return nil, &Error{Msg: "cannot start an isolated process: " + err.Error()}
+		}
 	}
 	timer := time.NewTimer(spec.Timeout)
 	defer timer.Stop()
@@ -117,6 +153,9 @@ func Run(ctx context.Context, spec Spec, command string) (*Result, error) {
 		err = <-done
 	}
 	res.DurationMS = time.Since(began).Milliseconds()
+	if proxied != nil {
+		res.Network = proxied.close(ln)
+	}
 	res.Stdout, res.Stderr = stdout.String(), stderr.String()
 	var exit *exec.ExitError
 	switch {

@@ -18,6 +18,15 @@ import (
 // set a command's limits up from inside its namespaces). main calls HelperMain then.
 func IsHelper() bool { return os.Getenv(helperEnv) == "1" }
 
+// BecomeHelperIfAsked runs HelperMain (which never returns) when this process was
+// started as the helper; a binary that runs sandboxed commands — turnlog, or a test
+// binary — calls it first thing.
+func BecomeHelperIfAsked() {
+	if IsHelper() {
+		HelperMain()
+	}
+}
+
 // HelperMain applies the limits of the spec it was given — Landlock, then resource
 // limits — and becomes the command. It never returns. Any step that fails ends the
 // process with status 125 and the reason, so the command never runs unconfined.
@@ -68,6 +77,9 @@ func HelperMain() {
 	cfg := landlock.Config{HandledAccessFS: landlock.V5.HandledAccessFS}
 	if !spec.Network {
 		cfg.HandledAccessNet = landlock.V5.HandledAccessNet
+		if spec.ProxyPort != 0 {
+			rules = append(rules, landlock.ConnectTCP(uint16(spec.ProxyPort)))
+		}
 	}
 	fd, flags, err := cfg.NewRulesetFD(rules...)
 	if err != nil {

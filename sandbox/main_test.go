@@ -8,8 +8,6 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	if sandbox.IsHelper() { // this test binary is the sandbox's helper in its child processes
-		sandbox.HelperMain()
-	}
+	sandbox.BecomeHelperIfAsked() // the sandbox starts this test binary as its helper
 	os.Exit(m.Run())
 }

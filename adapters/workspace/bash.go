@@ -2,6 +2,7 @@ package workspace
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/turnlog/turnlog/fsm"
@@ -17,12 +18,23 @@ type bashArgs struct {
 	TimeoutSeconds int    `json:"timeout_seconds,omitempty" jsonschema:"minimum=1,maximum=600,description=Kill it after this long (default 60)"`
 }
 
-// SpecFor is the sandbox a mode gives commands: no network unless the mode allows it
-// (network-allowlist has no filtering proxy yet, so it has none), and a read-only
-// workspace in read-only mode.
+// SpecFor is the sandbox a mode gives commands: the network in workspace-write only;
+// in network-allowlist, a proxy that reaches only the hosts an allow rule names (for
+// the calling agent); a read-only workspace in read-only mode.
 func SpecFor(ws *sandbox.Workspace, access *policy.Engine) sandbox.Spec {
 	mode := access.EffectiveMode()
-	return sandbox.Spec{Workspace: ws.Dir(), Network: mode == policy.ModeWorkspaceWrite, WorkspaceReadOnly: mode == policy.ModeReadOnly}
+	spec := sandbox.Spec{Workspace: ws.Dir(), Network: mode == policy.ModeWorkspaceWrite, WorkspaceReadOnly: mode == policy.ModeReadOnly}
+	if mode == policy.ModeNetworkAllowlist {
+		spec.AllowHost = func(ctx context.Context, host string) error {
+			call, _ := fsm.CallInfoFrom(ctx)
+			v := access.Host(policy.Subject{Agent: call.Agent, Tool: "bash"}, host)
+			if v.Decision != policy.Allow {
+				return errors.New(v.Reason)
+			}
+			return nil
+		}
+	}
+	return spec
 }
 
 // Bash is the bash tool: the command runs in the sandbox spec gives; the policy sees

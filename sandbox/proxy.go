@@ -1,0 +1,162 @@
+package sandbox
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// HostCheck says whether a command may reach host (a name or an address, no port):
+// nil lets it through; an error says why not. ctx is the Run's.
+type HostCheck func(ctx context.Context, host string) error
+
+// HostDecision is one host a command asked the proxy for, and what it was told.
+type HostDecision struct {
+	Host    string `json:"host"`
+	Port    string `json:"port"`
+	Allowed bool   `json:"allowed"`
+	Reason  string `json:"reason,omitempty"`
+}
+
+// proxy is the only way out of a network-allowlist sandbox: an HTTP proxy (CONNECT
+// for TLS, absolute URLs for plain HTTP) listening inside the command's network
+// namespace, which dials out from turnlog's for the hosts check allows. Names are
+// resolved here, never by the command.
+type proxy struct {
+	ctx   context.Context
+	check HostCheck
+	dial  func(ctx context.Context, network, addr string) (net.Conn, error)
+
+	mu        sync.Mutex
+	decisions []HostDecision
+	conns     map[net.Conn]struct{}
+	wg        sync.WaitGroup
+}
+
+const proxyDialTimeout = 15 * time.Second
+
+func newProxy(ctx context.Context, check HostCheck, dial func(context.Context, string, string) (net.Conn, error)) *proxy {
+	if dial == nil {
+		dial = (&net.Dialer{Timeout: proxyDialTimeout}).DialContext
+	}
+	return &proxy{ctx: ctx, check: check, dial: dial, conns: map[net.Conn]struct{}{}}
+}
+
+func (p *proxy) serve(ln net.Listener) {
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		if !p.track(c) {
+			c.Close()
+			return
+		}
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			defer p.untrack(c)
+			p.handle(c)
+		}()
+	}
+}
+
+// close ends every connection (the command is gone) and returns what was decided.
+func (p *proxy) close(ln net.Listener) []HostDecision {
+	ln.Close()
+	p.mu.Lock()
+	for c := range p.conns {
+		c.Close()
+	}
+	p.conns = nil
+	p.mu.Unlock()
+	p.wg.Wait()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.decisions
+}
+
+func (p *proxy) track(c net.Conn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.conns == nil {
+		return false
+	}
+	p.conns[c] = struct{}{}
+	return true
+}
+
+func (p *proxy) untrack(c net.Conn) {
+	c.Close()
+	p.mu.Lock()
+	delete(p.conns, c)
+	p.mu.Unlock()
+}
+
+func (p *proxy) handle(c net.Conn) {
+	br := bufio.NewReader(c)
+	req, err := http.ReadRequest(br)
+	if err != nil {
+		return
+	}
+	host, port := req.URL.Hostname(), req.URL.Port()
+	switch {
+	case req.Method == http.MethodConnect:
+		host, port, err = net.SplitHostPort(req.Host)
+		if err != nil {
+			refuse(c, http.StatusBadRequest, "CONNECT needs host:port")
+			return
+		}
+	case req.URL.Scheme != "http" || host == "":
+		refuse(c, http.StatusBadRequest, "the proxy takes CONNECT or an absolute http:// URL")
+		return
+	case port == "":
+		port = "80"
+	}
+	d := HostDecision{Host: host, Port: port, Allowed: true}
+	if err := p.check(p.ctx, host); err != nil {
+		d.Allowed, d.Reason = false, err.Error()
+	}
+	p.mu.Lock()
+	p.decisions = append(p.decisions, d)
+	p.mu.Unlock()
+	if !d.Allowed {
+		refuse(c, http.StatusForbidden, fmt.Sprintf("network to %s denied: %s", host, d.Reason))
+		return
+	}
+	up, err := p.dial(p.ctx, "tcp", net.JoinHostPort(host, port))
+	if err != nil {
+		refuse(c, http.StatusBadGateway, err.Error())
+		return
+	}
+	if !p.track(up) {
+		up.Close()
+		return
+	}
+	defer p.untrack(up)
+	if req.Method == http.MethodConnect {
+		io.WriteString(c, "HTTP/1.1 200 Connection established\r\n\r\n")
+		go func() { io.Copy(up, br); up.Close() }()
+		io.Copy(c, up)
+		return
+	}
+	req.Header.Del("Proxy-Connection")
+	req.Header.Del("Proxy-Authorization")
+	req.Close = true // one request per connection: the next may name another host
+	if err := req.Write(up); err != nil {
+		refuse(c, http.StatusBadGateway, err.Error())
+		return
+	}
+	io.Copy(c, up)
+}
+
+func refuse(c net.Conn, status int, msg string) {
+	body := "turnlog sandbox: " + msg + "\n"
+	fmt.Fprintf(c, "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s",
+		status, http.StatusText(status), len(body), body)
+}

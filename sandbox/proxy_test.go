@@ -1,0 +1,68 @@
+package sandbox_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// TestNetworkAllowlist: behind the proxy a command reaches an allowed host over
+// plain HTTP and over TLS (CONNECT), is refused another host with the reason, and
+// cannot reach anything directly — not even a listener on the machine's loopback.
+func TestNetworkAllowlist(t *testing.T) {
+	t.Parallel()
+	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "hello from "+r.Host) })
+	plain, tlsSrv := httptest.NewServer(handler), httptest.NewTLSServer(handler)
+	defer plain.Close()
+	defer tlsSrv.Close()
+	var mu sync.Mutex
+	var dialed []string
+	s, _ := spec(t)
+	s.AllowHost = func(_ context.Context, host string) error {
+		if host == "allowed.test" {
+			return nil
+		}
+		return errors.New("rule only-allowed-test")
+	}
+	s.Dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		mu.Lock()
+		dialed = append(dialed, addr)
+		mu.Unlock()
+		target := plain.Listener.Addr().String()
+		if strings.HasSuffix(addr, ":443") {
+			target = tlsSrv.Listener.Addr().String()
+		}
+		return (&net.Dialer{}).DialContext(ctx, network, target)
+	}
+	port := plain.Listener.Addr().(*net.TCPAddr).Port
+	res := run(t, s, fmt.Sprintf(`curl -s -m 5 http://allowed.test/; echo
+curl -sk -m 5 https://allowed.test/; echo
+curl -s -m 5 http://evil.test/steal
+curl -s -m 3 --noproxy '*' http://127.0.0.1:%d/ && echo DIRECT
+(echo hi > /dev/tcp/127.0.0.1/%d) 2>/dev/null && echo DIRECT
+true`, port, port))
+	if !strings.Contains(res.Stdout, "hello from allowed.test\nhello from allowed.test") {
+		t.Fatalf("the allowed host was not reached over http and https: %+v", res)
+	}
+	if !strings.Contains(res.Stdout, "network to evil.test denied: rule only-allowed-test") || strings.Contains(res.Stdout, "DIRECT") {
+		t.Fatalf("%+v", res)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if strings.Join(dialed, " ") != "allowed.test:80 allowed.test:443" {
+		t.Fatalf("the proxy dialed %v", dialed)
+	}
+	var got []string
+	for _, d := range res.Network {
+		got = append(got, fmt.Sprintf("%s:%s %v", d.Host, d.Port, d.Allowed))
+	}
+	if strings.Join(got, ", ") != "allowed.test:80 true, allowed.test:443 true, evil.test:80 false" {
+		t.Fatalf("network decisions %v", got)
+	}
+}
