@@ -81,6 +81,8 @@ type Agent struct {
 	// Handoffs are the agents this one may hand the conversation to: a name, or
 	// {agent, tool, description} to rename the tool the model sees.
 	Handoffs []Handoff `yaml:"handoffs"`
+	// Context has the agent's requests built within a token window.
+	Context *Context `yaml:"context"`
 }
 
 // ToolRef is one entry of an agent's tools: the name of a tool of the app, or
@@ -260,6 +262,9 @@ func (b builder) app(name string, c App, policy *fsm.GuardrailPolicy) (*fsm.App,
 	}
 	for _, an := range sortedKeys(c.Agents) {
 		ag, err := b.agent(at+".agents."+an, an, c.Agents[an], models, tools)
+		if err == nil {
+			err = b.context(at+".agents."+an+".context", c.Agents[an].Context, ag, c.LLMs, models)
+		}
 		if err != nil {
 			return nil, err
 		}

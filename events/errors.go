@@ -24,6 +24,7 @@ const (
 	CodeSchemaTooNew       Code = "schema_too_new"
 	CodeCanceled           Code = "canceled"
 	CodeInternal           Code = "internal"
+	CodeContextOverflow    Code = "context_overflow"
 )
 
 // Error is a typed error with a code, a message meant for people, and optionally the

@@ -112,6 +112,8 @@ func newPayload(typ string, v int) Payload {
 		return &PolicyDecided{}
 	case typ == TypeHandoffOccurred && v == 1:
 		return &HandoffOccurred{}
+	case typ == TypeContextCompacted && v == 1:
+		return &ContextCompacted{}
 	case typ == TypeTurnSuspended && v == 1:
 		return &TurnSuspended{}
 	case typ == TypeTurnResumed && v == 1:
@@ -139,5 +141,5 @@ func Known(typ string, v int) bool { return newPayload(typ, v) != nil }
 func Types() []string {
 	return []string{TypeSessionCreated, TypeSessionBranched, TypeTurnStarted, TypeModelCalled, TypeToolScheduled,
 		TypeToolResulted, TypeApprovalRequested, TypeApprovalResolved, TypeReviewRequested, TypeReviewResolved,
-		TypeTurnSuspended, TypeTurnResumed, TypeGuardrailChecked, TypeGuardrailTripped, TypeLoopDetected, TypeHandoffOccurred, TypePolicyDecided, TypeTurnCommitted, TypeTurnFailed, TypeTurnCanceled}
+		TypeTurnSuspended, TypeTurnResumed, TypeGuardrailChecked, TypeGuardrailTripped, TypeLoopDetected, TypeHandoffOccurred, TypePolicyDecided, TypeContextCompacted, TypeTurnCommitted, TypeTurnFailed, TypeTurnCanceled}
 }

@@ -20,6 +20,8 @@ type Item struct {
 	Name      string          `json:"name,omitempty"`
 	Arguments json.RawMessage `json:"arguments,omitempty"`
 	Output    string          `json:"output,omitempty"`
+	// Covers, on a context_summary item, is how many items from the first it stands for.
+	Covers int `json:"covers,omitempty"`
 }
 
 // UserMessage is the item for a user's input.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/turnlog/turnlog/contextmgr"
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/policy"
 )
@@ -48,12 +49,22 @@ type Agent struct {
 	Handoffs []Handoff
 	// AgentTools are agents this one may call as tools.
 	AgentTools []AgentTool
+	// Context, when set, has every request built by the context manager within its
+	// window (layers, trimming, tool output normalisation, compaction); nil sends the
+	// whole conversation.
+	Context *contextmgr.Config
+	// SummaryModel (registered as SummaryLLM) writes compaction summaries; nil: the
+	// agent's own model.
+	SummaryModel Model
+	SummaryLLM   string
 
 	// specs are the tools the model is offered: the agent's tools, then its handoffs.
 	specs []ToolSpec
 
 	// hashes of the request parts that never change for this agent, set by Validate.
 	instructionsHash, toolsHash, settingsHash string
+	// ctxm is the context manager made from Context by Validate.
+	ctxm *contextmgr.Manager
 }
 
 // Validate checks an app's wiring and fills limit defaults.
@@ -118,6 +129,11 @@ func (a *App) Validate() error {
 			return fmt.Errorf("app %s: agent %s: tool schemas: %w", a.Name, name, err)
 		}
 		ag.instructionsHash, ag.toolsHash, ag.settingsHash = hashOf([]byte(ag.Instructions)), hashOf(specs), hashOf(ag.Settings)
+		if ag.Context != nil {
+			if ag.ctxm, err = contextmgr.New(*ag.Context, ag.LLM, ag.Instructions, specs); err != nil {
+				return fmt.Errorf("app %s: agent %s: context.%w", a.Name, name, err)
+			}
+		}
 	}
 	return nil
 }

@@ -20,6 +20,9 @@ type Options struct {
 	CacheSessions int
 	// Observer hears model calls, tool calls and turn ends (default: nobody).
 	Observer Observer
+	// Requests, when set, sees every model request an agent's call is built from, live
+	// or replayed (for debugging and tests; the model's own streaming hook is unset).
+	Requests func(path string, req ModelRequest)
 }
 
 // Engine runs turns of configured apps against a Store.

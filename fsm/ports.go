@@ -18,6 +18,9 @@ type ModelRequest struct {
 	Tools        []ToolSpec
 	Settings     json.RawMessage // canonical JSON of the per-call settings
 	Items        []events.Item
+	// Purpose is empty for an agent's own calls; PurposeCompaction asks for a
+	// compaction summary of Items.
+	Purpose string
 	// OnText, when set, receives the answer's text as it arrives (streaming models
 	// call it; others may not). It is transient: the recorded answer is the response.
 	OnText func(delta string)

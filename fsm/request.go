@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 
+	"github.com/turnlog/turnlog/contextmgr"
 	"github.com/turnlog/turnlog/events"
 )
 
@@ -17,6 +18,11 @@ import (
 type conversation struct {
 	items []events.Item
 	chain [][32]byte // chain[i] is the hash after items[:i+1]
+	// views are the conversation prepared for each context-managed agent that has
+	// built a request from it, kept in step with items.
+	views map[*contextmgr.Manager]*contextmgr.Prepared
+	// summaries counts the context_summary items.
+	summaries int
 }
 
 func (c *conversation) append(its ...events.Item) {
@@ -28,12 +34,26 @@ func (c *conversation) append(its ...events.Item) {
 		ih := sha256.Sum256(events.MustMarshal(it))
 		c.chain = append(c.chain, sha256.Sum256(append(prev[:], ih[:]...)))
 		c.items = append(c.items, it)
+		if it.Type == events.ItemContextSummary {
+			c.summaries++
+		}
+	}
+	for _, v := range c.views {
+		v.Append(its...)
 	}
 }
 
 // truncate drops items past n (used when a turn fails: its items were never committed).
 func (c *conversation) truncate(n int) {
+	for _, it := range c.items[n:] {
+		if it.Type == events.ItemContextSummary {
+			c.summaries--
+		}
+	}
 	c.items, c.chain = c.items[:n], c.chain[:n]
+	for _, v := range c.views {
+		v.Truncate(n)
+	}
 }
 
 func (c *conversation) hash() string {

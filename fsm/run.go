@@ -194,9 +194,27 @@ func (r *run) modelStep() (events.ModelResponse, []events.Event, *ResultError) {
 	}
 	r.modelCalls[ag.Name] = n
 	parts := requestParts(ag, r.conv)
+	items := r.conv.items
+	var compacted []events.Event
+	if ag.ctxm == nil && r.conv.summaries > 0 { // another agent's summaries: this one sends the whole conversation
+		items = withoutSummaries(items)
+	}
+	if ag.ctxm != nil {
+		var fail *ResultError
+		if items, compacted, fail = r.contextItems(n); fail != nil {
+			return events.ModelResponse{}, nil, fail
+		}
+		parts.Items = len(items)
+	}
 	hash := requestHash(ag, r.conv)
+	if ag.ctxm != nil {
+		hash = requestHashOf(ag, items)
+	}
 	newItems := append([]events.Item{}, r.conv.items[r.prevItems:]...)
 	r.prevItems = len(r.conv.items)
+	if see := r.e.opts.Requests; see != nil {
+		see(path, ModelRequest{LLM: ag.LLM, Agent: ag.Name, Instructions: ag.Instructions, Tools: ag.specs, Settings: ag.Settings, Items: items})
+	}
 
 	if ev, ok := r.rec.get(events.TypeModelCalled, path); ok {
 		mc, err := events.DecodeAs[*events.ModelCalled](ev)
@@ -212,14 +230,14 @@ func (r *run) modelStep() (events.ModelResponse, []events.Event, *ResultError) {
 			return events.ModelResponse{}, nil, &ResultError{Code: events.CodeNondeterminism, Path: path, Message: nd.Error()}
 		}
 		r.usage = r.usage.Add(mc.Usage)
-		return mc.Response, []events.Event{ev}, nil
+		return mc.Response, append(compacted, ev), nil
 	}
 
 	callCtx, stop := r.cancelContext()
 	defer stop()
 	began := time.Now()
 	resp, err := ag.Model.Call(callCtx, ModelRequest{LLM: ag.LLM, Agent: ag.Name, Instructions: ag.Instructions,
-		Tools: ag.specs, Settings: ag.Settings, Items: r.conv.items,
+		Tools: ag.specs, Settings: ag.Settings, Items: items,
 		OnText: r.onText(path)})
 	r.e.opts.Observer.ModelCalled(ag.LLM, time.Since(began), err != nil)
 	if err != nil {
@@ -244,7 +262,7 @@ func (r *run) modelStep() (events.ModelResponse, []events.Event, *ResultError) {
 		return events.ModelResponse{}, nil, &ResultError{Code: events.CodeModelFailed, Path: path, Message: err.Error()}
 	}
 	r.usage = r.usage.Add(resp.Usage)
-	return resp.ModelResponse, []events.Event{ev}, nil
+	return resp.ModelResponse, append(compacted, ev), nil
 }
 
 func specsOf(tools []Tool) []ToolSpec {

@@ -197,6 +197,8 @@ func decodeItem(raw []byte) (events.Item, error) {
 			it.Output = v.Str
 		case "arguments":
 			it.Arguments = json.RawMessage(v.Raw)
+		case "covers":
+			it.Covers = int(v.Int())
 		default:
 			err = fmt.Errorf("unknown item field %q", k.Str)
 			return false
