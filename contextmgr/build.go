@@ -44,18 +44,7 @@ type segment struct {
 func (p *Prepared) Build(turnStart int) (Request, error) {
 	n := len(p.items)
 	covers := min(p.Covered(), n)
-	latestUser, lastFailed, planCall := -1, -1, -1
-	for i := n - 1; i >= 0 && (latestUser < 0 || lastFailed < 0 || planCall < 0); i-- {
-		it := p.items[i]
-		switch {
-		case latestUser < 0 && it.src.Type == events.ItemMessage && it.src.Role == "user":
-			latestUser = i
-		case lastFailed < 0 && it.failed:
-			lastFailed = i
-		case planCall < 0 && it.src.Type == events.ItemFunctionCall && slices.Contains(p.m.cfg.PlanTools, it.tool):
-			planCall = i
-		}
-	}
+	latestUser, lastFailed, planCall := p.lastUser, p.lastFailed, p.lastPlan
 	pinnedItems := map[int]bool{latestUser: true}
 	if lastFailed >= 0 {
 		pinnedItems[lastFailed] = true
@@ -67,8 +56,13 @@ func (p *Prepared) Build(turnStart int) (Request, error) {
 	}
 	// From the summarised history: the latest user messages, and the pins above.
 	var include []int
-	users := 0
-	for i := covers - 1; i >= 0; i-- {
+	users, lowest := 0, covers
+	for i := range pinnedItems {
+		if i >= 0 {
+			lowest = min(lowest, i)
+		}
+	}
+	for i := covers - 1; i >= 0 && (users < p.m.cfg.KeepUserMessages || i >= lowest); i-- {
 		it := p.items[i]
 		if it.src.Type == events.ItemMessage && it.src.Role == "user" && users < p.m.cfg.KeepUserMessages {
 			users++
@@ -195,17 +189,12 @@ func (p *Prepared) segments(include []int, pinned map[int]bool, turnStart, cover
 func (p *Prepared) score(s segment, pos, count int, goal map[string]bool, turnStart int) int {
 	score := 1000 * (pos + 1) / max(count, 1)
 	first := p.items[s.idx[0]]
-	var text strings.Builder
-	for _, i := range s.idx {
-		it := p.items[i].src
-		text.WriteString(it.Content)
-		text.WriteString(string(it.Arguments))
-		text.WriteString(it.Output)
-	}
 	shared := 0
-	for w := range wordsOf(text.String()) {
-		if goal[w] {
-			shared++
+	for _, i := range s.idx {
+		for _, w := range p.items[i].words {
+			if goal[w] {
+				shared++
+			}
 		}
 	}
 	score += 60 * min(shared, 5)
@@ -232,13 +221,8 @@ func (p *Prepared) score(s segment, pos, count int, goal map[string]bool, turnSt
 
 // resolvedAfter says whether the tool of the failed output at i later succeeded.
 func (p *Prepared) resolvedAfter(i int) bool {
-	tool := p.items[i].tool
-	for j := i + 1; j < len(p.items); j++ {
-		if it := p.items[j]; it.src.Type == events.ItemFunctionCallOutput && it.tool == tool && !it.failed {
-			return true
-		}
-	}
-	return false
+	last, ok := p.lastSuccess[p.items[i].tool]
+	return ok && last > i
 }
 
 // dropOrder lists the segments that may be left out, lowest score first (the older
@@ -304,21 +288,25 @@ func (p *Prepared) outputOf(call int) int {
 }
 
 func goalWords(items []prep, latestUser int) map[string]bool {
-	if latestUser < 0 {
-		return nil
-	}
-	return wordsOf(items[latestUser].src.Content)
-}
-
-// wordsOf is the set of words of four letters or more in s, lower-cased.
-func wordsOf(s string) map[string]bool {
 	out := map[string]bool{}
-	for _, w := range strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '_' }) {
-		if len(w) >= 4 {
+	if latestUser >= 0 {
+		for _, w := range items[latestUser].words {
 			out[w] = true
 		}
 	}
 	return out
+}
+
+// sortedWords lists the distinct words of four letters or more in s, lower-cased.
+func sortedWords(s string) []string {
+	var out []string
+	for _, w := range strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '_' }) {
+		if len(w) >= 4 {
+			out = append(out, w)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }

@@ -1,6 +1,7 @@
 package contextmgr
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/tidwall/gjson"
@@ -15,6 +16,11 @@ type Prepared struct {
 	items       []prep
 	callNames   map[string]string // call id → tool name
 	lastSummary int               // index of the newest summary item, -1 when none
+	// the newest user message, failed tool output and plan tool call (-1: none), and
+	// each tool's newest successful output: kept as items come, so a build need not
+	// search the whole conversation.
+	lastUser, lastFailed, lastPlan int
+	lastSuccess                    map[string]int
 }
 
 type prep struct {
@@ -24,11 +30,12 @@ type prep struct {
 	tool   string // for tool calls and outputs
 	failed bool   // a tool output that is an error
 	denied bool   // ... that the policy or a person refused
+	words  []string
 }
 
 // Prepare starts an empty prepared conversation.
 func (m *Manager) Prepare() *Prepared {
-	return &Prepared{m: m, callNames: map[string]string{}, lastSummary: -1}
+	return &Prepared{m: m, callNames: map[string]string{}, lastSummary: -1, lastUser: -1, lastFailed: -1, lastPlan: -1, lastSuccess: map[string]int{}}
 }
 
 // Len is how many conversation items are prepared.
@@ -54,12 +61,30 @@ func (p *Prepared) Append(items ...events.Item) {
 		case events.ItemContextSummary:
 			pr.item = events.Item{Type: events.ItemMessage, Role: "user", Content: summaryMessage(it)}
 			pr.tokens = p.m.count.Count(pr.item.Content)
-			p.lastSummary = len(p.items)
 		default:
 			pr.tokens = p.m.count.Count(it.Content)
 		}
 		pr.tokens += itemOverhead
+		pr.words = sortedWords(pr.item.Content + " " + string(it.Arguments) + " " + pr.item.Output)
 		p.items = append(p.items, pr)
+		p.note(len(p.items) - 1)
+	}
+}
+
+// note updates the newest-item indices for item i.
+func (p *Prepared) note(i int) {
+	it := p.items[i]
+	switch {
+	case it.src.Type == events.ItemMessage && it.src.Role == "user":
+		p.lastUser = i
+	case it.failed:
+		p.lastFailed = i
+	case it.src.Type == events.ItemFunctionCallOutput:
+		p.lastSuccess[it.tool] = i
+	case it.src.Type == events.ItemFunctionCall && slices.Contains(p.m.cfg.PlanTools, it.tool):
+		p.lastPlan = i
+	case it.src.Type == events.ItemContextSummary:
+		p.lastSummary = i
 	}
 }
 
@@ -69,14 +94,10 @@ func (p *Prepared) Truncate(n int) {
 		return
 	}
 	p.items = p.items[:n]
-	if p.lastSummary >= n {
-		p.lastSummary = -1
-		for i := n - 1; i >= 0; i-- {
-			if p.items[i].src.Type == events.ItemContextSummary {
-				p.lastSummary = i
-				break
-			}
-		}
+	p.lastSummary, p.lastUser, p.lastFailed, p.lastPlan = -1, -1, -1, -1
+	clear(p.lastSuccess)
+	for i := range p.items {
+		p.note(i)
 	}
 }
 
