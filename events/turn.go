@@ -12,10 +12,16 @@ const (
 type TurnStarted struct {
 	Input string `json:"input"`
 	Agent string `json:"agent"`
+	// Kind is empty for a turn that answers Input, KindCompaction for a turn that only
+	// compacts the conversation (it has no input).
+	Kind string `json:"kind,omitempty"`
 	// Policy lists the guardrail policy rules that logged or redacted the input
 	// before it was recorded.
 	Policy []PolicyMatch `json:"policy,omitempty"`
 }
+
+// KindCompaction is the kind of a turn that compacts the conversation on request.
+const KindCompaction = "compaction"
 
 func (*TurnStarted) EventType() string  { return TypeTurnStarted }
 func (*TurnStarted) SchemaVersion() int { return 1 }

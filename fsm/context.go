@@ -50,7 +50,7 @@ func (r *run) contextItems(n int) ([]events.Item, []events.Event, *ResultError) 
 		return nil, nil, fail
 	}
 	cc.TokensBefore = req.Needed
-	r.conv.append(events.Item{Type: events.ItemContextSummary, Agent: ag.Name, Content: contextmgr.RenderSummary(cc.Sections), Covers: cc.Covers})
+	r.conv.append(summaryItem(ag.Name, cc))
 	if req, err = view.Build(r.base); err != nil {
 		return nil, nil, &ResultError{Code: events.CodeContextOverflow, Path: path, Message: err.Error()}
 	}
@@ -137,4 +137,15 @@ func withoutSummaries(items []events.Item) []events.Item {
 		}
 	}
 	return out
+}
+
+// summaryItem is the conversation item a compaction adds.
+func summaryItem(agent string, cc *events.ContextCompacted) events.Item {
+	return events.Item{Type: events.ItemContextSummary, Agent: agent, Content: contextmgr.RenderSummary(cc.Sections), Covers: cc.Covers}
+}
+
+// spanToCompact is what a compaction on request summarises: everything from what the
+// newest summary covers up to the end of the committed conversation.
+func spanToCompact(covered, end int) contextmgr.Span {
+	return contextmgr.Span{From: covered, Covers: end}
 }

@@ -123,6 +123,9 @@ func TestLongSessionStaysInTheWindow(t *testing.T) {
 		if err != nil || res.Status != fsm.StatusCompleted {
 			t.Fatalf("turn %d: %+v %v", i, res, err)
 		}
+		if i%7 == 0 && !strings.HasPrefix(res.Output, fmt.Sprintf("the build failed: build %d failed", i)) {
+			t.Fatalf("turn %d: the model did not read the tool's own output: %q", i, res.Output)
+		}
 		for k, path := range seen.order[from:] {
 			req := seen.byKey[path]
 			if n := requestTokens(t, counter, req); n > window {
@@ -256,5 +259,68 @@ func TestCompactionKeepsIdentifiersAndReplays(t *testing.T) {
 		if !found {
 			t.Fatalf("history lost turn %d's message", i)
 		}
+	}
+}
+
+// TestCompactOnRequest: a compaction asked for summarises every committed item in a
+// turn of its own (one summary item, the identifiers kept); the next request — also
+// on a new engine over the same file — carries the summary and the latest user
+// messages instead of the items; asking again at once is a conflict, an agent with no
+// window is invalid; the session replays.
+func TestCompactOnRequest(t *testing.T) {
+	t.Parallel()
+	var seen seenRequests
+	store, e, s := longSession(t, 100000, &seen)
+	ctx := context.Background()
+	for i := 1; i <= 5; i++ {
+		if res, err := e.RunTurn(ctx, s.ID, turnInput(i)); err != nil || res.Status != fsm.StatusCompleted {
+			t.Fatalf("turn %d: %+v %v", i, res, err)
+		}
+	}
+	res, err := e.Compact(ctx, s.ID)
+	if err != nil || res.Status != fsm.StatusCompleted || len(res.Items) != 1 {
+		t.Fatalf("%+v %v", res, err)
+	}
+	sum := res.Items[0]
+	if sum.Type != events.ItemContextSummary || sum.Covers != 20 || !strings.Contains(sum.Content, "3f9c2ab7d1e4") || !strings.Contains(sum.Content, "## Remaining Work") {
+		t.Fatalf("summary item: %+v", sum)
+	}
+	if _, err := e.Compact(ctx, s.ID); events.CodeOf(err) != events.CodeConflict {
+		t.Fatalf("compact twice: %v", err)
+	}
+	audit, err := store.Audit(ctx, s.ID)
+	if err != nil || len(audit) != 1 || audit[0].Kind != "compaction" || audit[0].Outcome != "summarised 20 items" || !strings.HasPrefix(audit[0].Reason, "agent coder, items 0–20") {
+		t.Fatalf("audit: %+v %v", audit, err)
+	}
+	// A new engine over the same store reads the summary back from the history.
+	var after seenRequests
+	e2, err := fsm.New(store, []*fsm.App{longSessionApp(t, 100000)}, fsm.Options{Clock: testClock, NewID: counterIDs("b"), Requests: after.see})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := e2.RunTurn(ctx, s.ID, turnInput(6)); err != nil || res.Status != fsm.StatusCompleted {
+		t.Fatalf("turn 6: %+v %v", res, err)
+	}
+	first := after.byKey[after.order[0]]
+	var contents []string
+	for _, it := range first.Items {
+		contents = append(contents, it.Content)
+	}
+	if len(first.Items) != 5 || !strings.HasPrefix(contents[0], "<context_summary") || contents[1] != turnInput(3) || contents[4] != turnInput(6) {
+		t.Fatalf("the request after compaction: %q", contents)
+	}
+	history, _ := store.History(ctx, s.ID)
+	if len(history) != 25 {
+		t.Fatalf("history holds %d items, want 20 + the summary + 4", len(history))
+	}
+	b := testBundle{ctx: ctx, store: store, engine: e2}
+	b.replayFresh(t, s.ID)
+
+	plain := setup(t, &fsm.Agent{Name: "a", LLM: "m", Model: modelFunc(func(fsm.ModelRequest) (fsm.ModelResponse, error) {
+		return fsm.ModelResponse{ModelResponse: events.ModelResponse{Text: "hi"}}, nil
+	})})
+	_, sid := plain.turn(t, "hello")
+	if _, err := plain.engine.Compact(ctx, sid); events.CodeOf(err) != events.CodeInvalid || !strings.Contains(err.Error(), "context.window") {
+		t.Fatalf("compact without a window: %v", err)
 	}
 }

@@ -231,9 +231,29 @@ func (e *Engine) StartTurn(ctx context.Context, session, input string) (*Started
 	go func() {
 		defer close(t.done)
 		defer unlock()
-		t.res, t.err = r.drive()
+		t.res, t.err = r.begin(r.input)
 	}()
 	return t, nil
+}
+
+// Compact runs a compaction turn on a session: its active agent's context manager
+// summarises every committed item not summarised yet, and the summary is committed
+// (it stands for those items in every later request; the history keeps them). It
+// returns once the turn has ended. Errors: not_found (session), invalid (the agent
+// has no context window), conflict (a turn is running or suspended, or there is
+// nothing new to summarise).
+func (e *Engine) Compact(ctx context.Context, session string) (*Result, error) {
+	ctx = context.WithoutCancel(ctx)
+	h, unlock, err := e.lock(session)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	r, err := e.prepareTurn(ctx, session, "", h)
+	if err != nil {
+		return nil, err
+	}
+	return r.begin("")
 }
 
 // prepareTurn appends TurnStarted for a locked session and returns the run to drive.
@@ -269,10 +289,17 @@ func (e *Engine) prepareTurn(ctx context.Context, session, input string, h *runH
 	if err != nil {
 		return nil, err
 	}
+	kind := ""
+	if input == "" {
+		if err := compactable(agent, conv); err != nil {
+			return nil, err
+		}
+		kind = events.KindCompaction
+	}
 	turn := e.opts.NewID()
 	// The log, the model and every client see the input only after redaction.
 	input, policy := app.Policy.transformText(TargetModelInput, input, nil)
-	start, err := events.New(turn, "", &events.TurnStarted{Input: input, Agent: agent.Name, Policy: policy})
+	start, err := events.New(turn, "", &events.TurnStarted{Input: input, Agent: agent.Name, Kind: kind, Policy: policy})
 	if err != nil {
 		return nil, err
 	}
@@ -283,7 +310,7 @@ func (e *Engine) prepareTurn(ctx context.Context, session, input string, h *runH
 	e.setRunningTurn(h, turn)
 	r := e.newRun(ctx, app, agent, session, turn, out[0].Seq, conv, nil, nil)
 	r.cancel = h.cancel
-	r.conv.append(events.UserMessage(input))
+	r.input = input // as recorded: after redaction
 	return r, nil
 }
 
@@ -348,11 +375,11 @@ func (e *Engine) recoverTurn(ctx context.Context, t projection.Turn) (*Result, e
 	rec := newRecording(evs)
 	r := e.newRun(ctx, app, agent, t.Session, t.ID, seq, conv, rec, rec)
 	r.cancel = h.cancel
-	r.conv.append(events.UserMessage(t.Input))
 	if agent == nil {
+		r.conv.append(events.UserMessage(t.Input))
 		return r.fail(events.CodeInvalid, fmt.Sprintf("app %q or agent %q is no longer configured", s.App, t.Agent), "")
 	}
-	return r.drive()
+	return r.begin(t.Input)
 }
 
 // Cancel stops a running or suspended turn of session: a run records TurnCanceled at

@@ -114,8 +114,7 @@ func (e *Engine) replayTurn(ctx context.Context, rec []events.Event) error {
 	}
 	recording := newRecording(rec)
 	r := e.newRun(ctx, app, agent, start.Session, start.Turn, start.Seq, conv, recording, nil)
-	r.conv.append(events.UserMessage(ts.Input))
-	res, err := r.drive()
+	res, err := r.begin(ts.Input)
 	for err == nil && res.Status == StatusSuspended {
 		// The recording goes on with a person's answers: append them as they were
 		// given, then re-drive the turn as a resume does.
@@ -139,8 +138,7 @@ func (e *Engine) replayTurn(ctx context.Context, rec []events.Event) error {
 			return err
 		}
 		r = e.newRun(ctx, app, agent, start.Session, start.Turn, appended[len(appended)-1].Seq, conv, recording, newRecording(logged))
-		r.conv.append(events.UserMessage(ts.Input))
-		res, err = r.drive()
+		res, err = r.begin(ts.Input)
 	}
 	if err != nil {
 		return err

@@ -56,6 +56,17 @@ func (c *conversation) truncate(n int) {
 	}
 }
 
+// summariesSince counts the summary items at or after index i.
+func (c *conversation) summariesSince(i int) int {
+	n := 0
+	for _, it := range c.items[min(i, len(c.items)):] {
+		if it.Type == events.ItemContextSummary {
+			n++
+		}
+	}
+	return n
+}
+
 func (c *conversation) hash() string {
 	if len(c.chain) == 0 {
 		return ""

@@ -20,7 +20,8 @@ type run struct {
 	turn    string
 	log     *turnLog // shared with the agent runs nested in this one
 	conv    *conversation
-	base    int // committed history length
+	input   string // the turn's input as recorded (set for a new turn)
+	base    int    // committed history length
 	rec     *recording
 	logged  *recording // what of the turn is already in this store's log: emit skips it
 	m       *Machine

@@ -37,6 +37,7 @@ type Engine interface {
 	Resume(ctx context.Context, session, user string, answers map[string]fsm.Answer) (*fsm.StartedTurn, error)
 	Branch(ctx context.Context, source, owner string, at fsm.BranchPoint, metadata json.RawMessage) (projection.Session, error)
 	Cancel(ctx context.Context, session, turn, reason string) (projection.Turn, error)
+	Compact(ctx context.Context, session string) (*fsm.Result, error)
 	Deltas(session string) (*fsm.DeltaSub, func())
 }
 
@@ -98,6 +99,7 @@ func New(cfg Config) *Server {
 	v1.POST("/sessions/:id/turns", s.runTurn)
 	v1.GET("/sessions/:id/turns", s.listTurns)
 	v1.POST("/sessions/:id/turns/:turn_id/cancel", s.cancelTurn)
+	v1.POST("/sessions/:id/compact", s.compact)
 	v1.GET("/sessions/:id/history", s.history)
 	v1.GET("/sessions/:id/interrupts", s.interrupts)
 	v1.GET("/sessions/:id/audit", s.audit)

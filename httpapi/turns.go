@@ -127,6 +127,26 @@ func (s *Server) listTurns(c echo.Context) error {
 	return c.JSON(http.StatusOK, map[string]any{"turns": turns})
 }
 
+// compact runs a compaction turn: the session's agent summarises the committed
+// conversation not summarised yet. The response is the turn's, its one item the
+// summary.
+func (s *Server) compact(c echo.Context) error {
+	if c.Request().ContentLength != 0 {
+		var empty struct{}
+		if err := decodeBody(c, &empty); err != nil {
+			return err
+		}
+	}
+	if _, err := s.ownedSession(c); err != nil {
+		return err
+	}
+	res, err := s.cfg.Engine.Compact(c.Request().Context(), c.Param("id"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, responseOf(res))
+}
+
 type cancelRequest struct {
 	Reason string `json:"reason,omitempty"`
 }

@@ -85,7 +85,7 @@ type AuditEntry struct {
 	Turn      string    `json:"turn_id"`
 	At        time.Time `json:"at"`
 	Path      string    `json:"path"`
-	Kind      string    `json:"kind"` // decision, approval or result
+	Kind      string    `json:"kind"` // decision, approval, result, compaction or skill
 	Tool      string    `json:"tool,omitempty"`
 	Outcome   string    `json:"outcome"`
 	Rule      string    `json:"rule,omitempty"`

@@ -153,14 +153,27 @@ func view(items []events.Item) turnView {
 			calls[it.CallID] = it
 		case events.ItemFunctionCallOutput:
 			c := calls[it.CallID]
-			v.byTool[c.Name] = toolOutput{name: c.Name, args: string(c.Arguments), output: it.Output}
+			v.byTool[c.Name] = toolOutput{name: c.Name, args: string(c.Arguments), output: unwrap(it.Output)}
 		}
 	}
 	for i := len(items) - 1; i >= start && items[i].Type == events.ItemFunctionCallOutput; i-- {
 		c := calls[items[i].CallID]
-		v.outputs = append([]toolOutput{{name: c.Name, args: string(c.Arguments), output: items[i].Output}}, v.outputs...)
+		v.outputs = append([]toolOutput{{name: c.Name, args: string(c.Arguments), output: unwrap(items[i].Output)}}, v.outputs...)
 	}
 	return v
+}
+
+// unwrap is a tool output without the untrusted-data marker a context-managed request
+// wraps it in: rules read the tool's own text.
+func unwrap(output string) string {
+	if !strings.HasPrefix(output, "<tool_output ") || !strings.HasSuffix(output, "</tool_output>") {
+		return output
+	}
+	lines := strings.Split(output, "\n")
+	if len(lines) < 3 {
+		return output
+	}
+	return strings.Join(lines[2:len(lines)-1], "\n")
 }
 
 func (r compiledRule) matches(v turnView) ([]string, bool) {
