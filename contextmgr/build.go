@@ -39,7 +39,8 @@ type segment struct {
 
 // Build makes the request for the conversation as prepared. turnStart is the index
 // of the current turn's first item (its user message): what comes from it on is the
-// current turn's trace. The request never exceeds the window: if even the items that
+// current turn's trace, and its last step (the calls the model just made, with their
+// results) is never left out. The request never exceeds the window: if even the items that
 // may never be left out do not fit, Build returns an *OverflowError.
 func (p *Prepared) Build(turnStart int) (Request, error) {
 	n := len(p.items)
@@ -53,6 +54,10 @@ func (p *Prepared) Build(turnStart int) (Request, error) {
 	if planCall >= 0 {
 		pinnedItems[planCall] = true
 		pinnedItems[p.outputOf(planCall)] = true
+	}
+	// The calls the model just made and their results: it asked for them.
+	for i := n - 1; i >= max(turnStart, 0) && isToolItem(p.items[i].src); i-- {
+		pinnedItems[i] = true
 	}
 	// From the summarised history: the latest user messages, and the pins above.
 	var include []int
@@ -265,6 +270,10 @@ func (p *Prepared) assemble(include []int, dropped map[int]bool) []events.Item {
 		out = append(out, p.items[i].item)
 	}
 	return out
+}
+
+func isToolItem(it events.Item) bool {
+	return it.Type == events.ItemFunctionCall || it.Type == events.ItemFunctionCallOutput
 }
 
 func (p *Prepared) callOf(output int) int {

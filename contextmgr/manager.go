@@ -52,6 +52,6 @@ type OverflowError struct {
 }
 
 func (e *OverflowError) Error() string {
-	return fmt.Sprintf("the request needs %d tokens with only what may never be left out (instructions, tools, the latest user message, the last failure, the plan, the summary); the window is %d",
+	return fmt.Sprintf("the request needs %d tokens with only what may never be left out (instructions, tools, the latest user message, the current step, the last failure, the plan, the summary); the window is %d",
 		e.Tokens, e.Window)
 }
