@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"github.com/turnlog/turnlog/adapters/scripted"
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/fsm"
+	"github.com/turnlog/turnlog/skills"
 )
 
 // File is the shape of agent.yaml.
@@ -83,6 +85,9 @@ type Agent struct {
 	Handoffs []Handoff `yaml:"handoffs"`
 	// Context has the agent's requests built within a token window.
 	Context *Context `yaml:"context"`
+	// Skills are folders of skills (each a folder with a SKILL.md), relative to this
+	// file: their index joins the instructions and load_skill gives a body on demand.
+	Skills []string `yaml:"skills"`
 }
 
 // ToolRef is one entry of an agent's tools: the name of a tool of the app, or
@@ -264,6 +269,21 @@ func (b builder) app(name string, c App, policy *fsm.GuardrailPolicy) (*fsm.App,
 		ag, err := b.agent(at+".agents."+an, an, c.Agents[an], models, tools)
 		if err == nil {
 			err = b.context(at+".agents."+an+".context", c.Agents[an].Context, ag, c.LLMs, models)
+		}
+		if err == nil && len(c.Agents[an].Skills) > 0 {
+			var roots []string
+			for _, r := range c.Agents[an].Skills { // relative to the config file
+				if !filepath.IsAbs(r) {
+					r = filepath.Join(filepath.Dir(b.name), r)
+				}
+				roots = append(roots, r)
+			}
+			if ag.Skills, err = skills.Load(roots); err != nil {
+				var se *skills.Error
+				if !errors.As(err, &se) {
+					err = b.errAt(at+".agents."+an+".skills", "%v", err)
+				}
+			}
 		}
 		if err != nil {
 			return nil, err

@@ -114,6 +114,8 @@ func newPayload(typ string, v int) Payload {
 		return &HandoffOccurred{}
 	case typ == TypeContextCompacted && v == 1:
 		return &ContextCompacted{}
+	case typ == TypeSkillLoaded && v == 1:
+		return &SkillLoaded{}
 	case typ == TypeTurnSuspended && v == 1:
 		return &TurnSuspended{}
 	case typ == TypeTurnResumed && v == 1:
@@ -141,5 +143,5 @@ func Known(typ string, v int) bool { return newPayload(typ, v) != nil }
 func Types() []string {
 	return []string{TypeSessionCreated, TypeSessionBranched, TypeTurnStarted, TypeModelCalled, TypeToolScheduled,
 		TypeToolResulted, TypeApprovalRequested, TypeApprovalResolved, TypeReviewRequested, TypeReviewResolved,
-		TypeTurnSuspended, TypeTurnResumed, TypeGuardrailChecked, TypeGuardrailTripped, TypeLoopDetected, TypeHandoffOccurred, TypePolicyDecided, TypeContextCompacted, TypeTurnCommitted, TypeTurnFailed, TypeTurnCanceled}
+		TypeTurnSuspended, TypeTurnResumed, TypeGuardrailChecked, TypeGuardrailTripped, TypeLoopDetected, TypeHandoffOccurred, TypePolicyDecided, TypeContextCompacted, TypeSkillLoaded, TypeTurnCommitted, TypeTurnFailed, TypeTurnCanceled}
 }

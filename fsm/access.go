@@ -31,7 +31,7 @@ const ToolDeniedKind = "denied"
 // try another way); one that needs approval goes to the approval gate with the
 // verdict's details.
 func (r *run) decide(s *toolSlot, pending []events.Event) []events.Event {
-	sub := policy.Subject{Agent: r.agent.Name, Tool: s.call.Name}
+	sub := policy.Subject{Agent: r.agent.Name, Skill: r.conv.lastSkill, Tool: s.call.Name}
 	var v policy.Verdict
 	call := PolicyCall{Level: policy.L2, Actions: []policy.Action{policy.ActExecute}}
 	if t, ok := s.tool.(PolicyTarget); ok {

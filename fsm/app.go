@@ -3,10 +3,12 @@ package fsm
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/turnlog/turnlog/contextmgr"
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/policy"
+	"github.com/turnlog/turnlog/skills"
 )
 
 // Defaults for an agent's limits.
@@ -57,6 +59,9 @@ type Agent struct {
 	// agent's own model.
 	SummaryModel Model
 	SummaryLLM   string
+	// Skills are the skills the agent may load: their index joins the instructions,
+	// and the load_skill tool gives a body when the model asks for it.
+	Skills *skills.Set
 
 	// specs are the tools the model is offered: the agent's tools, then its handoffs.
 	specs []ToolSpec
@@ -65,6 +70,8 @@ type Agent struct {
 	instructionsHash, toolsHash, settingsHash string
 	// ctxm is the context manager made from Context by Validate.
 	ctxm *contextmgr.Manager
+	// rules are the instructions a request carries: Instructions, then the skill index.
+	rules string
 }
 
 // Validate checks an app's wiring and fills limit defaults.
@@ -117,6 +124,13 @@ func (a *App) Validate() error {
 		if err := validateHandoffs(a, ag, names); err != nil {
 			return fmt.Errorf("app %s: %w", a.Name, err)
 		}
+		ag.rules = ag.Instructions
+		if ag.Skills != nil && ag.Skills.Len() > 0 {
+			if names[LoadSkillTool] != "" {
+				return fmt.Errorf("app %s: agent %s: tool %s is reserved for skills", a.Name, name, LoadSkillTool)
+			}
+			ag.rules = strings.TrimSpace(ag.Instructions + "\n\n" + ag.Skills.Index())
+		}
 		ag.specs = specsOf(ag.Tools)
 		for _, t := range ag.AgentTools {
 			ag.specs = append(ag.specs, t.spec())
@@ -124,13 +138,16 @@ func (a *App) Validate() error {
 		for _, h := range ag.Handoffs {
 			ag.specs = append(ag.specs, h.spec())
 		}
+		if ag.Skills != nil && ag.Skills.Len() > 0 {
+			ag.specs = append(ag.specs, loadSkillSpec(ag.Skills))
+		}
 		specs, err := events.Marshal(ag.specs)
 		if err != nil {
 			return fmt.Errorf("app %s: agent %s: tool schemas: %w", a.Name, name, err)
 		}
-		ag.instructionsHash, ag.toolsHash, ag.settingsHash = hashOf([]byte(ag.Instructions)), hashOf(specs), hashOf(ag.Settings)
+		ag.instructionsHash, ag.toolsHash, ag.settingsHash = hashOf([]byte(ag.rules)), hashOf(specs), hashOf(ag.Settings)
 		if ag.Context != nil {
-			if ag.ctxm, err = contextmgr.New(*ag.Context, ag.LLM, ag.Instructions, specs); err != nil {
+			if ag.ctxm, err = contextmgr.New(*ag.Context, ag.LLM, ag.rules, specs); err != nil {
 				return fmt.Errorf("app %s: agent %s: context.%w", a.Name, name, err)
 			}
 		}

@@ -8,7 +8,9 @@ import (
 	"reflect"
 	"sort"
 	"strconv"
+	"strings"
 
+	"github.com/tidwall/gjson"
 	"github.com/turnlog/turnlog/contextmgr"
 	"github.com/turnlog/turnlog/events"
 )
@@ -21,8 +23,41 @@ type conversation struct {
 	// views are the conversation prepared for each context-managed agent that has
 	// built a request from it, kept in step with items.
 	views map[*contextmgr.Manager]*contextmgr.Prepared
-	// summaries counts the context_summary items.
-	summaries int
+	// summaries counts the context_summary items; covered is what the newest stands for.
+	summaries, covered int
+	// skills: the calls of load_skill waiting for their output (call id → skill), the
+	// skills whose body the conversation holds (→ its index), and the newest loaded
+	// (the skill later calls act under, for the policy).
+	skillCalls map[string]string
+	skillAt    map[string]int
+	lastSkill  string
+}
+
+// skillInContext says whether a skill's body is in the conversation after what the
+// newest summary stands for (a compacted body must be loaded again).
+func (c *conversation) skillInContext(name string) bool {
+	i, ok := c.skillAt[name]
+	return ok && i >= c.covered
+}
+
+// noteSkill follows load_skill calls and their outputs as items join.
+func (c *conversation) noteSkill(it events.Item) {
+	switch {
+	case it.Type == events.ItemFunctionCall && it.Name == LoadSkillTool:
+		if c.skillCalls == nil {
+			c.skillCalls, c.skillAt = map[string]string{}, map[string]int{}
+		}
+		c.skillCalls[it.CallID] = gjson.GetBytes(it.Arguments, "name").String()
+	case it.Type == events.ItemFunctionCallOutput && c.skillCalls[it.CallID] != "":
+		if name := c.skillCalls[it.CallID]; !strings.HasPrefix(it.Output, `{"error"`) {
+			c.lastSkill = name
+			if strings.HasPrefix(it.Output, "# Skill ") {
+				c.skillAt[name] = len(c.items) - 1
+			}
+		}
+	case it.Type == events.ItemContextSummary:
+		c.covered = max(c.covered, it.Covers)
+	}
 }
 
 func (c *conversation) append(its ...events.Item) {
@@ -37,6 +72,7 @@ func (c *conversation) append(its ...events.Item) {
 		if it.Type == events.ItemContextSummary {
 			c.summaries++
 		}
+		c.noteSkill(it)
 	}
 	for _, v := range c.views {
 		v.Append(its...)
@@ -51,6 +87,15 @@ func (c *conversation) truncate(n int) {
 		}
 	}
 	c.items, c.chain = c.items[:n], c.chain[:n]
+	if c.skillCalls != nil || c.covered > 0 { // follow the skills and summaries again
+		items := c.items
+		c.skillCalls, c.skillAt, c.lastSkill, c.covered = nil, nil, "", 0
+		c.items = nil
+		for _, it := range items {
+			c.items = append(c.items, it)
+			c.noteSkill(it)
+		}
+	}
 	for _, v := range c.views {
 		v.Truncate(n)
 	}

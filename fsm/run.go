@@ -214,7 +214,7 @@ func (r *run) modelStep() (events.ModelResponse, []events.Event, *ResultError) {
 	newItems := append([]events.Item{}, r.conv.items[r.prevItems:]...)
 	r.prevItems = len(r.conv.items)
 	if see := r.e.opts.Requests; see != nil {
-		see(path, ModelRequest{LLM: ag.LLM, Agent: ag.Name, Instructions: ag.Instructions, Tools: ag.specs, Settings: ag.Settings, Items: items})
+		see(path, ModelRequest{LLM: ag.LLM, Agent: ag.Name, Instructions: ag.rules, Tools: ag.specs, Settings: ag.Settings, Items: items})
 	}
 
 	if ev, ok := r.rec.get(events.TypeModelCalled, path); ok {
@@ -237,7 +237,7 @@ func (r *run) modelStep() (events.ModelResponse, []events.Event, *ResultError) {
 	callCtx, stop := r.cancelContext()
 	defer stop()
 	began := time.Now()
-	resp, err := ag.Model.Call(callCtx, ModelRequest{LLM: ag.LLM, Agent: ag.Name, Instructions: ag.Instructions,
+	resp, err := ag.Model.Call(callCtx, ModelRequest{LLM: ag.LLM, Agent: ag.Name, Instructions: ag.rules,
 		Tools: ag.specs, Settings: ag.Settings, Items: items,
 		OnText: r.onText(path)})
 	r.e.opts.Observer.ModelCalled(ag.LLM, time.Since(began), err != nil)

@@ -34,7 +34,7 @@ type toolSlot struct {
 	result  *events.ToolResulted // recorded or produced
 	run     bool
 	waiting *Interrupt // the call waits for a person
-	handoff bool       // a handoff: its output is derived, nothing runs
+	handoff bool       // a handoff or a skill load: its output is derived, nothing runs
 	nested  *Agent     // an agent tool: this agent runs under the call's path
 	offer   *AgentTool // ... as the caller offers it
 	stop    *nestedStop
@@ -83,6 +83,15 @@ func (r *run) toolStep(resp events.ModelResponse, pending []events.Event) (*Resu
 			s.result.Output = handoffOutput(next.Name)
 			pending = append(pending, events.MustNew(r.turn, r.prefix+fmt.Sprintf("%s/handoff/%s", ag.Name, c.ID),
 				&events.HandoffOccurred{From: ag.Name, To: next.Name, CallID: c.ID, Tool: c.Name}))
+			continue
+		}
+		if c.Name == LoadSkillTool && ag.Skills != nil && ag.Skills.Len() > 0 {
+			s.handoff = true // derived too: the skills were read at start
+			loaded, fail := r.loadSkill(s)
+			if fail != nil {
+				return r.fail(fail.Code, fail.Message, fail.Path, pending...)
+			}
+			pending = append(pending, loaded...)
 			continue
 		}
 		if at := ag.agentTool(c.Name); at != nil {
