@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/turnlog/turnlog/adapters/memory"
 	"github.com/turnlog/turnlog/events"
 )
 
@@ -44,11 +45,12 @@ func commands() map[string]command {
 type cliContext struct {
 	stdout, stderr io.Writer
 	wiring         wiring
-	workspace      string // overrides the apps' policy workspace (run --workspace)
+	workspace      string          // overrides the apps' policy workspace (run --workspace)
+	memory         *memory.Binding // the store agents' memory tools use, bound once it is open
 }
 
 func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, w wiring) error {
-	c := &cliContext{stdout: stdout, stderr: stderr, wiring: w}
+	c := &cliContext{stdout: stdout, stderr: stderr, wiring: w, memory: &memory.Binding{}}
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		usage(stdout)
 		if len(args) == 0 {

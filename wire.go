@@ -27,7 +27,7 @@ func defaultWiring() wiring { return wiring{functions: demo.Functions()} }
 func schemaVersion() int { return sqlite.SchemaVersion() }
 
 func (c *cliContext) loadApps(path string) ([]*fsm.App, error) {
-	opts := config.Options{Functions: c.wiring.functions, WrapModel: c.wiring.wrapModel, Workspace: c.workspace}
+	opts := config.Options{Functions: c.wiring.functions, WrapModel: c.wiring.wrapModel, Workspace: c.workspace, Memory: c.memory}
 	if path == "" {
 		return config.Load("examples/demo/agent.yaml", demo.Config, opts)
 	}
@@ -71,6 +71,7 @@ func (c *cliContext) openEngine(ctx context.Context, f commonFlags, obs ...obser
 	if err != nil {
 		return nil, nil, err
 	}
+	c.memory.Bind(store)
 	e, err := fsm.New(store, apps, eopts)
 	if err != nil {
 		store.Close()

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/parser"
+	"github.com/turnlog/turnlog/adapters/memory"
 	"github.com/turnlog/turnlog/adapters/openai"
 	"github.com/turnlog/turnlog/adapters/scripted"
 	"github.com/turnlog/turnlog/events"
@@ -85,6 +87,9 @@ type Agent struct {
 	Handoffs []Handoff `yaml:"handoffs"`
 	// Context has the agent's requests built within a token window.
 	Context *Context `yaml:"context"`
+	// Memory gives the agent memory_save and memory_search (true, or a mapping with
+	// an embeddings provider).
+	Memory *Memory `yaml:"memory"`
 	// Skills are folders of skills (each a folder with a SKILL.md), relative to this
 	// file: their index joins the instructions and load_skill gives a body on demand.
 	Skills []string `yaml:"skills"`
@@ -159,6 +164,11 @@ type Options struct {
 	WrapModel func(llmID string, m fsm.Model) fsm.Model
 	// Workspace, when set, replaces the policy workspace of every app that has one.
 	Workspace string
+	// Memory is the store of agents' memory tools (nil: tools that cannot save yet,
+	// for commands that run no turn).
+	Memory memory.Store
+	// HTTPClient, when set, is what embeddings clients use (tests).
+	HTTPClient *http.Client
 }
 
 // Error is a config error at a YAML location.
@@ -464,6 +474,11 @@ func (b builder) agent(at, name string, c Agent, models map[string]fsm.Model, to
 		}
 		ag.Tools = append(ag.Tools, t)
 	}
+	mem, err := b.memoryTools(at+".memory", c.Memory)
+	if err != nil {
+		return nil, err
+	}
+	ag.Tools = append(ag.Tools, mem...)
 	if c.Settings != nil {
 		raw, err := json.Marshal(c.Settings)
 		if err == nil {

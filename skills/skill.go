@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/goccy/go-yaml"
@@ -83,7 +85,13 @@ func Parse(file string, data []byte) (*Skill, error) {
 	body := strings.TrimPrefix(text[4+end+4:], "\n")
 	var fm frontMatter
 	if err := yaml.UnmarshalWithOptions([]byte(yml), &fm, yaml.Strict(), yaml.DisallowUnknownField()); err != nil {
-		return nil, &Error{File: file, Msg: yaml.FormatError(err, false, false)}
+		msg := yaml.FormatError(err, false, false)
+		e := &Error{File: file, Msg: msg}
+		if m := yamlPosition.FindStringSubmatch(msg); m != nil {
+			e.Line, _ = strconv.Atoi(m[1])
+			e.Msg = strings.TrimSpace(msg[len(m[0]):])
+		}
+		return nil, e
 	}
 	at := func(path, format string, args ...any) error {
 		return &Error{File: file, Line: max(1, lineOf(yml, path)), Msg: fmt.Sprintf(format, args...)}
@@ -121,6 +129,9 @@ func Parse(file string, data []byte) (*Skill, error) {
 	s.SHA256 = hex.EncodeToString(sum[:])
 	return s, nil
 }
+
+// yamlPosition is the "[line:column]" a YAML error starts with.
+var yamlPosition = regexp.MustCompile(`^\[(\d+):\d+\]\s*`)
 
 func lineOf(yml, path string) int {
 	p, err := yaml.PathString("$." + path)

@@ -61,8 +61,8 @@ func TestMalformedSkillsNameFileAndLine(t *testing.T) {
 	for name, c := range map[string]struct{ content, want string }{
 		"no front matter":  {"# just text\n", ":1: a SKILL.md starts with front matter"},
 		"never closed":     {"---\nname: x\n", ":1: the front matter is never closed"},
-		"unknown field":    {"---\nname: x\ndescription: y\ncolour: red\n---\nbody\n", "[4:1] unknown field \"colour\""},
-		"bad yaml":         {"---\nname: x\ndescription: [unclosed\n---\n", "[3:"},
+		"unknown field":    {"---\nname: x\ndescription: y\ncolour: red\n---\nbody\n", ":4: unknown field \"colour\""},
+		"bad yaml":         {"---\nname: x\ndescription: [unclosed\n---\n", ":3: sequence end token"},
 		"no name":          {"---\ndescription: y\n---\n", ":1: name is required"},
 		"long name":        {"---\nname: " + strings.Repeat("n", 65) + "\ndescription: y\n---\n", ":2: name is 65 characters; at most 64"},
 		"long description": {"---\nname: x\ndescription: " + strings.Repeat("d", 1025) + "\n---\n", ":3: description is 1025 characters; at most 1024"},

@@ -57,6 +57,11 @@ func New(cfg Config) (*Model, error) {
 	if cfg.MaxRetries == 0 {
 		cfg.MaxRetries = 2
 	}
+	return &Model{cfg: cfg, client: oai.NewClient(clientOptions(cfg)...)}, nil
+}
+
+// clientOptions are a client's retries, endpoint, key and HTTP client from cfg.
+func clientOptions(cfg Config) []option.RequestOption {
 	opts := []option.RequestOption{option.WithMaxRetries(max(cfg.MaxRetries, 0))}
 	if cfg.BaseURL != "" {
 		opts = append(opts, option.WithBaseURL(cfg.BaseURL))
@@ -67,7 +72,7 @@ func New(cfg Config) (*Model, error) {
 	if cfg.HTTPClient != nil {
 		opts = append(opts, option.WithHTTPClient(cfg.HTTPClient))
 	}
-	return &Model{cfg: cfg, client: oai.NewClient(opts...)}, nil
+	return opts
 }
 
 // Call sends the whole request and returns the answer. Provider errors come back as
