@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/turnlog/turnlog/adapters/mcpclient"
 	"github.com/turnlog/turnlog/adapters/memory"
 	"github.com/turnlog/turnlog/events"
 )
@@ -47,10 +48,12 @@ type cliContext struct {
 	wiring         wiring
 	workspace      string          // overrides the apps' policy workspace (run --workspace)
 	memory         *memory.Binding // the store agents' memory tools use, bound once it is open
+	mcp            *mcpclient.Pool // the apps' MCP server sessions
 }
 
 func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, w wiring) error {
-	c := &cliContext{stdout: stdout, stderr: stderr, wiring: w, memory: &memory.Binding{}}
+	c := &cliContext{stdout: stdout, stderr: stderr, wiring: w, memory: &memory.Binding{}, mcp: &mcpclient.Pool{}}
+	defer c.mcp.Close() // MCP servers the apps started end with the command
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		usage(stdout)
 		if len(args) == 0 {

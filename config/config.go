@@ -14,6 +14,7 @@ import (
 
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/parser"
+	"github.com/turnlog/turnlog/adapters/mcpclient"
 	"github.com/turnlog/turnlog/adapters/memory"
 	"github.com/turnlog/turnlog/adapters/openai"
 	"github.com/turnlog/turnlog/adapters/scripted"
@@ -37,6 +38,8 @@ type App struct {
 	Agents     map[string]Agent `yaml:"agents"`
 	// Policy decides which tool calls may run (see package policy).
 	Policy *Access `yaml:"policy"`
+	// MCP lists MCP servers whose tools agents may use as <server>__<tool>.
+	MCP *MCP `yaml:"mcp"`
 }
 
 // LLM registers a model under an llm_id.
@@ -167,8 +170,11 @@ type Options struct {
 	// Memory is the store of agents' memory tools (nil: tools that cannot save yet,
 	// for commands that run no turn).
 	Memory memory.Store
-	// HTTPClient, when set, is what embeddings clients use (tests).
+	// HTTPClient, when set, is what embeddings and MCP clients use (tests).
 	HTTPClient *http.Client
+	// MCP holds the sessions of the apps' MCP servers; the caller closes it (nil: a
+	// pool nobody closes — the servers end with the process).
+	MCP *mcpclient.Pool
 }
 
 // Error is a config error at a YAML location.
@@ -263,6 +269,9 @@ func (b builder) app(name string, c App, policy *fsm.GuardrailPolicy) (*fsm.App,
 			return nil, err
 		}
 		tools[tn] = t
+	}
+	if err := b.mcpTools(at+".mcp", c.MCP, tools); err != nil {
+		return nil, err
 	}
 	access, err := b.access(at+".policy", c.Policy)
 	if err != nil {

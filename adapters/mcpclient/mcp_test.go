@@ -1,0 +1,254 @@
+package mcpclient_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/turnlog/turnlog/adapters/mcpclient"
+	"github.com/turnlog/turnlog/adapters/sqlite"
+	"github.com/turnlog/turnlog/config"
+	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/fsm"
+)
+
+// everythingDir is where .ci/run installs @modelcontextprotocol/server-everything (or
+// TURNLOG_MCP_EVERYTHING). Without it the tests that need it are skipped — unless
+// TURNLOG_REQUIRE_MCP is set, as CI sets it: then they fail.
+func everythingDir(t *testing.T) string {
+	t.Helper()
+	dir := os.Getenv("TURNLOG_MCP_EVERYTHING")
+	if dir == "" {
+		dir, _ = filepath.Abs("../../.ci/mcp")
+	}
+	if _, err := os.Stat(filepath.Join(dir, everythingJS)); err != nil {
+		if os.Getenv("TURNLOG_REQUIRE_MCP") != "" {
+			t.Fatalf("server-everything is not installed in %s (.ci/install-mcp installs it): %v", dir, err)
+		}
+		t.Skipf("server-everything is not installed in %s; run .ci/install-mcp", dir)
+	}
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Fatalf("node: %v", err)
+	}
+	return dir
+}
+
+const everythingJS = "node_modules/@modelcontextprotocol/server-everything/dist/index.js"
+
+// appYAML is an app whose scripted agent calls two MCP tools in one response and
+// answers with both outputs.
+func appYAML(server string) string {
+	return `apps:
+  a:
+    start_agent: helper
+    llms:
+      m:
+        provider: scripted
+        rules:
+          - when: {after_tool: "*"}
+            reply: "{{outputs}}"
+          - when: {input: 'add (\d+) and (\d+)'}
+            tools:
+              - {name: everything__get-sum, arguments: '{"a": {{match.1}}, "b": {{match.2}}}'}
+              - {name: everything__echo, arguments: '{"message": "hi"}'}
+          - when: {input: 'env'}
+            tools:
+              - {name: everything__get-env, arguments: '{}'}
+          - when: {input: 'try'}
+            tools:
+              - {name: local__fail, arguments: '{}'}
+              - {name: local__big, arguments: '{}'}
+    mcp:
+      servers:
+` + server + `
+    agents:
+      helper:
+        llm: m
+        tools: TOOLS
+`
+}
+
+// runTurn loads the config (connecting to its servers), runs one turn and returns
+// the answer and the recorded tool results.
+func runTurn(t *testing.T, yaml, input string) (string, map[string]*events.ToolResulted) {
+	t.Helper()
+	pool := &mcpclient.Pool{}
+	t.Cleanup(func() { pool.Close() })
+	apps, err := config.Load(filepath.Join(t.TempDir(), "agent.yaml"), []byte(yaml), config.Options{MCP: pool})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, _ := sqlite.MustOpen(t, sqlite.Options{Synchronous: "OFF"})
+	var n atomic.Int64
+	e, err := fsm.New(store, apps, fsm.Options{Clock: time.Now, NewID: func() string { return fmt.Sprintf("id%04d", n.Add(1)) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	s, _ := e.CreateSession(ctx, "a", "alice", nil)
+	res, err := e.RunTurn(ctx, s.ID, input)
+	if err != nil || res.Status != fsm.StatusCompleted {
+		t.Fatalf("%+v %v", res, err)
+	}
+	evs, _ := store.Events(ctx, s.ID, 0)
+	results := map[string]*events.ToolResulted{}
+	for _, ev := range evs {
+		if ev.Type == events.TypeToolResulted {
+			tr, _ := events.DecodeAs[*events.ToolResulted](ev)
+			results[tr.Tool] = tr
+		}
+	}
+	return res.Output, results
+}
+
+func checkEverything(t *testing.T, out string, results map[string]*events.ToolResulted) {
+	t.Helper()
+	if !strings.Contains(out, "The sum of 2 and 3 is 5.") || !strings.Contains(out, "Echo: hi") {
+		t.Fatalf("answer: %s", out)
+	}
+	if len(results) != 2 || results["everything__get-sum"] == nil || results["everything__echo"] == nil || results["everything__echo"].IsError {
+		t.Fatalf("recorded: %+v", results)
+	}
+}
+
+// TestStdioServer: server-everything started over stdio, inside the sandbox (its
+// environment holds none of turnlog's secrets); only the allowed tools are offered,
+// and an agent turn calls two of them, recorded.
+func TestStdioServer(t *testing.T) {
+	dir := everythingDir(t)
+	t.Setenv("OPENAI_API_KEY", "sk-live-never-shared")
+	server := fmt.Sprintf(`        everything:
+          command: [node, %s, stdio]
+          dir: %s
+          allowed_tools: [echo, get-sum]
+          timeout_seconds: 20`, everythingJS, dir)
+	yaml := strings.Replace(appYAML(server), "TOOLS", "[everything__get-sum, everything__echo]", 1)
+	out, results := runTurn(t, yaml, "add 2 and 3")
+	checkEverything(t, out, results)
+	withEnv := strings.Replace(server, "[echo, get-sum]", "[echo, get-sum, get-env]", 1)
+	out, results = runTurn(t, strings.Replace(appYAML(withEnv), "TOOLS", "[everything__get-env]", 1), "env")
+	if env := results["everything__get-env"]; env == nil || env.IsError || !strings.Contains(out, "PATH") || strings.Contains(out, "sk-live") {
+		t.Fatalf("the stdio server's environment: %s", out)
+	}
+	notAllowed := strings.Replace(appYAML(server), "TOOLS", "[everything__get-env]", 1)
+	if _, err := config.Load("agent.yaml", []byte(notAllowed), config.Options{MCP: &mcpclient.Pool{}}); err == nil || !strings.Contains(err.Error(), `names no tool of this app ("everything__get-env")`) {
+		t.Fatalf("a tool not in allowed_tools: %v", err)
+	}
+}
+
+// TestStreamableHTTPServer: server-everything over streamable HTTP on loopback, behind
+// a proxy that records the Authorization header: the bearer token comes from the
+// environment variable the config names.
+func TestStreamableHTTPServer(t *testing.T) {
+	dir := everythingDir(t)
+	port := freePort(t)
+	cmd := exec.Command("node", everythingJS, "streamableHttp")
+	cmd.Dir, cmd.Env = dir, append(os.Environ(), fmt.Sprintf("PORT=%d", port))
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	target, _ := url.Parse(fmt.Sprintf("http://127.0.0.1:%d", port))
+	waitListening(t, target.Host)
+	var mu sync.Mutex
+	var auth []string
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		auth = append(auth, r.Header.Get("Authorization"))
+		mu.Unlock()
+		proxy.ServeHTTP(w, r)
+	}))
+	defer front.Close()
+	t.Setenv("EVERYTHING_TOKEN", "s3cret")
+	server := fmt.Sprintf(`        everything:
+          url: %s/mcp
+          allowed_tools: [echo, get-sum]
+          auth: {type: bearer_env, token_env: EVERYTHING_TOKEN}`, front.URL)
+	out, results := runTurn(t, strings.Replace(appYAML(server), "TOOLS", "[everything__get-sum, everything__echo]", 1), "add 2 and 3")
+	checkEverything(t, out, results)
+	mu.Lock()
+	defer mu.Unlock()
+	for _, a := range auth {
+		if a != "Bearer s3cret" {
+			t.Fatalf("a request went without the token: %q", auth)
+		}
+	}
+	if len(auth) < 3 {
+		t.Fatalf("%d requests seen", len(auth))
+	}
+}
+
+// TestUnreachableServerStopsTheStart: a URL nobody answers stops the load, naming
+// the server.
+func TestUnreachableServerStopsTheStart(t *testing.T) {
+	t.Parallel()
+	server := fmt.Sprintf("        down:\n          url: http://127.0.0.1:%d/mcp\n          timeout_seconds: 5", freePort(t))
+	_, err := config.Load("agent.yaml", []byte(strings.Replace(appYAML(server), "TOOLS", "[]", 1)), config.Options{MCP: &mcpclient.Pool{}})
+	if err == nil || !strings.Contains(err.Error(), "apps.a.mcp.servers.down") || !strings.Contains(err.Error(), "mcp server down is unreachable") {
+		t.Fatalf("%v", err)
+	}
+}
+
+// TestErrorResultsAndBigIntegers: against an MCP server of our own (the Go SDK's, over
+// streamable HTTP), an error result is a tool error the model sees, and a structured
+// result with an integer beyond 2^53 fails the call saying so.
+func TestErrorResultsAndBigIntegers(t *testing.T) {
+	t.Parallel()
+	srv := mcp.NewServer(&mcp.Implementation{Name: "local", Version: "1"}, nil)
+	empty := json.RawMessage(`{"type":"object"}`)
+	srv.AddTool(&mcp.Tool{Name: "fail", InputSchema: empty}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "disk full on /var"}}}, nil
+	})
+	srv.AddTool(&mcp.Tool{Name: "big", InputSchema: empty}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "n"}}, StructuredContent: json.RawMessage(`{"n":9007199254740993}`)}, nil
+	})
+	h := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	defer h.Close()
+	yaml := strings.Replace(appYAML("        local:\n          url: "+h.URL), "TOOLS", "[local__fail, local__big]", 1)
+	out, results := runTurn(t, yaml, "try")
+	fail, big := results["local__fail"], results["local__big"]
+	if fail == nil || !fail.IsError || !strings.Contains(fail.Output, `"message":"disk full on /var"`) || !strings.Contains(out, "disk full on /var") {
+		t.Fatalf("error result: %+v; answer %s", fail, out)
+	}
+	if big == nil || !big.IsError || !strings.Contains(big.Output, "9007199254740993 is beyond ±2^53") {
+		t.Fatalf("big integer: %+v", big)
+	}
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+func waitListening(t *testing.T, addr string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		if c, err := net.Dial("tcp", addr); err == nil {
+			c.Close()
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("nothing listens on %s", addr)
+}

@@ -1,0 +1,50 @@
+package sandbox
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"syscall"
+)
+
+// What a long-lived program in the sandbox gets by default: an hour of CPU, and 4 GiB
+// of address space (a JavaScript runtime reserves far more than it uses).
+const (
+	ServerCPUSeconds  = 3600
+	ServerMemoryBytes = 4 << 30
+)
+
+// Command sets a long-lived program (an MCP server speaking on stdin and stdout) up
+// to run in the sandbox — the same namespaces, Landlock, limits and environment as
+// Run's commands — and leaves starting it, and its stdin and stdout, to the caller.
+// Killing the process ends every process it started. The network is either off (a
+// namespace of its own) or the machine's: a proxied allowlist is for commands only.
+func Command(spec Spec, argv []string) (*exec.Cmd, error) {
+	if spec.CPUSeconds == 0 {
+		spec.CPUSeconds = ServerCPUSeconds
+	}
+	if spec.MemoryBytes == 0 {
+		spec.MemoryBytes = ServerMemoryBytes
+	}
+	spec = withDefaults(spec)
+	if spec.AllowHost != nil {
+		return nil, &Error{Msg: "a network allowlist needs the proxy, which only commands get"}
+	}
+	if len(argv) == 0 {
+		return nil, &Error{Msg: "no program to run"}
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, &Error{Msg: "cannot find the turnlog binary to start the sandbox: " + err.Error()}
+	}
+	raw, _ := json.Marshal(spec)
+	cmd := exec.Command(exe, argv...)
+	cmd.Dir = spec.Workspace
+	cmd.Env = append(allowedEnv(), "HOME="+spec.Workspace, helperEnv+"=1", specEnv+"="+string(raw))
+	flags := uintptr(syscall.CLONE_NEWPID | syscall.CLONE_NEWNS)
+	if !spec.Network {
+		flags |= syscall.CLONE_NEWNET
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: flags, Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	return cmd, nil
+}
