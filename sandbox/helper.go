@@ -92,6 +92,9 @@ func HelperMain() {
 		fail("landlock: %v", err)
 	}
 	syscall.Close(fd)
+	if errno := dropCapabilities(); errno != 0 {
+		fail("cannot drop capabilities: %v", errno)
+	}
 	// The limits come last, right before the command starts: this helper itself may
 	// need more memory than the command may have (a race-detector build does). Nothing
 	// is allocated after them: execve's arguments are built first.
