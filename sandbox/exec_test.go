@@ -57,8 +57,69 @@ func TestCannotWriteOrReadOutside(t *testing.T) {
 	if strings.Contains(res.Stdout, "outside secret") {
 		t.Fatal("the command read a file outside the workspace")
 	}
-	if !strings.Contains(res.Stderr, "Permission denied") {
+	// Outside the workspace nothing of the host exists for the command (its own root);
+	// what does (the system directories) Landlock and read-only mounts refuse.
+	if !strings.Contains(res.Stderr, "No such file or directory") {
 		t.Fatalf("no refusal reported: %+v", res)
+	}
+	res = run(t, s, "echo x > /usr/turnlog-escape; echo y > /etc/turnlog-escape; true")
+	if _, err := os.Stat("/usr/turnlog-escape"); err == nil {
+		os.Remove("/usr/turnlog-escape")
+		t.Fatal("the command wrote to /usr")
+	}
+	if _, err := os.Stat("/etc/turnlog-escape"); err == nil {
+		os.Remove("/etc/turnlog-escape")
+		t.Fatal("the command wrote to /etc")
+	}
+	if !strings.Contains(res.Stderr, "Read-only file system") && !strings.Contains(res.Stderr, "Permission denied") {
+		t.Fatalf("no refusal reported: %+v", res)
+	}
+}
+
+// TestHostSocketsAreGone: a daemon's unix socket on the host (under /run, or in any
+// directory outside the workspace) cannot be reached: the command's root does not
+// hold it. (Landlock governs files, not connecting to a socket by its path.)
+func TestHostSocketsAreGone(t *testing.T) {
+	t.Parallel()
+	s, outside := spec(t)
+	paths := []string{filepath.Join(outside, "daemon.sock"), fmt.Sprintf("/run/turnlog-test-%d.sock", os.Getpid())}
+	accepted := make(chan string, len(paths))
+	for _, p := range paths {
+		ln, err := net.Listen("unix", p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		go func() {
+			if c, err := ln.Accept(); err == nil {
+				accepted <- p
+				c.Close()
+			}
+		}()
+	}
+	res := run(t, s, fmt.Sprintf("curl -s -m 3 --unix-socket %s http://x/ && echo CONNECTED; curl -s -m 3 --unix-socket %s http://x/ && echo CONNECTED; true", paths[0], paths[1]))
+	select {
+	case p := <-accepted:
+		t.Fatalf("the command reached the host socket %s: %+v", p, res)
+	case <-time.After(200 * time.Millisecond):
+	}
+	if strings.Contains(res.Stdout, "CONNECTED") {
+		t.Fatalf("connected: %+v", res)
+	}
+}
+
+// TestPrivateTmp: a command has a /tmp of its own to write to, gone when it ends.
+func TestPrivateTmp(t *testing.T) {
+	t.Parallel()
+	s, _ := spec(t)
+	name := fmt.Sprintf("/tmp/turnlog-private-%d", os.Getpid())
+	res := run(t, s, fmt.Sprintf("echo scratch > %s && cat %s", name, name))
+	if res.ExitCode != 0 || res.Stdout != "scratch\n" {
+		t.Fatalf("%+v", res)
+	}
+	if _, err := os.Stat(name); err == nil {
+		os.Remove(name)
+		t.Fatal("the command's /tmp is the host's")
 	}
 }
 

@@ -39,14 +39,17 @@ func HelperMain() {
 	if err := json.Unmarshal([]byte(os.Getenv(specEnv)), &spec); err != nil {
 		fail("unreadable spec: %v", err)
 	}
-	if err := maskDenied(spec.Workspace); err != nil {
-		fail("cannot hide the workspace's denied files: %v", err)
-	}
 	if spec.Unavailable == "pid_max" {
 		fail("no per-namespace process limit here, and this sandbox requires one")
 	}
 	if err := limitProcesses(spec.MaxProcesses); err != nil {
 		fail("cannot limit the number of processes: %v", err)
+	}
+	if err := enterPrivateRoot(spec.Workspace, spec.WorkspaceReadOnly, spec.ReadOnly); err != nil {
+		fail("cannot set the command's filesystem up: %v", err)
+	}
+	if err := maskDenied(spec.Workspace); err != nil {
+		fail("cannot hide the workspace's denied files: %v", err)
 	}
 	if spec.Unavailable == "landlock" {
 		fail("landlock is not available here, and this sandbox requires it")
@@ -55,7 +58,7 @@ func HelperMain() {
 	if spec.WorkspaceReadOnly {
 		ws = landlock.RODirs(spec.Workspace)
 	}
-	rules := []landlock.Rule{ws, landlock.RWFiles("/dev/null"), landlock.ROFiles("/dev/urandom", "/dev/zero")}
+	rules := []landlock.Rule{ws, landlock.RWDirs("/tmp"), landlock.RWFiles("/dev/null"), landlock.ROFiles("/dev/urandom", "/dev/zero")}
 	for _, d := range spec.ReadOnly {
 		if _, err := os.Stat(d); err == nil {
 			rules = append(rules, landlock.RODirs(d))

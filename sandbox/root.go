@@ -1,0 +1,126 @@
+package sandbox
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+)
+
+// rootBase is where, in its own mount namespace, a helper builds the root its command
+// sees (an empty directory on the host; every mount on it is private to a sandbox).
+const rootBase = "/run/turnlog-sandbox"
+
+// TmpBytes is the size of the private /tmp a command gets.
+const TmpBytes = 256 << 20
+
+// devices are the device files a command may use.
+var devices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty"}
+
+// enterPrivateRoot gives the helper, and what it execs, a root of its own: a tmpfs
+// holding only the system directories (read-only), the workspace (read-write, or
+// read-only), a few devices, a fresh /proc of the command's PID namespace and an empty
+// private /tmp — then pivots into it. Nothing else of the host's filesystem exists
+// for the command: no daemon's socket (/run/docker.sock …), no other user's files.
+// Landlock still applies on top. Paths keep their host names.
+func enterPrivateRoot(workspace string, readOnly bool, systemDirs []string) error {
+	if err := syscall.Mount("none", "/", "", syscall.MS_REC|syscall.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("make mounts private: %w", err)
+	}
+	base := rootBase
+	if err := os.MkdirAll(base, 0o700); err != nil {
+		base = filepath.Join(os.TempDir(), "turnlog-sandbox")
+		if err := os.MkdirAll(base, 0o700); err != nil {
+			return err
+		}
+	}
+	if err := syscall.Mount("tmpfs", base, "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, "mode=0755,size=1m"); err != nil {
+		return fmt.Errorf("root tmpfs: %w", err)
+	}
+	for _, d := range systemDirs {
+		if err := mirror(base, d, true); err != nil {
+			return err
+		}
+	}
+	if err := os.MkdirAll(base+"/dev", 0o755); err != nil {
+		return err
+	}
+	for _, d := range devices {
+		if _, err := os.Stat(d); err != nil {
+			continue
+		}
+		if err := os.WriteFile(base+d, nil, 0o666); err != nil {
+			return err
+		}
+		if err := syscall.Mount(d, base+d, "", syscall.MS_BIND, ""); err != nil {
+			return fmt.Errorf("bind %s: %w", d, err)
+		}
+	}
+	for link, target := range map[string]string{"/dev/fd": "/proc/self/fd", "/dev/stdin": "/proc/self/fd/0", "/dev/stdout": "/proc/self/fd/1", "/dev/stderr": "/proc/self/fd/2"} {
+		if err := os.Symlink(target, base+link); err != nil {
+			return err
+		}
+	}
+	for _, d := range []string{"/proc", "/tmp"} {
+		if err := os.MkdirAll(base+d, 0o1777); err != nil {
+			return err
+		}
+	}
+	if err := syscall.Mount("proc", base+"/proc", "proc", syscall.MS_NOSUID|syscall.MS_NODEV|syscall.MS_NOEXEC, ""); err != nil {
+		return fmt.Errorf("mount /proc: %w", err)
+	}
+	if err := syscall.Mount("tmpfs", base+"/tmp", "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, fmt.Sprintf("mode=1777,size=%d", TmpBytes)); err != nil {
+		return fmt.Errorf("mount /tmp: %w", err)
+	}
+	// The workspace last: it may lie under /tmp, which is the command's own by now.
+	if err := mirror(base, workspace, readOnly); err != nil {
+		return err
+	}
+	if err := syscall.Mount("", base, "", syscall.MS_REMOUNT|syscall.MS_RDONLY|syscall.MS_NOSUID|syscall.MS_NODEV, ""); err != nil {
+		return fmt.Errorf("root read-only: %w", err)
+	}
+	if err := os.Chdir(base); err != nil {
+		return err
+	}
+	if err := syscall.PivotRoot(".", "."); err != nil {
+		return fmt.Errorf("pivot_root: %w", err)
+	}
+	if err := syscall.Unmount(".", syscall.MNT_DETACH); err != nil { // the old root, stacked under the new
+		return fmt.Errorf("detach the old root: %w", err)
+	}
+	return os.Chdir(workspace)
+}
+
+// mirror makes path exist under base as it is on the host: a directory bound there
+// (read-only when ro), or the same symlink.
+func mirror(base, path string, ro bool) error {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		if os.IsNotExist(err) {
+			return nil
+		}
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(base+path), 0o755); err != nil {
+		return err
+	}
+	if fi.Mode()&os.ModeSymlink != 0 {
+		target, err := os.Readlink(path)
+		if err != nil {
+			return err
+		}
+		return os.Symlink(target, base+path)
+	}
+	if err := os.MkdirAll(base+path, 0o755); err != nil {
+		return err
+	}
+	if err := syscall.Mount(path, base+path, "", syscall.MS_BIND|syscall.MS_REC, ""); err != nil {
+		return fmt.Errorf("bind %s: %w", path, err)
+	}
+	if ro {
+		if err := syscall.Mount("", base+path, "", syscall.MS_BIND|syscall.MS_REMOUNT|syscall.MS_RDONLY|syscall.MS_NOSUID|syscall.MS_NODEV, ""); err != nil {
+			return fmt.Errorf("read-only %s: %w", path, err)
+		}
+	}
+	return nil
+}
