@@ -274,3 +274,26 @@ func TestDeniedFilesInsideTheWorkspaceAreClosed(t *testing.T) {
 		t.Fatalf(".env outside the sandbox is now %q", raw)
 	}
 }
+
+// TestAbstractSocketsAreClosed: with the host's network (workspace-write), a host
+// daemon's abstract unix socket still cannot be reached (Landlock's scope).
+func TestAbstractSocketsAreClosed(t *testing.T) {
+	t.Parallel()
+	s, _ := spec(t)
+	s.Network = true
+	name := fmt.Sprintf("turnlog-test-%d", os.Getpid())
+	ln, err := net.Listen("unix", "@"+name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan string, 1)
+	go func() {
+		if c, err := ln.Accept(); err == nil {
+			accepted <- name
+			c.Close()
+		}
+	}()
+	res := run(t, s, fmt.Sprintf("curl -s -m 3 --abstract-unix-socket %s http://x/ && echo CONNECTED; true", name))
+	noConnection(t, accepted, res)
+}

@@ -78,6 +78,15 @@ func HelperMain() {
 	// ABI 5 exactly, not best effort: a kernel without it fails the call closed. With
 	// no network, TCP is closed by Landlock too (the namespace has no route out anyway).
 	cfg := landlock.Config{HandledAccessFS: landlock.V5.HandledAccessFS}
+	// ABI 6 scopes abstract unix sockets and signals to the command's own domain.
+	// With the host's network (workspace-write) that is the only thing between the
+	// command and the host's abstract sockets, so there it is required.
+	switch abi, _ := llsyscall.LandlockGetABIVersion(); {
+	case abi >= 6:
+		cfg.Scoped = landlock.V6.Scoped
+	case spec.Network:
+		fail("this kernel's Landlock (ABI %d) cannot keep a command with the host's network from the host's abstract unix sockets (ABI 6, Linux 6.12); use a network-off mode", abi)
+	}
 	if !spec.Network {
 		cfg.HandledAccessNet = landlock.V5.HandledAccessNet
 		if spec.ProxyPort != 0 {
