@@ -30,7 +30,7 @@ const (
 func Doctor(ctx context.Context) []Check {
 	var out []Check
 	abi, err := llsyscall.LandlockGetABIVersion()
-	out = append(out, Check{MechLandlock, err == nil && abi >= 5, fmt.Sprintf("kernel ABI %d (the sandbox needs 5)%s", abi, errText(err))})
+	out = append(out, Check{MechLandlock, err == nil && abi >= 5, fmt.Sprintf("kernel ABI %d (the sandbox needs 5; 6 with the host network)%s", abi, errText(err))})
 	dir, err := os.MkdirTemp("", "turnlog-doctor-")
 	if err == nil {
 		defer os.RemoveAll(dir)
