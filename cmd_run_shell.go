@@ -99,6 +99,11 @@ func describe(ev events.Event) string {
 		return fmt.Sprintf("policy: %s %s (%s, %s)", d.Get("decision").String(), d.Get("tool").String(), d.Get("level").String(), d.Get("rule").String())
 	case events.TypeHandoffOccurred:
 		return fmt.Sprintf("handoff: %s → %s", d.Get("from").String(), d.Get("to").String())
+	case events.TypeSkillLoaded:
+		return fmt.Sprintf("skill: loaded %s (%s)", d.Get("name").String(), d.Get("path").String())
+	case events.TypeContextCompacted:
+		return fmt.Sprintf("context: compacted items %d–%d into a summary (%d → %d tokens)",
+			d.Get("from").Int(), d.Get("covers").Int(), d.Get("tokens_before").Int(), d.Get("tokens_after").Int())
 	}
 	return ""
 }
