@@ -3,11 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
-	"github.com/turnlog/turnlog/events"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/turnlog/turnlog/events"
 )
 
 const taskConfig = `
