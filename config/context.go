@@ -22,6 +22,8 @@ type Context struct {
 	FileTools  []string `yaml:"file_tools"`
 	DedupTools []string `yaml:"dedup_tools"`
 	PlanTools  []string `yaml:"plan_tools"`
+	// TrustedTools' outputs enter requests unmarked and uncut (default: load_skill).
+	TrustedTools []string `yaml:"trusted_tools"`
 }
 
 var layerByName = map[string]contextmgr.Layer{"rules": contextmgr.LayerRules, "goal": contextmgr.LayerGoal, "tools": contextmgr.LayerTools,
@@ -34,7 +36,7 @@ func (b builder) context(at string, c *Context, ag *fsm.Agent, llms map[string]L
 		return nil
 	}
 	cfg := contextmgr.Config{Window: c.Window, Encoding: c.Encoding, MaxOutputTokens: c.MaxOutputTokens, KeepUserMessages: c.KeepUserMessages,
-		FileTools: c.FileTools, DedupTools: c.DedupTools, PlanTools: c.PlanTools}
+		FileTools: c.FileTools, DedupTools: c.DedupTools, PlanTools: c.PlanTools, TrustedTools: c.TrustedTools}
 	if cfg.Encoding == "" {
 		cfg.Encoding = contextmgr.EncodingFor(llms[ag.LLM].Model)
 	}

@@ -44,6 +44,10 @@ type Config struct {
 	DedupTools []string
 	// PlanTools are the tools whose latest call is the current plan (never dropped).
 	PlanTools []string
+	// TrustedTools are turnlog's own tools whose output comes from the operator's
+	// configuration, not from outside (a skill's text): it enters requests as it is,
+	// neither cut nor marked as untrusted data.
+	TrustedTools []string
 }
 
 // Defaults for Config's zero fields.
@@ -87,6 +91,9 @@ func (c Config) WithDefaults() (Config, error) {
 	}
 	if c.PlanTools == nil {
 		c.PlanTools = []string{"update_plan"}
+	}
+	if c.TrustedTools == nil {
+		c.TrustedTools = []string{"load_skill"}
 	}
 	return c, nil
 }

@@ -20,8 +20,12 @@ const (
 // NormaliseOutput is a tool output as a request carries it: search hits without
 // duplicates, anything longer than MaxOutputTokens cut to its head and tail with the
 // cut marked `truncated: true` and the reason, and the whole wrapped in a marker that
-// says it is data from the tool, not instructions.
+// says it is data from the tool, not instructions. A trusted tool's output (a skill)
+// is left as it is.
 func (m *Manager) NormaliseOutput(tool, output string) string {
+	if slices.Contains(m.cfg.TrustedTools, tool) {
+		return output
+	}
 	body := m.shape(tool, output)
 	body = strings.ReplaceAll(body, untrustedClose, `<\/tool_output>`)
 	return fmt.Sprintf("<tool_output tool=%q trust=\"untrusted\">\n%s\n%s\n%s", tool, untrustedNote, body, untrustedClose)

@@ -80,6 +80,16 @@ func TestAToolCannotCloseTheMarker(t *testing.T) {
 	}
 }
 
+// TestSkillsAreNotMarkedUntrusted: a loaded skill is the operator's instructions:
+// neither wrapped as data nor cut.
+func TestSkillsAreNotMarkedUntrusted(t *testing.T) {
+	m := manager(t, 2000)
+	body := "# Skill go-testing\n\n" + strings.Repeat("Run the tests before and after every change.\n", 200)
+	if got := m.NormaliseOutput("load_skill", body); got != body {
+		t.Fatalf("a skill's text was changed:\n%.300s", got)
+	}
+}
+
 func TestConfigErrorsNameTheField(t *testing.T) {
 	for cfg, want := range map[*contextmgr.Config]string{
 		{}: "window:",
