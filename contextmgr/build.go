@@ -189,8 +189,9 @@ func (p *Prepared) segments(include []int, pinned map[int]bool, turnStart, cover
 
 // score orders what may be left out: higher is kept longer. It weighs recency,
 // relevance to the goal (words the latest user message shares), the source (what a
-// person said over what a model said over what a tool returned), whether a failure is
-// still unresolved, and risk (a refusal the model should not try again).
+// person said over what a model said over what a tool returned; a loaded skill over
+// all), whether a failure is still unresolved, and risk (a refusal the model should
+// not try again).
 func (p *Prepared) score(s segment, pos, count int, goal map[string]bool, turnStart int) int {
 	score := 1000 * (pos + 1) / max(count, 1)
 	first := p.items[s.idx[0]]
@@ -220,6 +221,9 @@ func (p *Prepared) score(s segment, pos, count int, goal map[string]bool, turnSt
 	}
 	if s.idx[0] >= turnStart {
 		score += 500
+	}
+	if first.tool != "" && slices.Contains(p.m.cfg.TrustedTools, first.tool) {
+		score += 600 // a loaded skill stays while anything else can go
 	}
 	return score
 }
