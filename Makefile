@@ -15,8 +15,9 @@ build: ## build ./turnlog
 run: build ## serve the offline demo app on an embedded SQLite file (no network, no API key)
 	./turnlog serve --dev --db $(DB) --addr $(ADDR) $(if $(CONFIG),--config $(CONFIG))
 
-test: vet ## gofmt check, go vet, and every test with the race detector
+test: vet ## gofmt check, go vet, and every test with the race detector (the sandbox's again with bubblewrap)
 	$(GO) test -race -timeout 15m ./...
+	TURNLOG_TEST_MECHANISM=bubblewrap $(GO) test -race -timeout 5m ./sandbox
 
 vet: ## gofmt and go vet
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))" || { gofmt -l .; echo "gofmt needed"; exit 1; }

@@ -42,23 +42,26 @@ func cmdDoctor(ctx context.Context, c *cliContext, args []string) error {
 		}
 		mode := a.Access.EffectiveMode()
 		var missing []string
-		for _, m := range mechanismsFor(mode) {
+		for _, m := range mechanismsFor(mode, a.Access.Mechanism) {
 			if !works[m] {
 				missing = append(missing, m)
 			}
 		}
 		if len(missing) > 0 {
-			fmt.Fprintf(c.stdout, "  %s: mode %s — bash calls will fail closed here (missing: %s)\n", a.Name, mode, strings.Join(missing, ", "))
+			fmt.Fprintf(c.stdout, "  %s: mode %s%s — bash calls will fail closed here (missing: %s)\n", a.Name, mode, sandboxName(a.Access.Mechanism), strings.Join(missing, ", "))
 		} else {
-			fmt.Fprintf(c.stdout, "  %s: mode %s — available\n", a.Name, mode)
+			fmt.Fprintf(c.stdout, "  %s: mode %s%s — available\n", a.Name, mode, sandboxName(a.Access.Mechanism))
 		}
 	}
 	return nil
 }
 
-// mechanismsFor lists what a mode's commands need.
-func mechanismsFor(mode policy.Mode) []string {
+// mechanismsFor lists what a mode's commands need, confined by mechanism.
+func mechanismsFor(mode policy.Mode, mechanism string) []string {
 	need := []string{sandbox.MechLandlock, sandbox.MechProcessLimit}
+	if mechanism == sandbox.MechanismBubblewrap {
+		need = []string{sandbox.MechBubblewrap, sandbox.MechProcessLimit}
+	}
 	switch mode {
 	case policy.ModeWorkspaceWrite:
 		return append(need, sandbox.MechPIDNamespace)
@@ -66,4 +69,11 @@ func mechanismsFor(mode policy.Mode) []string {
 		return append(need, sandbox.MechProxy)
 	}
 	return append(need, sandbox.MechNoNetwork)
+}
+
+func sandboxName(mechanism string) string {
+	if mechanism == "" {
+		return ""
+	}
+	return ", sandbox " + mechanism
 }

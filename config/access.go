@@ -7,6 +7,7 @@ import (
 
 	"github.com/bmatcuk/doublestar/v4"
 	"github.com/turnlog/turnlog/policy"
+	"github.com/turnlog/turnlog/sandbox"
 )
 
 // Access is an app's tool policy: a sandbox mode and rules over subject, action and
@@ -17,6 +18,9 @@ type Access struct {
 	// (default: the directory turnlog runs in).
 	Workspace string       `yaml:"workspace"`
 	Rules     []AccessRule `yaml:"rules"`
+	// Sandbox is how commands and stdio MCP servers are confined: landlock (default)
+	// or bubblewrap (for kernels without Landlock; needs bwrap installed).
+	Sandbox string `yaml:"sandbox"`
 }
 
 // AccessRule is one policy rule.
@@ -56,6 +60,10 @@ func (b builder) access(at string, c *Access) (*policy.Engine, error) {
 		}
 		e.Mode = policy.Mode(c.Mode)
 	}
+	if c.Sandbox != "" && !slices.Contains(sandbox.Mechanisms, c.Sandbox) {
+		return nil, b.errAt(at+".sandbox", "unknown sandbox %q (%v)", c.Sandbox, sandbox.Mechanisms)
+	}
+	e.Mechanism = c.Sandbox
 	seen := map[string]bool{}
 	for i, rc := range c.Rules {
 		here := fmt.Sprintf("%s.rules[%d]", at, i)

@@ -270,7 +270,11 @@ func (b builder) app(name string, c App, policy *fsm.GuardrailPolicy) (*fsm.App,
 		}
 		tools[tn] = t
 	}
-	if err := b.mcpTools(at+".mcp", c.MCP, tools); err != nil {
+	mechanism := ""
+	if c.Policy != nil {
+		mechanism = c.Policy.Sandbox
+	}
+	if err := b.mcpTools(at+".mcp", c.MCP, mechanism, tools); err != nil {
 		return nil, err
 	}
 	access, err := b.access(at+".policy", c.Policy)

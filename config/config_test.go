@@ -232,6 +232,7 @@ func TestAccessPolicyConfig(t *testing.T) {
 		return strings.Replace(valid, at, "    policy:\n      "+bad+"\n"+at, 1)
 	}, map[string]string{
 		"mode: open":                                                     "apps.a.policy.mode",
+		"sandbox: chroot":                                                "apps.a.policy.sandbox: unknown sandbox \"chroot\"",
 		"rules: [{decision: deny}]":                                      "apps.a.policy.rules[0].name",
 		"rules: [{name: a, decision: maybe}]":                            "apps.a.policy.rules[0].decision",
 		"rules: [{name: a, decision: deny, actions: [fly]}]":             "apps.a.policy.rules[0].actions[0]",

@@ -39,7 +39,7 @@ type MCPAuth struct {
 
 // mcpTools connects to an app's MCP servers at load and adds their allowed tools to
 // tools. A server that cannot be reached stops the load, naming it.
-func (b builder) mcpTools(at string, c *MCP, tools map[string]fsm.Tool) error {
+func (b builder) mcpTools(at string, c *MCP, mechanism string, tools map[string]fsm.Tool) error {
 	if c == nil {
 		return nil
 	}
@@ -78,7 +78,7 @@ func (b builder) mcpTools(at string, c *MCP, tools map[string]fsm.Tool) error {
 			if err != nil {
 				return b.errAt(here+".dir", "%v", err)
 			}
-			s.Sandbox = sandbox.Spec{Workspace: abs, WorkspaceReadOnly: true, Network: sc.Network}
+			s.Sandbox = sandbox.Spec{Workspace: abs, WorkspaceReadOnly: true, Network: sc.Network, Mechanism: mechanism}
 		}
 		found, err := pool.Connect(context.Background(), s)
 		if err != nil {

@@ -70,6 +70,9 @@ type Engine struct {
 	Mode      Mode
 	Rules     []Rule
 	Workspace string // absolute; paths are resolved against it
+	// Mechanism names how the sandbox confines commands (landlock when empty); the
+	// policy does not use it, it travels with the mode to whoever builds the sandbox.
+	Mechanism string
 }
 
 // Verdict is a decision with its reasons.

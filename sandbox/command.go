@@ -37,6 +37,9 @@ func Command(spec Spec, argv []string) (*exec.Cmd, error) {
 	if err != nil {
 		return nil, &Error{Msg: "cannot find the turnlog binary to start the sandbox: " + err.Error()}
 	}
+	if argv, err = wrap(spec, argv); err != nil {
+		return nil, err
+	}
 	raw, _ := json.Marshal(spec)
 	cmd := exec.Command(exe, argv...)
 	cmd.Dir = spec.Workspace

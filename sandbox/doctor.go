@@ -23,6 +23,7 @@ const (
 	MechProxy        = "network proxy namespace (network-allowlist)"
 	MechPIDNamespace = "pid namespace (workspace-write)"
 	MechProcessLimit = "process limit (per-namespace pid_max)"
+	MechBubblewrap   = "bubblewrap (policy sandbox: bubblewrap)"
 )
 
 // Doctor probes every mechanism for real (a sandboxed `true` in a scratch workspace
@@ -42,6 +43,7 @@ func Doctor(ctx context.Context) []Check {
 			{MechNoNetwork, Spec{Workspace: dir}},
 			{MechProxy, Spec{Workspace: dir, AllowHost: refuseAll}},
 			{MechPIDNamespace, Spec{Workspace: dir, Network: true}},
+			{MechBubblewrap, Spec{Workspace: dir, Mechanism: MechanismBubblewrap}},
 		} {
 			c.spec.Timeout = 10 * time.Second
 			res, err := Run(ctx, c.spec, "true")

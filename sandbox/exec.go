@@ -36,6 +36,9 @@ type Spec struct {
 	// ReadOnly are directories the command may read (the system's programs and
 	// libraries); everything else outside the workspace is closed to it.
 	ReadOnly []string `json:"read_only"`
+	// Mechanism confines the filesystem: MechanismLandlock (default) or
+	// MechanismBubblewrap.
+	Mechanism string `json:"mechanism,omitempty"`
 	// Unavailable names a mechanism to treat as missing (a probe override): the run
 	// must then fail closed.
 	Unavailable string `json:"unavailable,omitempty"`
@@ -95,7 +98,11 @@ func Run(ctx context.Context, spec Spec, command string) (*Result, error) {
 	if err != nil {
 		return nil, &Error{Msg: "cannot find the turnlog binary to start the sandbox: " + err.Error()}
 	}
-	cmd := exec.Command(exe, "bash", "-c", command)
+	argv, err := wrap(spec, []string{"bash", "-c", command})
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(exe, argv...)
 	cmd.Dir = spec.Workspace
 	env := append(allowedEnv(), "HOME="+spec.Workspace, helperEnv+"=1")
 	flags := uintptr(syscall.CLONE_NEWPID | syscall.CLONE_NEWNS)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,16 +14,31 @@ import (
 	"github.com/turnlog/turnlog/sandbox"
 )
 
-// These tests run real processes and fail only if an attack succeeds.
+// These tests run real processes and fail only if an attack succeeds. They run with
+// the mechanism TURNLOG_TEST_MECHANISM names (default landlock): `make test` runs them
+// again with bubblewrap where bwrap is installed — and fails without it when
+// TURNLOG_REQUIRE_BWRAP is set, as CI sets it.
+
+const mechanismEnv = "TURNLOG_TEST_MECHANISM"
 
 func spec(t *testing.T) (sandbox.Spec, string) {
 	t.Helper()
+	s := sandbox.Spec{Timeout: 20 * time.Second, Mechanism: os.Getenv(mechanismEnv)}
+	if s.Mechanism == sandbox.MechanismBubblewrap {
+		if _, err := exec.LookPath("bwrap"); err != nil {
+			if os.Getenv("TURNLOG_REQUIRE_BWRAP") != "" {
+				t.Fatalf("bubblewrap is required and bwrap is not installed: %v", err)
+			}
+			t.Skip("bwrap is not installed")
+		}
+	}
 	base := t.TempDir()
 	ws, outside := filepath.Join(base, "ws"), filepath.Join(base, "outside")
 	os.MkdirAll(ws, 0o755)
 	os.MkdirAll(outside, 0o755)
 	os.WriteFile(filepath.Join(outside, "secret.txt"), []byte("outside secret"), 0o644)
-	return sandbox.Spec{Workspace: ws, Timeout: 20 * time.Second}, outside
+	s.Workspace = ws
+	return s, outside
 }
 
 func run(t *testing.T, s sandbox.Spec, command string) *sandbox.Result {
@@ -239,14 +255,20 @@ func TestOutputKeepsHeadAndTail(t *testing.T) {
 // command at all.
 func TestMissingMechanismFailsClosed(t *testing.T) {
 	t.Parallel()
-	s, _ := spec(t)
-	s.Unavailable = "landlock"
-	res, err := sandbox.Run(context.Background(), s, "echo ran > ran.txt")
-	if err == nil || !strings.Contains(err.Error(), "landlock is not available") || res != nil {
-		t.Fatalf("res %+v, err %v", res, err)
-	}
-	if _, err := os.Stat(filepath.Join(s.Workspace, "ran.txt")); err == nil {
-		t.Fatal("the command ran without its sandbox")
+	for mechanism, want := range map[string]string{
+		sandbox.MechanismLandlock:   "landlock is not available",
+		sandbox.MechanismBubblewrap: "bubblewrap is configured, and bwrap is not installed here",
+		"chroot":                    `unknown sandbox mechanism "chroot"`,
+	} {
+		s, _ := spec(t)
+		s.Mechanism, s.Unavailable = mechanism, mechanism
+		res, err := sandbox.Run(context.Background(), s, "echo ran > ran.txt")
+		if err == nil || !strings.Contains(err.Error(), want) || res != nil {
+			t.Fatalf("%s: res %+v, err %v", mechanism, res, err)
+		}
+		if _, err := os.Stat(filepath.Join(s.Workspace, "ran.txt")); err == nil {
+			t.Fatalf("%s: the command ran without its sandbox", mechanism)
+		}
 	}
 }
 
@@ -280,6 +302,9 @@ func TestDeniedFilesInsideTheWorkspaceAreClosed(t *testing.T) {
 func TestAbstractSocketsAreClosed(t *testing.T) {
 	t.Parallel()
 	s, _ := spec(t)
+	if s.Mechanism == sandbox.MechanismBubblewrap {
+		t.Skip("bubblewrap cannot scope abstract sockets (documented); it is for kernels without Landlock")
+	}
 	s.Network = true
 	name := fmt.Sprintf("turnlog-test-%d", os.Getpid())
 	ln, err := net.Listen("unix", "@"+name)
@@ -296,4 +321,15 @@ func TestAbstractSocketsAreClosed(t *testing.T) {
 	}()
 	res := run(t, s, fmt.Sprintf("curl -s -m 3 --abstract-unix-socket %s http://x/ && echo CONNECTED; true", name))
 	noConnection(t, accepted, res)
+}
+
+// TestHostProcessesAreHidden: a command sees no process outside its sandbox — not
+// turnlog's own, whose environment holds the server's secrets.
+func TestHostProcessesAreHidden(t *testing.T) {
+	s, _ := spec(t)
+	t.Setenv("TURNLOG_TEST_SECRET", "sk-live-in-the-server-only")
+	res := run(t, s, fmt.Sprintf("tr '\\0' '\\n' < /proc/%d/environ; ls /proc/%d >/dev/null 2>&1 && echo VISIBLE; true", os.Getpid(), os.Getpid()))
+	if strings.Contains(res.Stdout, "sk-live") || strings.Contains(res.Stdout, "VISIBLE") {
+		t.Fatalf("the command sees turnlog's process: %+v", res)
+	}
 }

@@ -23,7 +23,8 @@ type bashArgs struct {
 // the calling agent); a read-only workspace in read-only mode.
 func SpecFor(ws *sandbox.Workspace, access *policy.Engine) sandbox.Spec {
 	mode := access.EffectiveMode()
-	spec := sandbox.Spec{Workspace: ws.Dir(), Network: mode == policy.ModeWorkspaceWrite, WorkspaceReadOnly: mode == policy.ModeReadOnly}
+	spec := sandbox.Spec{Workspace: ws.Dir(), Network: mode == policy.ModeWorkspaceWrite, WorkspaceReadOnly: mode == policy.ModeReadOnly,
+		Mechanism: access.Mechanism}
 	if mode == policy.ModeNetworkAllowlist {
 		spec.AllowHost = func(ctx context.Context, host string) error {
 			call, _ := fsm.CallInfoFrom(ctx)
