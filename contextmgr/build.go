@@ -1,6 +1,7 @@
 package contextmgr
 
 import (
+	"crypto/sha256"
 	"fmt"
 	"slices"
 	"strconv"
@@ -13,7 +14,10 @@ import (
 // Request is what Build made: the items a model request carries, what they cost,
 // and whether a compaction would help.
 type Request struct {
-	Items   []events.Item
+	Items []events.Item
+	// Hashes are the SHA-256 of each item's canonical JSON, in order (kept as items
+	// are prepared, so hashing a request costs one hash per item, not a marshal).
+	Hashes  [][32]byte
 	Tokens  int // the whole request: instructions, tool schemas and items
 	Needed  int // what the request would have cost with nothing left out
 	Layers  [numLayers]int
@@ -147,7 +151,7 @@ func (p *Prepared) Build(turnStart int) (Request, error) {
 	}
 	req.Tokens = total()
 	req.Dropped = len(dropped)
-	req.Items = p.assemble(include, dropped)
+	req.Items, req.Hashes = p.assemble(include, dropped)
 	return req, nil
 }
 
@@ -247,12 +251,14 @@ func (p *Prepared) dropOrder(segs []segment) []int {
 	return order
 }
 
-// assemble lists the request's items: the summary first, then the included items in
-// conversation order, with a note where items were left out.
-func (p *Prepared) assemble(include []int, dropped map[int]bool) []events.Item {
+// assemble lists the request's items and their hashes: the summary first, then the
+// included items in conversation order, with a note where items were left out.
+func (p *Prepared) assemble(include []int, dropped map[int]bool) ([]events.Item, [][32]byte) {
 	var out []events.Item
+	var hashes [][32]byte
 	if p.lastSummary >= 0 {
 		out = append(out, p.items[p.lastSummary].item)
+		hashes = append(hashes, p.items[p.lastSummary].hash)
 	}
 	noted := false
 	tokens := 0
@@ -265,15 +271,18 @@ func (p *Prepared) assemble(include []int, dropped map[int]bool) []events.Item {
 		if dropped[i] {
 			if !noted {
 				noted = true
-				out = append(out, events.Item{Type: events.ItemMessage, Role: "user", Content: fmt.Sprintf(
+				note := events.Item{Type: events.ItemMessage, Role: "user", Content: fmt.Sprintf(
 					"[turnlog: %d earlier items (%d tokens) are left out of this request to fit the context window; the session log keeps them.]",
-					len(dropped), tokens)})
+					len(dropped), tokens)}
+				out = append(out, note)
+				hashes = append(hashes, sha256.Sum256(events.MustMarshal(note)))
 			}
 			continue
 		}
 		out = append(out, p.items[i].item)
+		hashes = append(hashes, p.items[i].hash)
 	}
-	return out
+	return out, hashes
 }
 
 func isToolItem(it events.Item) bool {

@@ -1,6 +1,7 @@
 package contextmgr
 
 import (
+	"crypto/sha256"
 	"slices"
 	"strings"
 
@@ -27,7 +28,8 @@ type prep struct {
 	src    events.Item // as in the conversation
 	item   events.Item // as a request carries it
 	tokens int
-	tool   string // for tool calls and outputs
+	hash   [32]byte // SHA-256 of item's canonical JSON
+	tool   string   // for tool calls and outputs
 	failed bool   // a tool output that is an error
 	denied bool   // ... that the policy or a person refused
 	words  []string
@@ -65,6 +67,7 @@ func (p *Prepared) Append(items ...events.Item) {
 			pr.tokens = p.m.count.Count(it.Content)
 		}
 		pr.tokens += itemOverhead
+		pr.hash = sha256.Sum256(events.MustMarshal(pr.item))
 		pr.words = sortedWords(pr.item.Content + " " + string(it.Arguments) + " " + pr.item.Output)
 		p.items = append(p.items, pr)
 		p.note(len(p.items) - 1)

@@ -11,6 +11,7 @@ import (
 	"github.com/turnlog/turnlog/adapters/functool"
 	"github.com/turnlog/turnlog/adapters/scripted"
 	"github.com/turnlog/turnlog/adapters/sqlite"
+	"github.com/turnlog/turnlog/contextmgr"
 	"github.com/turnlog/turnlog/fsm"
 )
 
@@ -83,13 +84,16 @@ func median(d []time.Duration) time.Duration {
 // non-idempotent tool costs two commits per step (ModelCalled+ToolScheduled, then
 // ToolResulted); an idempotent one lets its result join the next step's commit.
 func BenchmarkEngineStep(b *testing.B) {
-	b.Run("non-idempotent", func(b *testing.B) { benchEngineStep(b, false, "FULL") })
-	b.Run("idempotent", func(b *testing.B) { benchEngineStep(b, true, "FULL") })
+	b.Run("non-idempotent", func(b *testing.B) { benchEngineStep(b, false, "FULL", 0) })
+	b.Run("idempotent", func(b *testing.B) { benchEngineStep(b, true, "FULL", 0) })
 	// Not durable: the engine's own CPU cost per step, without waiting on the disk.
-	b.Run("cpu-only", func(b *testing.B) { benchEngineStep(b, false, "OFF") })
+	b.Run("cpu-only", func(b *testing.B) { benchEngineStep(b, false, "OFF", 0) })
+	// The same with the context manager building every request within a 4k window:
+	// counting, trimming and (every few turns) a compaction by the scripted model.
+	b.Run("cpu-only-context-4k", func(b *testing.B) { benchEngineStep(b, false, "OFF", 4000) })
 }
 
-func benchEngineStep(b *testing.B, idempotent bool, synchronous string) {
+func benchEngineStep(b *testing.B, idempotent bool, synchronous string, window int) {
 	b.StopTimer()
 	for i := 0; i < b.N; i++ {
 		dir := b.TempDir()
@@ -99,6 +103,9 @@ func benchEngineStep(b *testing.B, idempotent bool, synchronous string) {
 			b.Fatal(err)
 		}
 		agent := benchAgent(b, idempotent)
+		if window > 0 {
+			agent.Context = &contextmgr.Config{Window: window}
+		}
 		app := &fsm.App{Name: "bench", StartAgent: agent.Name, Agents: map[string]*fsm.Agent{agent.Name: agent}}
 		e, err := fsm.New(store, []*fsm.App{app}, fsm.Options{Clock: time.Now, NewID: counterIDs("b")})
 		if err != nil {

@@ -33,33 +33,33 @@ func (c *conversation) view(m *contextmgr.Manager) *contextmgr.Prepared {
 // When they do not fit without leaving items out and older history is not summarised
 // yet, it compacts first (a recorded activity at `<agent>/compact/<n>`, returned to
 // be committed with the model call) and builds again.
-func (r *run) contextItems(n int) ([]events.Item, []events.Event, *ResultError) {
+func (r *run) contextItems(n int) ([]events.Item, [][32]byte, []events.Event, *ResultError) {
 	ag := r.agent
 	view := r.conv.view(ag.ctxm)
 	path := r.prefix + fmt.Sprintf("%s/model/%d", ag.Name, n)
 	req, err := view.Build(r.base)
 	if err != nil {
-		return nil, nil, &ResultError{Code: events.CodeContextOverflow, Path: path, Message: err.Error()}
+		return nil, nil, nil, &ResultError{Code: events.CodeContextOverflow, Path: path, Message: err.Error()}
 	}
 	if req.Compact == nil {
-		return req.Items, nil, nil
+		return req.Items, req.Hashes, nil, nil
 	}
 	cpath := r.prefix + fmt.Sprintf("%s/compact/%d", ag.Name, n)
 	cc, fail := r.compaction(view, *req.Compact, cpath)
 	if fail != nil {
-		return nil, nil, fail
+		return nil, nil, nil, fail
 	}
 	cc.TokensBefore = req.Needed
 	r.conv.append(summaryItem(ag.Name, cc))
 	if req, err = view.Build(r.base); err != nil {
-		return nil, nil, &ResultError{Code: events.CodeContextOverflow, Path: path, Message: err.Error()}
+		return nil, nil, nil, &ResultError{Code: events.CodeContextOverflow, Path: path, Message: err.Error()}
 	}
 	cc.TokensAfter = req.Tokens
 	ev, err := events.New(r.turn, cpath, cc)
 	if err != nil {
-		return nil, nil, &ResultError{Code: events.CodeInternal, Path: cpath, Message: err.Error()}
+		return nil, nil, nil, &ResultError{Code: events.CodeInternal, Path: cpath, Message: err.Error()}
 	}
-	return req.Items, []events.Event{ev}, nil
+	return req.Items, req.Hashes, []events.Event{ev}, nil
 }
 
 // compaction summarises span: the recorded summary at path when there is one (a
@@ -114,17 +114,15 @@ func compactionHash(llm string, items []events.Item) string {
 }
 
 // requestHashOf is the request hash of a context-managed request: its parts and the
-// items it carries (a built request is bounded by the window, so hashing it whole
-// costs what sending it does).
-func requestHashOf(ag *Agent, items []events.Item) string {
+// hashes of the items it carries (each computed once, when the item was prepared).
+func requestHashOf(ag *Agent, hashes [][32]byte) string {
 	h := sha256.New()
-	for _, part := range []string{ag.LLM, ag.instructionsHash, ag.toolsHash, ag.settingsHash, strconv.Itoa(len(items))} {
+	for _, part := range []string{ag.LLM, ag.instructionsHash, ag.toolsHash, ag.settingsHash, strconv.Itoa(len(hashes))} {
 		h.Write([]byte(part))
 		h.Write([]byte{0})
 	}
-	for _, it := range items {
-		h.Write(events.MustMarshal(it))
-		h.Write([]byte{0})
+	for _, ih := range hashes {
+		h.Write(ih[:])
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }

@@ -186,6 +186,10 @@ func explainMismatch(path, llm string, rec *events.ModelCalled, now events.Reque
 		}
 		e.Field = "items"
 		e.Want, e.Got = strconv.Itoa(len(recordedItems))+" items", strconv.Itoa(len(items))+" items"
+		if len(recordedItems) == len(items) { // the same conversation, built into another request
+			e.Field = "request (the same conversation; the context manager built another request: window, budgets or version)"
+			e.Want, e.Got = fmt.Sprintf("%d items sent", rec.Parts.Items), fmt.Sprintf("%d items sent", now.Items)
+		}
 	}
 	return e
 }

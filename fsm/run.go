@@ -197,19 +197,20 @@ func (r *run) modelStep() (events.ModelResponse, []events.Event, *ResultError) {
 	parts := requestParts(ag, r.conv)
 	items := r.conv.items
 	var compacted []events.Event
+	var itemHashes [][32]byte
 	if ag.ctxm == nil && r.conv.summaries > 0 { // another agent's summaries: this one sends the whole conversation
 		items = withoutSummaries(items)
 	}
 	if ag.ctxm != nil {
 		var fail *ResultError
-		if items, compacted, fail = r.contextItems(n); fail != nil {
+		if items, itemHashes, compacted, fail = r.contextItems(n); fail != nil {
 			return events.ModelResponse{}, nil, fail
 		}
 		parts.Items = len(items)
 	}
 	hash := requestHash(ag, r.conv)
 	if ag.ctxm != nil {
-		hash = requestHashOf(ag, items)
+		hash = requestHashOf(ag, itemHashes)
 	}
 	newItems := append([]events.Item{}, r.conv.items[r.prevItems:]...)
 	r.prevItems = len(r.conv.items)
