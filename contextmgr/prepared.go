@@ -30,8 +30,8 @@ type prep struct {
 	tokens int
 	hash   [32]byte // SHA-256 of item's canonical JSON
 	tool   string   // for tool calls and outputs
-	failed bool   // a tool output that is an error
-	denied bool   // ... that the policy or a person refused
+	failed bool     // a tool output that is an error
+	denied bool     // ... that the policy or a person refused
 	words  []string
 }
 
