@@ -33,3 +33,18 @@ func TestCommandsHaveNoCapabilities(t *testing.T) {
 		t.Fatalf("mine.txt now belongs to %d (%v)", st.Uid, err)
 	}
 }
+
+// TestNoUserNamespaces: a command cannot make a user namespace (in which it would
+// hold every capability again, over kernel code sandbox escapes have used).
+func TestNoUserNamespaces(t *testing.T) {
+	t.Parallel()
+	s, _ := spec(t)
+	res := run(t, s, "unshare --user --map-root-user true && echo USERNS; unshare --user true && echo USERNS; true")
+	if strings.Contains(res.Stdout, "USERNS") {
+		t.Fatalf("the command made a user namespace: %+v", res)
+	}
+	// Threads still start (the C library falls back from clone3 to clone).
+	if res := run(t, s, "python3 -c 'import threading; t = threading.Thread(target=print, args=(\"thread ok\",)); t.start(); t.join()' 2>&1 || echo no python"); !strings.Contains(res.Stdout, "thread ok") && !strings.Contains(res.Stdout, "no python") {
+		t.Fatalf("threads: %+v", res)
+	}
+}

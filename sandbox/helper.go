@@ -78,6 +78,9 @@ func HelperMain() {
 			fail("cannot drop capabilities: %v", errno)
 		}
 	}
+	if errno := installSeccomp(userNamespaceFilter()); errno != 0 {
+		fail("cannot install the seccomp filter (user namespaces): %v", errno)
+	}
 	// The limits come last, right before the command starts: this helper itself may
 	// need more memory than the command may have (a race-detector build does). Nothing
 	// is allocated after them: execve's arguments are built first.
