@@ -71,12 +71,16 @@ func (s *Set) Names() []string {
 }
 
 // Index is what enters the agent's instructions: one line per skill with its name,
-// description and folder — never a body.
+// description, triggers and folder — never a body.
 func (s *Set) Index() string {
 	var b strings.Builder
 	b.WriteString("Skills you can load with the load_skill tool when one applies (only this index is loaded now):")
 	for _, sk := range s.skills {
-		fmt.Fprintf(&b, "\n- %s: %s (%s)", sk.Name, oneLine(sk.Description), sk.Dir)
+		fmt.Fprintf(&b, "\n- %s: %s", sk.Name, oneLine(sk.Description))
+		if len(sk.Triggers) > 0 {
+			fmt.Fprintf(&b, " [when: %s]", strings.Join(sk.Triggers, "; "))
+		}
+		fmt.Fprintf(&b, " (%s)", sk.Dir)
 	}
 	return b.String()
 }

@@ -47,7 +47,7 @@ func TestParse(t *testing.T) {
 		strings.Join(sk.References, ",") != "references/flaky.md" || len(sk.SHA256) != 64 {
 		t.Fatalf("%+v", sk)
 	}
-	if idx := set.Index(); !strings.Contains(idx, "- go-testing: How to run and fix") || strings.Contains(idx, "Run `go test") {
+	if idx := set.Index(); !strings.Contains(idx, "- go-testing: How to run and fix the Go tests of this repository. [when: failing test; go test] (") || strings.Contains(idx, "Run `go test") {
 		t.Fatalf("index: %s", idx)
 	}
 	if doc := sk.Document(); !strings.Contains(doc, "read references with read_file") || !strings.Contains(doc, "- references/flaky.md") {
