@@ -254,8 +254,8 @@ func (p *Prepared) dropOrder(segs []segment) []int {
 // assemble lists the request's items and their hashes: the summary first, then the
 // included items in conversation order, with a note where items were left out.
 func (p *Prepared) assemble(include []int, dropped map[int]bool) ([]events.Item, [][32]byte) {
-	var out []events.Item
-	var hashes [][32]byte
+	out := make([]events.Item, 0, len(include)+2)
+	hashes := make([][32]byte, 0, len(include)+2)
 	if p.lastSummary >= 0 {
 		out = append(out, p.items[p.lastSummary].item)
 		hashes = append(hashes, p.items[p.lastSummary].hash)
