@@ -24,8 +24,10 @@ type Spec struct {
 	// command's network namespace (HTTP_PROXY and HTTPS_PROXY name it) that reaches
 	// only the hosts AllowHost lets through (mode network-allowlist).
 	AllowHost HostCheck `json:"-"`
-	// Dial is how the proxy connects out; nil is the system's dialer.
+	// Dial is how the proxy connects out, Resolve how it finds a host's addresses;
+	// nil is the system's.
 	Dial         func(ctx context.Context, network, addr string) (net.Conn, error) `json:"-"`
+	Resolve      func(ctx context.Context, host string) ([]net.IP, error)          `json:"-"`
 	ProxyPort    int                                                               `json:"proxy_port,omitempty"` // set by Run
 	Timeout      time.Duration                                                     `json:"-"`
 	CPUSeconds   uint64                                                            `json:"cpu_seconds"`
@@ -135,7 +137,7 @@ func Run(ctx context.Context, spec Spec, command string) (*Result, error) {
 			return nil, &Error{Msg: "cannot start a command behind the network proxy: " + err.Error()}
 		}
 		defer release()
-		proxied = newProxy(ctx, spec.AllowHost, spec.Dial)
+		proxied = newProxy(ctx, spec.AllowHost, spec.Dial, spec.Resolve)
 		go proxied.serve(ln)
 		defer func() { proxied.close(ln) }()
 	} else {

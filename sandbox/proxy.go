@@ -28,9 +28,10 @@ type HostDecision struct {
 // namespace, which dials out from turnlog's for the hosts check allows. Names are
 // resolved here, never by the command.
 type proxy struct {
-	ctx   context.Context
-	check HostCheck
-	dial  func(ctx context.Context, network, addr string) (net.Conn, error)
+	ctx     context.Context
+	check   HostCheck
+	dial    func(ctx context.Context, network, addr string) (net.Conn, error)
+	resolve func(ctx context.Context, host string) ([]net.IP, error)
 
 	mu        sync.Mutex
 	decisions []HostDecision
@@ -40,11 +41,17 @@ type proxy struct {
 
 const proxyDialTimeout = 15 * time.Second
 
-func newProxy(ctx context.Context, check HostCheck, dial func(context.Context, string, string) (net.Conn, error)) *proxy {
+func newProxy(ctx context.Context, check HostCheck, dial func(context.Context, string, string) (net.Conn, error),
+	resolve func(context.Context, string) ([]net.IP, error)) *proxy {
 	if dial == nil {
 		dial = (&net.Dialer{Timeout: proxyDialTimeout}).DialContext
 	}
-	return &proxy{ctx: ctx, check: check, dial: dial, conns: map[net.Conn]struct{}{}}
+	if resolve == nil {
+		resolve = func(ctx context.Context, host string) ([]net.IP, error) {
+			return net.DefaultResolver.LookupIP(ctx, "ip", host)
+		}
+	}
+	return &proxy{ctx: ctx, check: check, dial: dial, resolve: resolve, conns: map[net.Conn]struct{}{}}
 }
 
 func (p *proxy) serve(ln net.Listener) {
@@ -119,7 +126,10 @@ func (p *proxy) handle(c net.Conn) {
 		port = "80"
 	}
 	d := HostDecision{Host: host, Port: port, Allowed: true}
+	var addr net.IP
 	if err := p.check(p.ctx, host); err != nil {
+		d.Allowed, d.Reason = false, err.Error()
+	} else if addr, err = p.address(host); err != nil {
 		d.Allowed, d.Reason = false, err.Error()
 	}
 	p.mu.Lock()
@@ -129,7 +139,8 @@ func (p *proxy) handle(c net.Conn) {
 		refuse(c, http.StatusForbidden, fmt.Sprintf("network to %s denied: %s", host, d.Reason))
 		return
 	}
-	up, err := p.dial(p.ctx, "tcp", net.JoinHostPort(host, port))
+	// The address checked is the address dialled: a name cannot resolve anew between.
+	up, err := p.dial(p.ctx, "tcp", net.JoinHostPort(addr.String(), port))
 	if err != nil {
 		refuse(c, http.StatusBadGateway, err.Error())
 		return
@@ -153,6 +164,34 @@ func (p *proxy) handle(c net.Conn) {
 		return
 	}
 	io.Copy(c, up)
+}
+
+// address resolves an allowed host to the address to dial. The proxy dials from
+// turnlog's own network, so a name that resolves to a loopback, private, link-local
+// or unspecified address (the host's own services, the local network, cloud metadata)
+// is refused — unless the allowed host is that address written out.
+func (p *proxy) address(host string) (net.IP, error) {
+	if ip := net.ParseIP(host); ip != nil {
+		return ip, nil // the rule named this very address
+	}
+	ips, err := p.resolve(p.ctx, host)
+	if err != nil {
+		return nil, fmt.Errorf("cannot resolve %s: %v", host, err)
+	}
+	if len(ips) == 0 {
+		return nil, fmt.Errorf("%s has no address", host)
+	}
+	for _, ip := range ips {
+		if internal(ip) {
+			return nil, fmt.Errorf("%s resolves to %s, an address of the machine or its network; allow that address itself to reach it", host, ip)
+		}
+	}
+	return ips[0], nil
+}
+
+func internal(ip net.IP) bool {
+	return ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() ||
+		ip.IsUnspecified() || ip.IsMulticast() || ip.IsInterfaceLocalMulticast()
 }
 
 func refuse(c net.Conn, status int, msg string) {

@@ -25,10 +25,21 @@ func TestNetworkAllowlist(t *testing.T) {
 	var dialed []string
 	s, _ := spec(t)
 	s.AllowHost = func(_ context.Context, host string) error {
-		if host == "allowed.test" {
+		if host == "allowed.test" || host == "sneaky.test" {
 			return nil
 		}
 		return errors.New("rule only-allowed-test")
+	}
+	// allowed.test has a public address; sneaky.test, though allowed by name,
+	// resolves to the machine's own loopback, where turnlog's API listens.
+	s.Resolve = func(_ context.Context, host string) ([]net.IP, error) {
+		switch host {
+		case "allowed.test":
+			return []net.IP{net.ParseIP("93.184.216.34")}, nil
+		case "sneaky.test":
+			return []net.IP{net.ParseIP("127.0.0.1")}, nil
+		}
+		return nil, errors.New("no such host")
 	}
 	s.Dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
 		mu.Lock()
@@ -44,6 +55,7 @@ func TestNetworkAllowlist(t *testing.T) {
 	res := run(t, s, fmt.Sprintf(`curl -s -m 5 http://allowed.test/; echo
 curl -sk -m 5 https://allowed.test/; echo
 curl -s -m 5 http://evil.test/steal
+curl -s -m 5 http://sneaky.test/admin; echo
 curl -s -m 3 --noproxy '*' http://127.0.0.1:%d/ && echo DIRECT
 (echo hi > /dev/tcp/127.0.0.1/%d) 2>/dev/null && echo DIRECT
 true`, port, port))
@@ -55,14 +67,17 @@ true`, port, port))
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if strings.Join(dialed, " ") != "allowed.test:80 allowed.test:443" {
+	if !strings.Contains(res.Stdout, "network to sneaky.test denied: sneaky.test resolves to 127.0.0.1, an address of the machine") {
+		t.Fatalf("a name resolving to loopback: %+v", res)
+	}
+	if strings.Join(dialed, " ") != "93.184.216.34:80 93.184.216.34:443" {
 		t.Fatalf("the proxy dialed %v", dialed)
 	}
 	var got []string
 	for _, d := range res.Network {
 		got = append(got, fmt.Sprintf("%s:%s %v", d.Host, d.Port, d.Allowed))
 	}
-	if strings.Join(got, ", ") != "allowed.test:80 true, allowed.test:443 true, evil.test:80 false" {
+	if strings.Join(got, ", ") != "allowed.test:80 true, allowed.test:443 true, evil.test:80 false, sneaky.test:80 false" {
 		t.Fatalf("network decisions %v", got)
 	}
 }

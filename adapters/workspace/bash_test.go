@@ -33,6 +33,7 @@ func TestAllowlistModeReachesOnlyAllowedHosts(t *testing.T) {
 		{Name: "go-proxy", Decision: policy.Allow, Agents: []string{"coder"}, Domains: []string{"proxy.golang.org"}},
 	}}
 	spec := workspace.SpecFor(ws, access)
+	spec.Resolve = func(context.Context, string) ([]net.IP, error) { return []net.IP{net.ParseIP("142.250.0.1")}, nil }
 	spec.Dial = func(ctx context.Context, network, _ string) (net.Conn, error) {
 		return (&net.Dialer{}).DialContext(ctx, network, srv.Listener.Addr().String())
 	}
