@@ -24,6 +24,7 @@ import (
 	"github.com/turnlog/turnlog/config"
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/fsm"
+	"github.com/turnlog/turnlog/policy"
 )
 
 // everythingDir is where .ci/run installs @modelcontextprotocol/server-everything (or
@@ -251,4 +252,54 @@ func waitListening(t *testing.T, addr string) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	t.Fatalf("nothing listens on %s", addr)
+}
+
+// TestServerHintsRaiseThePolicy: what a server says of its tools can raise the
+// policy's level — destructive is an L4 delete, open-world reaches the network — and
+// never lower it: a read-only claim beside a destructive one stays an L4 delete.
+func TestServerHintsRaiseThePolicy(t *testing.T) {
+	t.Parallel()
+	srv := mcp.NewServer(&mcp.Implementation{Name: "local", Version: "1"}, nil)
+	empty := json.RawMessage(`{"type":"object"}`)
+	yes := true
+	ok := func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil
+	}
+	srv.AddTool(&mcp.Tool{Name: "wipe", InputSchema: empty, Annotations: &mcp.ToolAnnotations{DestructiveHint: &yes}}, ok)
+	srv.AddTool(&mcp.Tool{Name: "fetch", InputSchema: empty, Annotations: &mcp.ToolAnnotations{OpenWorldHint: &yes}}, ok)
+	srv.AddTool(&mcp.Tool{Name: "peek", InputSchema: empty, Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, DestructiveHint: &yes}}, ok)
+	srv.AddTool(&mcp.Tool{Name: "plain", InputSchema: empty}, ok)
+	h := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	defer h.Close()
+	pool := &mcpclient.Pool{}
+	defer pool.Close()
+	yaml := strings.Replace(appYAML("        local:\n          url: "+h.URL), "TOOLS", "[local__wipe, local__fetch, local__peek, local__plain]", 1)
+	yaml = strings.Replace(yaml, "    mcp:\n", "    policy:\n      mode: workspace-write\n    mcp:\n", 1)
+	apps, err := config.Load(filepath.Join(t.TempDir(), "agent.yaml"), []byte(yaml), config.Options{MCP: pool})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]string{"local__wipe": "L4 execute,delete", "local__fetch": "L3 execute,network", "local__peek": "L4 execute,delete", "local__plain": "L2 execute"} {
+		var tool fsm.Tool
+		for _, tl := range apps[0].Agents["helper"].Tools {
+			if tl.Spec().Name == name {
+				tool = tl
+			}
+		}
+		call := tool.(fsm.PolicyTarget).PolicyCall(nil)
+		var actions []string
+		for _, a := range call.Actions {
+			actions = append(actions, string(a))
+		}
+		if got := call.Level.String() + " " + strings.Join(actions, ","); got != want {
+			t.Errorf("%s: %s, want %s", name, got, want)
+		}
+		wantDecision := policy.RequireApproval
+		if name == "local__plain" {
+			wantDecision = policy.Allow
+		}
+		if v := apps[0].Access.Tool(policy.Subject{Agent: "helper", Tool: name}, call.Level, call.Actions, nil); v.Decision != wantDecision {
+			t.Errorf("%s: the policy says %s, want %s", name, v.Decision, wantDecision)
+		}
+	}
 }

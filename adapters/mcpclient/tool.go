@@ -9,6 +9,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/fsm"
+	"github.com/turnlog/turnlog/policy"
 )
 
 // tool is one MCP tool offered to agents.
@@ -17,7 +18,30 @@ type tool struct {
 	server  string
 	name    string // the server's name for it
 	spec    fsm.ToolSpec
+	policy  fsm.PolicyCall
 }
+
+// policyCall is what the policy is told a call of t does: an L2 execute of its name,
+// raised — never lowered — by what the server says of it: destructive is an L4
+// delete, open-world reaches the network (L3). A server's claim that a tool only reads
+// cannot widen the policy.
+func policyCall(t *mcp.Tool) fsm.PolicyCall {
+	call := fsm.PolicyCall{Level: policy.L2, Actions: []policy.Action{policy.ActExecute}}
+	if a := t.Annotations; a != nil {
+		if a.OpenWorldHint != nil && *a.OpenWorldHint {
+			call.Level = max(call.Level, policy.L3)
+			call.Actions = append(call.Actions, policy.ActNetwork)
+		}
+		if a.DestructiveHint != nil && *a.DestructiveHint {
+			call.Level = max(call.Level, policy.L4)
+			call.Actions = append(call.Actions, policy.ActDelete)
+		}
+	}
+	return call
+}
+
+// PolicyCall implements fsm.PolicyTarget.
+func (t *tool) PolicyCall(json.RawMessage) fsm.PolicyCall { return t.policy }
 
 func newTool(session *mcp.ClientSession, s Server, t *mcp.Tool) (*tool, error) {
 	raw, err := json.Marshal(t.InputSchema)
@@ -34,7 +58,7 @@ func newTool(session *mcp.ClientSession, s Server, t *mcp.Tool) (*tool, error) {
 	if desc == "" {
 		desc = t.Title
 	}
-	return &tool{session: session, server: s.Name, name: t.Name, spec: fsm.ToolSpec{
+	return &tool{session: session, server: s.Name, name: t.Name, policy: policyCall(t), spec: fsm.ToolSpec{
 		Name: s.Name + Separator + t.Name, Description: desc, Parameters: raw,
 		Timeout: s.Timeout, Idempotent: idempotent, ShowErrors: true}}, nil
 }
