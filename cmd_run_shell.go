@@ -27,8 +27,8 @@ func runInteractive(ctx context.Context, c *cliContext, store *sqlite.Store, eng
 		if err != nil {
 			return err
 		}
-		res, err := followTurn(ctx, c, store, session, st)
-		if err != nil {
+		var res *fsm.Result
+		if res, err = followTurn(ctx, c, store, session, st); err != nil {
 			return err
 		}
 		if res.Status != fsm.StatusSuspended {

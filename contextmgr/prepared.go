@@ -40,9 +40,6 @@ func (m *Manager) Prepare() *Prepared {
 	return &Prepared{m: m, callNames: map[string]string{}, lastSummary: -1, lastUser: -1, lastFailed: -1, lastPlan: -1, lastSuccess: map[string]int{}}
 }
 
-// Len is how many conversation items are prepared.
-func (p *Prepared) Len() int { return len(p.items) }
-
 // Append prepares new conversation items.
 func (p *Prepared) Append(items ...events.Item) {
 	for _, it := range items {
@@ -110,14 +107,6 @@ func (p *Prepared) Covered() int {
 		return 0
 	}
 	return p.items[p.lastSummary].src.Covers
-}
-
-// Summary is the newest summary item, if any.
-func (p *Prepared) Summary() (events.Item, bool) {
-	if p.lastSummary < 0 {
-		return events.Item{}, false
-	}
-	return p.items[p.lastSummary].src, true
 }
 
 func summaryMessage(it events.Item) string {

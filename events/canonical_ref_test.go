@@ -136,8 +136,6 @@ func refCanonArray(dec *json.Decoder, out *bytes.Buffer, path string) error {
 	return nil
 }
 
-var maxExact = big.NewInt(events.MaxExactInteger)
-
 func refCanonNumber(out *bytes.Buffer, n json.Number, path string) error {
 	s := string(n)
 	if !strings.ContainsAny(s, ".eE") {

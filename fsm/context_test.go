@@ -92,6 +92,21 @@ func longSession(t *testing.T, window int, seen *seenRequests) (*sqlite.Store, *
 	return store, e, s
 }
 
+// requestJSON is everything a request sends to a model, as JSON.
+func requestJSON(t *testing.T, r fsm.ModelRequest) string {
+	t.Helper()
+	raw, err := json.Marshal(struct {
+		LLM, Agent, Instructions, Purpose string
+		Tools                             []fsm.ToolSpec
+		Settings                          json.RawMessage
+		Items                             []events.Item
+	}{r.LLM, r.Agent, r.Instructions, r.Purpose, r.Tools, r.Settings, r.Items})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(raw)
+}
+
 func requestTokens(t testing.TB, c *contextmgr.Counter, req fsm.ModelRequest) int {
 	t.Helper()
 	tools, err := events.Marshal(req.Tools)
@@ -243,10 +258,9 @@ func TestCompactionKeepsIdentifiersAndReplays(t *testing.T) {
 		t.Fatalf("replay built %d requests, the run %d", len(replayed.order), len(live.order))
 	}
 	for _, path := range live.order {
-		a, _ := json.Marshal(live.byKey[path])
-		b, _ := json.Marshal(replayed.byKey[path])
-		if string(a) != string(b) {
-			t.Fatalf("%s: the replayed request differs", path)
+		a, b := requestJSON(t, live.byKey[path]), requestJSON(t, replayed.byKey[path])
+		if len(a) < 100 || a != b {
+			t.Fatalf("%s: the replayed request differs:\n%s\n%s", path, a, b)
 		}
 	}
 
