@@ -4,7 +4,7 @@ DB       ?= turnlog.db
 CONFIG   ?=
 ADDR     ?= 127.0.0.1:8080
 
-.PHONY: help run build test vet fmt bench api-examples fuzz clean
+.PHONY: help run build test vet lint fmt bench api-examples fuzz clean
 
 help: ## list the targets
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
@@ -18,6 +18,9 @@ run: build ## serve the offline demo app on an embedded SQLite file (no network,
 test: vet ## gofmt check, go vet, and every test with the race detector (the sandbox's again with bubblewrap)
 	$(GO) test -race -timeout 15m ./...
 	TURNLOG_TEST_MECHANISM=bubblewrap $(GO) test -race -timeout 5m ./sandbox
+
+lint: ## staticcheck (pinned; fetched from the Go module proxy)
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 
 vet: ## gofmt and go vet
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))" || { gofmt -l .; echo "gofmt needed"; exit 1; }
