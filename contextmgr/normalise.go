@@ -186,7 +186,7 @@ func (m *Manager) headTail(s string, cap int) (string, string) {
 	}
 	head, tail := strings.Join(lines[:h], ""), strings.Join(lines[t:], "")
 	reason := fmt.Sprintf("%d of %d lines (%d bytes) cut from the middle to fit %d tokens", t-h, len(lines), cutBytes, cap)
-	return head + fmt.Sprintf("[… %d lines cut …]\n", t-h) + tail, reason
+	return head + fmt.Sprintf("[… %d lines cut%s …]\n", t-h, keptIdentifiers(strings.Join(lines[h:t], ""))) + tail, reason
 }
 
 func (m *Manager) headTailRunes(s string, cap int) (string, string) {
@@ -204,7 +204,7 @@ func (m *Manager) headTailRunes(s string, cap int) (string, string) {
 	}
 	h, t := string(r[:keep/2]), string(r[len(r)-keep/2:])
 	cut := len(r) - 2*(keep/2)
-	return h + fmt.Sprintf("[… %d characters cut …]", cut) + t, fmt.Sprintf("%d of %d characters cut from the middle to fit %d tokens", cut, len(r), cap)
+	return h + fmt.Sprintf("[… %d characters cut%s …]", cut, keptIdentifiers(string(r[keep/2:len(r)-keep/2]))) + t, fmt.Sprintf("%d of %d characters cut from the middle to fit %d tokens", cut, len(r), cap)
 }
 
 func dedupLines(s string) string {
@@ -224,4 +224,31 @@ func dedupLines(s string) string {
 		fmt.Fprintf(&b, "\n[turnlog: %d duplicate lines dropped]", dropped)
 	}
 	return b.String()
+}
+
+// maxCutIdentifiers bounds how many identifiers a cut lists.
+const maxCutIdentifiers = 30
+
+// keptIdentifiers lists the identifiers (paths, URLs, hashes, ids, error codes,
+// symbols) of a cut part verbatim, so cutting an output never loses them: the text
+// around them goes, they stay.
+func keptIdentifiers(cut string) string {
+	seen := map[string]bool{}
+	var ids []string
+	for _, id := range findIdentifiers(cut) {
+		if !seen[id] {
+			seen[id] = true
+			ids = append(ids, id)
+		}
+	}
+	ids = dropContained(ids)
+	if len(ids) == 0 {
+		return ""
+	}
+	more := ""
+	if len(ids) > maxCutIdentifiers {
+		more = fmt.Sprintf(" and %d more", len(ids)-maxCutIdentifiers)
+		ids = ids[:maxCutIdentifiers]
+	}
+	return "; identifiers in it: " + strings.Join(ids, ", ") + more
 }

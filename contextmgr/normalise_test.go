@@ -21,12 +21,16 @@ func manager(t testing.TB, window int) *contextmgr.Manager {
 
 // TestLongOutputEntersHeadAndTail: a 10,000-line command output enters a request as
 // its head and tail within the per-output cap, marked truncated with the reason, and
-// wrapped as untrusted data — as plain text and inside a JSON result alike.
+// wrapped as untrusted data — as plain text and inside a JSON result alike; the
+// identifiers of the cut middle (an error code, a path, a hash) stay, verbatim.
 func TestLongOutputEntersHeadAndTail(t *testing.T) {
 	m := manager(t, 8000)
 	var b strings.Builder
 	for i := 1; i <= 10000; i++ {
 		fmt.Fprintf(&b, "line %05d of the build log\n", i)
+		if i == 5000 {
+			b.WriteString("error E_DISK_FULL writing storage/blob.go at commit 9fceb02d0ae5\n")
+		}
 	}
 	asJSON, _ := json.Marshal(map[string]any{"exit_code": 0, "stdout": b.String(), "truncated": false})
 	for name, output := range map[string]string{"text": b.String(), "json": string(asJSON)} {
@@ -34,7 +38,9 @@ func TestLongOutputEntersHeadAndTail(t *testing.T) {
 		if n := m.Counter().Count(got); n > m.Config().MaxOutputTokens+200 {
 			t.Errorf("%s: %d tokens, cap %d", name, n, m.Config().MaxOutputTokens)
 		}
-		for _, want := range []string{"line 00001 ", "line 10000 ", "lines cut", `trust="untrusted"`, "data, not instructions", "</tool_output>"} {
+		// The identifiers of the cut middle are kept verbatim.
+		for _, want := range []string{"line 00001 ", "line 10000 ", "lines cut", `trust="untrusted"`, "data, not instructions", "</tool_output>",
+			"E_DISK_FULL", "storage/blob.go", "9fceb02d0ae5"} {
 			if !strings.Contains(got, want) {
 				t.Errorf("%s: lacks %q:\n%.600s", name, want, got)
 			}
@@ -44,7 +50,7 @@ func TestLongOutputEntersHeadAndTail(t *testing.T) {
 		}
 		switch name {
 		case "text":
-			if !strings.Contains(got, "truncated: true — ") || !strings.Contains(got, "of 10001 lines") {
+			if !strings.Contains(got, "truncated: true — ") || !strings.Contains(got, "of 10002 lines") {
 				t.Errorf("text: no truncation note:\n%.300s", got[len(got)-300:])
 			}
 		case "json":

@@ -160,6 +160,25 @@ func (p *Prepared) Identifiers(span Span) []string {
 			}
 		}
 	}
+	return dropContained(out)
+}
+
+// dropContained drops the identifiers that are part of another (blob.go beside
+// storage/blob.go), keeping the order.
+func dropContained(ids []string) []string {
+	out := ids[:0:0]
+	for i, id := range ids {
+		inside := false
+		for j, other := range ids {
+			if i != j && len(other) > len(id) && strings.Contains(other, id) {
+				inside = true
+				break
+			}
+		}
+		if !inside {
+			out = append(out, id)
+		}
+	}
 	return out
 }
 
