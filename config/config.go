@@ -294,14 +294,8 @@ func (b builder) app(name string, c App, policy *fsm.GuardrailPolicy) (*fsm.App,
 			err = b.context(at+".agents."+an+".context", c.Agents[an].Context, ag, c.LLMs, models)
 		}
 		if err == nil && len(c.Agents[an].Skills) > 0 {
-			var roots []string
-			for _, r := range c.Agents[an].Skills { // relative to the config file
-				if !filepath.IsAbs(r) {
-					r = filepath.Join(filepath.Dir(b.name), r)
-				}
-				roots = append(roots, r)
-			}
-			if ag.Skills, err = skills.Load(roots); err != nil {
+			// Relative to the config file; shown as written, wherever it is read from.
+			if ag.Skills, err = skills.LoadFrom(filepath.Dir(b.name), c.Agents[an].Skills); err != nil {
 				var se *skills.Error
 				if !errors.As(err, &se) {
 					err = b.errAt(at+".agents."+an+".skills", "%v", err)

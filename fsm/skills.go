@@ -66,7 +66,7 @@ func (r *run) loadSkill(s *toolSlot) ([]events.Event, *ResultError) {
 	}
 	s.result.Output = sk.Document()
 	path := r.prefix + fmt.Sprintf("%s/skill/%s", ag.Name, s.call.ID)
-	file := filepath.Join(sk.Dir, skills.File)
+	file := filepath.Join(sk.Shown, skills.File)
 	if ev, ok := r.rec.get(events.TypeSkillLoaded, path); ok {
 		if rec, err := events.DecodeAs[*events.SkillLoaded](ev); err == nil && rec.SHA256 != sk.SHA256 {
 			return nil, &ResultError{Code: events.CodeNondeterminism, Path: path, Message: fmt.Sprintf(

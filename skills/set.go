@@ -17,9 +17,17 @@ type Set struct {
 // Load reads every skill under roots: each folder of a root that holds a SKILL.md is
 // a skill. Two skills with one name, or a malformed SKILL.md, stop the load with the
 // files named.
-func Load(roots []string) (*Set, error) {
+func Load(roots []string) (*Set, error) { return LoadFrom("", roots) }
+
+// LoadFrom is Load with relative roots read from base (the configuration's folder)
+// and shown as written.
+func LoadFrom(base string, roots []string) (*Set, error) {
 	s := &Set{byName: map[string]*Skill{}}
-	for _, root := range roots {
+	for _, shown := range roots {
+		root := shown
+		if base != "" && !filepath.IsAbs(root) {
+			root = filepath.Join(base, root)
+		}
 		entries, err := os.ReadDir(root)
 		if err != nil {
 			return nil, fmt.Errorf("skills root %s: %w", root, err)
@@ -43,6 +51,7 @@ func Load(roots []string) (*Set, error) {
 			if prev, ok := s.byName[sk.Name]; ok {
 				return nil, &Error{File: file, Msg: fmt.Sprintf("skill name %q is taken by %s", sk.Name, filepath.Join(prev.Dir, File))}
 			}
+			sk.Shown = filepath.Join(shown, e.Name())
 			sk.References, sk.Scripts = listFiles(sk.Dir, "references"), listFiles(sk.Dir, "scripts")
 			s.skills = append(s.skills, sk)
 			s.byName[sk.Name] = sk
@@ -80,7 +89,7 @@ func (s *Set) Index() string {
 		if len(sk.Triggers) > 0 {
 			fmt.Fprintf(&b, " [when: %s]", strings.Join(sk.Triggers, "; "))
 		}
-		fmt.Fprintf(&b, " (%s)", sk.Dir)
+		fmt.Fprintf(&b, " (%s)", sk.Shown)
 	}
 	return b.String()
 }
@@ -90,7 +99,7 @@ func (sk *Skill) Document() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Skill %s\n\n%s", sk.Name, sk.Body)
 	if len(sk.References) > 0 || len(sk.Scripts) > 0 {
-		fmt.Fprintf(&b, "\n\nFiles of this skill (in %s; read references with read_file, run scripts with bash):", sk.Dir)
+		fmt.Fprintf(&b, "\n\nFiles of this skill (in %s; read references with read_file, run scripts with bash):", sk.Shown)
 		for _, f := range append(append([]string{}, sk.References...), sk.Scripts...) {
 			b.WriteString("\n- " + f)
 		}

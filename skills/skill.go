@@ -41,7 +41,11 @@ type Skill struct {
 	Triggers      []string
 	RequiredTools []string
 	Permissions   []Permission
-	Dir           string // the skill's folder
+	Dir           string // the skill's folder, where turnlog reads it
+	// Shown is the folder as the configuration names it (its root as written, then
+	// the folder): what the index, the loaded text and the log say, the same wherever
+	// the configuration is read from.
+	Shown string
 	Body          string // SKILL.md after the front matter
 	SHA256        string // of SKILL.md
 	References    []string
