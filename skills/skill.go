@@ -45,11 +45,11 @@ type Skill struct {
 	// Shown is the folder as the configuration names it (its root as written, then
 	// the folder): what the index, the loaded text and the log say, the same wherever
 	// the configuration is read from.
-	Shown string
-	Body          string // SKILL.md after the front matter
-	SHA256        string // of SKILL.md
-	References    []string
-	Scripts       []string
+	Shown      string
+	Body       string // SKILL.md after the front matter
+	SHA256     string // of SKILL.md
+	References []string
+	Scripts    []string
 }
 
 // Error is a skill that cannot be loaded: the file, the line when known, and why.
