@@ -64,7 +64,8 @@ func turnInput(i int) string {
 type seenRequests struct {
 	mu    sync.Mutex
 	order []string
-	byKey map[string]fsm.ModelRequest
+	byKey map[string]fsm.ModelRequest // the newest request at each path
+	all   []fsm.ModelRequest          // every request, in order
 }
 
 func (s *seenRequests) see(path string, req fsm.ModelRequest) {
@@ -75,6 +76,7 @@ func (s *seenRequests) see(path string, req fsm.ModelRequest) {
 	}
 	s.order = append(s.order, path)
 	s.byKey[path] = req
+	s.all = append(s.all, req)
 }
 
 // longSession starts a session of longSessionApp on a fresh store, its requests seen.
@@ -171,11 +173,21 @@ func TestLongSessionStaysInTheWindow(t *testing.T) {
 		}
 	}
 	evs, _ := store.Events(ctx, s.ID, 0)
-	compactions := 0
+	compactions, recorded := 0, 0
 	for _, ev := range evs {
-		if ev.Type == events.TypeContextCompacted {
+		switch ev.Type {
+		case events.TypeContextCompacted:
 			compactions++
+		case events.TypeModelCalled: // each recorded call, in order, is a request inspected above
+			mc, _ := events.DecodeAs[*events.ModelCalled](ev)
+			if recorded >= len(seen.all) || mc.Parts.Items != len(seen.all[recorded].Items) {
+				t.Fatalf("%s: the recorded call does not match the inspected request %d", ev.Path, recorded)
+			}
+			recorded++
 		}
+	}
+	if recorded != len(seen.order) {
+		t.Fatalf("%d model calls recorded, %d requests inspected", recorded, len(seen.order))
 	}
 	history, _ := store.History(ctx, s.ID)
 	users := 0
@@ -254,13 +266,13 @@ func TestCompactionKeepsIdentifiersAndReplays(t *testing.T) {
 	if _, err := re.Replay(ctx, recorded); err != nil {
 		t.Fatalf("replay: %v", err)
 	}
-	if len(replayed.order) != len(live.order) {
-		t.Fatalf("replay built %d requests, the run %d", len(replayed.order), len(live.order))
+	if len(replayed.all) != len(live.all) || len(live.all) < 2*turns {
+		t.Fatalf("replay built %d requests, the run %d", len(replayed.all), len(live.all))
 	}
-	for _, path := range live.order {
-		a, b := requestJSON(t, live.byKey[path]), requestJSON(t, replayed.byKey[path])
-		if len(a) < 100 || a != b {
-			t.Fatalf("%s: the replayed request differs:\n%s\n%s", path, a, b)
+	for i := range live.all {
+		a, b := requestJSON(t, live.all[i]), requestJSON(t, replayed.all[i])
+		if len(a) < 100 || a != b || live.order[i] != replayed.order[i] {
+			t.Fatalf("request %d (%s): the replayed request differs:\n%s\n%s", i, live.order[i], a, b)
 		}
 	}
 
