@@ -7,6 +7,7 @@
 // It is pure: no I/O, no clock, no model calls. The same conversation and config
 // always give the same request, byte for byte, which is what lets a replay check a
 // recorded request. It never changes the conversation itself — the log keeps
-// everything — and it never drops the latest user message, the rules, the most recent
-// failed tool result, the current plan or a summary.
+// everything — and it never drops the latest user message, the rules, the calls the
+// model just made with their results, the most recent failed tool result, the current
+// plan or a summary.
 package contextmgr
