@@ -89,10 +89,7 @@ func (p *Prepared) Build(turnStart int) (Request, error) {
 	slices.Sort(include)
 
 	segs := p.segments(include, pinnedItems, turnStart, covers)
-	goal := goalWords(p.items, latestUser)
-	for i := range segs {
-		segs[i].score = p.score(segs[i], i, len(segs), goal, turnStart)
-	}
+	nscored := len(segs) // the summary, appended next, is pinned: never scored
 	if p.lastSummary >= 0 {
 		s := p.items[p.lastSummary]
 		segs = append(segs, segment{idx: []int{p.lastSummary}, tokens: s.tokens, layer: LayerSummary, pinned: true})
@@ -129,6 +126,11 @@ func (p *Prepared) Build(turnStart int) (Request, error) {
 			}
 			req.Layers[s.layer] -= s.tokens
 			s.tokens = 0
+		}
+		// Scores only matter when something must go.
+		goal := goalWords(p.items, latestUser)
+		for i := range segs[:nscored] {
+			segs[i].score = p.score(segs[i], i, nscored, goal, turnStart)
 		}
 		order := p.dropOrder(segs)
 		// First each layer back within its budget, then anything until the request fits.
