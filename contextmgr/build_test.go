@@ -68,3 +68,37 @@ func TestBuildKeepsWhatMustStay(t *testing.T) {
 		t.Fatalf("a window too small: %v", err)
 	}
 }
+
+// TestTruncateStepsBack: after a failed turn's items are forgotten, the request is
+// the one built before they came (its newest user message, failure and plan again).
+func TestTruncateStepsBack(t *testing.T) {
+	items := sessionItems(30)
+	m := manager(t, 1500)
+	p := m.Prepare()
+	p.Append(items...)
+	before, err := p.Build(len(items) - 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Append(events.UserMessage("a turn that fails"),
+		events.Item{Type: events.ItemFunctionCall, CallID: "x1", Name: "run_build", Arguments: []byte(`{}`)},
+		events.Item{Type: events.ItemFunctionCallOutput, CallID: "x1", Output: `{"error":{"kind":"failed","message":"E_NEW"}}`},
+		events.Item{Type: events.ItemFunctionCall, CallID: "p1", Name: "update_plan", Arguments: []byte(`{"steps":["x"]}`)},
+		events.Item{Type: events.ItemContextSummary, Content: "## Goal\nx", Covers: 10})
+	p.Truncate(len(items))
+	after, err := p.Build(len(items) - 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if requestText(before) != requestText(after) {
+		t.Fatalf("the request after truncation differs:\n%s\n---\n%s", requestText(before), requestText(after))
+	}
+}
+
+func requestText(r contextmgr.Request) string {
+	var b strings.Builder
+	for _, it := range r.Items {
+		b.WriteString(it.Content + string(it.Arguments) + it.Output + "\n")
+	}
+	return b.String()
+}

@@ -19,9 +19,11 @@ type Prepared struct {
 	lastSummary int               // index of the newest summary item, -1 when none
 	// the newest user message, failed tool output and plan tool call (-1: none), and
 	// each tool's newest successful output: kept as items come, so a build need not
-	// search the whole conversation.
+	// search the whole conversation. The marks stacks let a truncation step back in
+	// O(items cut).
 	lastUser, lastFailed, lastPlan int
 	lastSuccess                    map[string]int
+	marks                          []mark
 }
 
 type prep struct {
@@ -33,6 +35,14 @@ type prep struct {
 	failed bool     // a tool output that is an error
 	denied bool     // ... that the policy or a person refused
 	words  []string
+}
+
+// mark is what noting one item changed, so a truncation can undo it.
+type mark struct {
+	field  *int // the index that moved
+	isTool bool // ... or a tool's newest success
+	tool   string
+	prev   int // -1: there was none
 }
 
 // Prepare starts an empty prepared conversation.
@@ -71,33 +81,49 @@ func (p *Prepared) Append(items ...events.Item) {
 	}
 }
 
-// note updates the newest-item indices for item i.
+// note updates the newest-item indices for item i, remembering what they were.
 func (p *Prepared) note(i int) {
 	it := p.items[i]
+	set := func(f *int) {
+		p.marks = append(p.marks, mark{field: f, prev: *f})
+		*f = i
+	}
 	switch {
 	case it.src.Type == events.ItemMessage && it.src.Role == "user":
-		p.lastUser = i
+		set(&p.lastUser)
 	case it.failed:
-		p.lastFailed = i
+		set(&p.lastFailed)
 	case it.src.Type == events.ItemFunctionCallOutput:
+		prev, ok := p.lastSuccess[it.tool]
+		if !ok {
+			prev = -1
+		}
+		p.marks = append(p.marks, mark{isTool: true, tool: it.tool, prev: prev})
 		p.lastSuccess[it.tool] = i
 	case it.src.Type == events.ItemFunctionCall && slices.Contains(p.m.cfg.PlanTools, it.tool):
-		p.lastPlan = i
+		set(&p.lastPlan)
 	case it.src.Type == events.ItemContextSummary:
-		p.lastSummary = i
+		set(&p.lastSummary)
+	default:
+		p.marks = append(p.marks, mark{}) // nothing moved
 	}
 }
 
-// Truncate forgets items past n (a failed turn's, which were never committed).
+// Truncate forgets items past n (a failed turn's, which were never committed),
+// stepping the newest-item indices back item by item.
 func (p *Prepared) Truncate(n int) {
-	if n >= len(p.items) {
-		return
-	}
-	p.items = p.items[:n]
-	p.lastSummary, p.lastUser, p.lastFailed, p.lastPlan = -1, -1, -1, -1
-	clear(p.lastSuccess)
-	for i := range p.items {
-		p.note(i)
+	for len(p.items) > n {
+		m := p.marks[len(p.marks)-1]
+		p.marks = p.marks[:len(p.marks)-1]
+		switch {
+		case m.field != nil:
+			*m.field = m.prev
+		case m.isTool && m.prev < 0:
+			delete(p.lastSuccess, m.tool)
+		case m.isTool:
+			p.lastSuccess[m.tool] = m.prev
+		}
+		p.items = p.items[:len(p.items)-1]
 	}
 }
 

@@ -162,6 +162,7 @@ func (e *Engine) conversation(ctx context.Context, s projection.Session) (*conve
 	}
 	conv := &conversation{}
 	conv.append(items...)
+	e.remember(s.ID, s.LastCommitSeq, conv) // a resume of this very turn finds it too
 	return conv, nil
 }
 
