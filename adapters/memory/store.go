@@ -4,27 +4,15 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"time"
+
+	"github.com/turnlog/turnlog/projection"
 )
 
-// Memory is one saved memory.
-type Memory struct {
-	App, Owner string
-	Key        string // the activity that saved it
-	Label      string
-	Text       string
-	At         time.Time
-	Vector     []float32 // nil without an embeddings provider
-}
-
-// Hit is a memory a search found.
-type Hit struct {
-	ID     int64     `json:"id"`
-	Label  string    `json:"label,omitempty"`
-	Text   string    `json:"text"`
-	At     time.Time `json:"saved_at"`
-	Vector []float32 `json:"-"`
-}
+// Memory and Hit are the store's read-model types (package projection).
+type (
+	Memory = projection.Memory
+	Hit    = projection.MemoryHit
+)
 
 // Store keeps memories. Every method is scoped to one app and owner.
 type Store interface {

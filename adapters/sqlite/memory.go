@@ -10,13 +10,11 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/turnlog/turnlog/adapters/memory"
+	"github.com/turnlog/turnlog/projection"
 )
 
-var _ memory.Store = (*Store)(nil)
-
 // SaveMemory stores a memory once per (app, owner, key), in the writer's next commit.
-func (s *Store) SaveMemory(ctx context.Context, m memory.Memory) (int64, bool, error) {
+func (s *Store) SaveMemory(ctx context.Context, m projection.Memory) (int64, bool, error) {
 	var id int64
 	var created bool
 	err := s.exclusive(ctx, func(ctx context.Context, w *writer) error {
@@ -35,7 +33,7 @@ func (s *Store) SaveMemory(ctx context.Context, m memory.Memory) (int64, bool, e
 
 // SearchMemory finds the memories of (app, owner) holding any word of text, best
 // bm25 first. The words are quoted, so nothing in text is FTS5 syntax.
-func (s *Store) SearchMemory(ctx context.Context, app, owner, text string, limit int) ([]memory.Hit, error) {
+func (s *Store) SearchMemory(ctx context.Context, app, owner, text string, limit int) ([]projection.MemoryHit, error) {
 	match := ftsQuery(text)
 	if match == "" {
 		return nil, nil
@@ -51,7 +49,7 @@ func (s *Store) SearchMemory(ctx context.Context, app, owner, text string, limit
 }
 
 // MemoryVectors lists the newest memories of (app, owner) that have vectors.
-func (s *Store) MemoryVectors(ctx context.Context, app, owner string, limit int) ([]memory.Hit, error) {
+func (s *Store) MemoryVectors(ctx context.Context, app, owner string, limit int) ([]projection.MemoryHit, error) {
 	rows, err := s.read.QueryContext(ctx, `SELECT id, label, text, created_at, vector FROM memories
 		WHERE app = ? AND owner = ? AND vector IS NOT NULL ORDER BY id DESC LIMIT ?`, app, owner, limit)
 	if err != nil {
@@ -69,11 +67,11 @@ func (s *Store) SessionOwner(ctx context.Context, session string) (string, strin
 	return sess.App, sess.Owner, nil
 }
 
-func scanHits(rows *sql.Rows, vectors bool) ([]memory.Hit, error) {
+func scanHits(rows *sql.Rows, vectors bool) ([]projection.MemoryHit, error) {
 	defer rows.Close()
-	var out []memory.Hit
+	var out []projection.MemoryHit
 	for rows.Next() {
-		var h memory.Hit
+		var h projection.MemoryHit
 		var at string
 		var vec []byte
 		dest := []any{&h.ID, &h.Label, &h.Text, &at}
