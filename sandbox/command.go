@@ -2,9 +2,7 @@ package sandbox
 
 import (
 	"encoding/json"
-	"os"
 	"os/exec"
-	"syscall"
 )
 
 // What a long-lived program in the sandbox gets by default: an hour of CPU, and 4 GiB
@@ -33,21 +31,11 @@ func Command(spec Spec, argv []string) (*exec.Cmd, error) {
 	if len(argv) == 0 {
 		return nil, &Error{Msg: "no program to run"}
 	}
-	exe, err := os.Executable()
+	cmd, err := helperCommand(spec, argv, !spec.Network)
 	if err != nil {
-		return nil, &Error{Msg: "cannot find the turnlog binary to start the sandbox: " + err.Error()}
-	}
-	if argv, err = wrap(spec, argv); err != nil {
 		return nil, err
 	}
 	raw, _ := json.Marshal(spec)
-	cmd := exec.Command(exe, argv...)
-	cmd.Dir = spec.Workspace
-	cmd.Env = append(allowedEnv(), "HOME="+spec.Workspace, helperEnv+"=1", specEnv+"="+string(raw))
-	flags := uintptr(syscall.CLONE_NEWPID | syscall.CLONE_NEWNS)
-	if !spec.Network {
-		flags |= syscall.CLONE_NEWNET
-	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: flags, Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	cmd.Env = append(cmd.Env, specEnv+"="+string(raw))
 	return cmd, nil
 }

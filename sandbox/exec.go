@@ -96,23 +96,13 @@ const (
 // output kept head and tail. If any of that cannot be applied, it fails closed.
 func Run(ctx context.Context, spec Spec, command string) (*Result, error) {
 	spec = withDefaults(spec)
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, &Error{Msg: "cannot find the turnlog binary to start the sandbox: " + err.Error()}
-	}
-	argv, err := wrap(spec, []string{"bash", "-c", command})
+	behindProxy := !spec.Network && spec.AllowHost != nil
+	// Behind the proxy the helper is started inside the proxy's network namespace.
+	cmd, err := helperCommand(spec, []string{"bash", "-c", command}, !spec.Network && !behindProxy)
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(exe, argv...)
-	cmd.Dir = spec.Workspace
-	env := append(allowedEnv(), "HOME="+spec.Workspace, helperEnv+"=1")
-	flags := uintptr(syscall.CLONE_NEWPID | syscall.CLONE_NEWNS)
-	behindProxy := !spec.Network && spec.AllowHost != nil
-	if !spec.Network && !behindProxy {
-		flags |= syscall.CLONE_NEWNET
-	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: flags, Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	env := cmd.Env
 	stdout, stderr := newHeadTail(spec.OutputBytes), newHeadTail(spec.OutputBytes)
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	cmd.WaitDelay = 2 * time.Second
@@ -195,6 +185,29 @@ func Run(ctx context.Context, spec Spec, command string) (*Result, error) {
 		res.Truncated, res.Reason = true, strings.Join(cut, "; ")
 	}
 	return res, nil
+}
+
+// helperCommand is the helper set up to confine argv (wrapped in bwrap when the spec
+// says so): in the workspace, with the allowlisted environment, in new PID and mount
+// namespaces — and a network namespace of its own when ownNetwork. The caller adds
+// the spec to its environment (specEnv) before starting it.
+func helperCommand(spec Spec, argv []string, ownNetwork bool) (*exec.Cmd, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, &Error{Msg: "cannot find the turnlog binary to start the sandbox: " + err.Error()}
+	}
+	if argv, err = wrap(spec, argv); err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(exe, argv...)
+	cmd.Dir = spec.Workspace
+	cmd.Env = append(allowedEnv(), "HOME="+spec.Workspace, helperEnv+"=1")
+	flags := uintptr(syscall.CLONE_NEWPID | syscall.CLONE_NEWNS)
+	if ownNetwork {
+		flags |= syscall.CLONE_NEWNET
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: flags, Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	return cmd, nil
 }
 
 func withDefaults(s Spec) Spec {
