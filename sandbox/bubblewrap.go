@@ -8,37 +8,48 @@ import (
 
 // Mechanisms that confine a command's filesystem.
 const (
-	// MechanismLandlock (the default): the helper builds the command's root, restricts
-	// it with Landlock and drops its capabilities.
+	// MechanismLandlock (the default): the command's own root (built by the helper),
+	// restricted further with Landlock.
 	MechanismLandlock = "landlock"
-	// MechanismBubblewrap: bwrap (bubblewrap) builds the root and drops the
-	// capabilities, for kernels without Landlock. It cannot close the host's abstract
-	// unix sockets to a command that has the host's network.
+	// MechanismBubblewrap: the same root, in which an unprivileged bwrap (bubblewrap)
+	// makes the command's namespaces and loads its seccomp filter, for kernels
+	// without Landlock. It cannot close the host's abstract unix sockets to a command
+	// that has the host's network.
 	MechanismBubblewrap = "bubblewrap"
 )
 
 // Mechanisms lists the mechanisms.
 var Mechanisms = []string{MechanismLandlock, MechanismBubblewrap}
 
-// wrap is the argv the helper execs after its own steps: the program itself, or, with
-// bubblewrap, bwrap building the program's root first. A configured mechanism the
-// machine lacks is an error: the program never runs without it.
-func wrap(spec Spec, argv []string) ([]string, error) {
+// checkMechanism refuses a mechanism the machine lacks, or an unknown one, before
+// anything starts: the program never runs without it.
+func checkMechanism(spec Spec) error {
 	switch spec.Mechanism {
 	case "", MechanismLandlock:
-		return argv, nil
+		return nil
 	case MechanismBubblewrap:
 	default:
-		return nil, &Error{Msg: fmt.Sprintf("unknown sandbox mechanism %q (%s or %s)", spec.Mechanism, MechanismLandlock, MechanismBubblewrap)}
+		return &Error{Msg: fmt.Sprintf("unknown sandbox mechanism %q (%s or %s)", spec.Mechanism, MechanismLandlock, MechanismBubblewrap)}
 	}
+	if _, err := exec.LookPath("bwrap"); err != nil || spec.Unavailable == MechanismBubblewrap {
+		return &Error{Msg: "bubblewrap is configured, and bwrap is not installed here (apt-get install bubblewrap)"}
+	}
+	return nil
+}
+
+// bubblewrapArgv is argv run by bwrap, as the helper's second stage starts it (as
+// CommandUID, inside the root the first stage built): bwrap makes a user namespace
+// (an unprivileged bwrap must), PID, IPC and UTS namespaces — a PID namespace of its
+// own too, without which its /proc would not be its own — binds the system
+// directories read-only and the workspace as the helper shows it (masks included),
+// drops every capability and loads the seccomp program read from seccompFD.
+func bubblewrapArgv(spec Spec, argv []string, seccompFD int) ([]string, error) {
 	bwrap, err := exec.LookPath("bwrap")
-	if err != nil || spec.Unavailable == MechanismBubblewrap {
-		return nil, &Error{Msg: "bubblewrap is configured, and bwrap is not installed here (apt-get install bubblewrap)"}
+	if err != nil {
+		return nil, err
 	}
-	// The helper has made the PID, mount and (unless the network is allowed) network
-	// namespaces already; bwrap adds the rest inside them — a PID namespace of its own
-	// too, without which its /proc would be the host's.
-	args := []string{bwrap, "--die-with-parent", "--new-session", "--cap-drop", "ALL", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
+	args := []string{bwrap, "--die-with-parent", "--new-session", "--unshare-user", "--uid", fmt.Sprint(CommandUID), "--gid", fmt.Sprint(CommandUID),
+		"--cap-drop", "ALL", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
 		"--dev", "/dev", "--proc", "/proc", "--size", fmt.Sprint(TmpBytes), "--tmpfs", "/tmp"}
 	for _, d := range spec.ReadOnly {
 		fi, err := os.Lstat(d)
@@ -47,7 +58,7 @@ func wrap(spec Spec, argv []string) ([]string, error) {
 		case fi.Mode()&os.ModeSymlink != 0:
 			target, err := os.Readlink(d)
 			if err != nil {
-				return nil, &Error{Msg: err.Error()}
+				return nil, err
 			}
 			args = append(args, "--symlink", target, d)
 		default:
@@ -58,6 +69,6 @@ func wrap(spec Spec, argv []string) ([]string, error) {
 	if spec.WorkspaceReadOnly {
 		bind = "--ro-bind"
 	}
-	args = append(args, bind, spec.Workspace, spec.Workspace, "--chdir", spec.Workspace, "--")
+	args = append(args, bind, spec.Workspace, spec.Workspace, "--chdir", spec.Workspace, "--seccomp", fmt.Sprint(seccompFD), "--")
 	return append(args, argv...), nil
 }

@@ -6,14 +6,22 @@
 //
 // Run (a command) and Command (a long-lived program such as a stdio MCP server)
 // confine a process: turnlog starts itself again as a helper in new PID, mount and
-// (usually) network namespaces, which sets a process limit, builds the process a root
-// of its own, hides the workspace's secrets, restricts itself with Landlock (or hands
-// over to bubblewrap), drops every capability, installs a seccomp filter, sets
-// resource limits and becomes the process. In network-allowlist mode a proxy inside
-// the process's network namespace is its only way out. Doctor probes all of it.
+// (usually) network namespaces. Its first stage, root, sets a process limit and builds
+// the process a root of its own in which the workspace is an overlay: an id-mapped
+// view of it below (the command owns its files there) and a tmpfs of a fixed size
+// above, where everything the command writes lands. Secrets are masked and every .git
+// is read-only. Its second stage runs as CommandUID, an unprivileged uid, restricts
+// itself with Landlock (or hands over to an unprivileged bubblewrap) and a seccomp
+// filter, sets resource limits and becomes the process. When the process ends, the
+// first stage kills whatever it left and applies what it wrote to the workspace —
+// owned by the workspace's owner, without setuid bits or capabilities, refusing any
+// change to .git or a new repository — and reports each change. In
+// network-allowlist mode a proxy inside the process's network namespace is its only
+// way out. Doctor probes all of it.
 //
 // It must never fall back to an unchecked open or run a process with less than it was
-// asked for — a step that cannot be applied fails the call closed — and never decide
-// what a tool may do (that is package policy): it only makes what was decided
-// impossible to exceed.
+// asked for — a step that cannot be applied fails the call closed — never let a
+// process write to the host except through the applied changes, and never decide what
+// a tool may do (that is package policy): it only makes what was decided impossible
+// to exceed.
 package sandbox

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -26,15 +27,18 @@ type Spec struct {
 	AllowHost HostCheck `json:"-"`
 	// Dial is how the proxy connects out, Resolve how it finds a host's addresses;
 	// nil is the system's.
-	Dial         func(ctx context.Context, network, addr string) (net.Conn, error) `json:"-"`
-	Resolve      func(ctx context.Context, host string) ([]net.IP, error)          `json:"-"`
-	ProxyPort    int                                                               `json:"proxy_port,omitempty"` // set by Run
-	Timeout      time.Duration                                                     `json:"-"`
-	CPUSeconds   uint64                                                            `json:"cpu_seconds"`
-	MemoryBytes  uint64                                                            `json:"memory_bytes"`  // address space
-	FileBytes    uint64                                                            `json:"file_bytes"`    // largest file it may write
-	MaxProcesses int                                                               `json:"max_processes"` // processes alive at once, at least MinProcesses
-	OutputBytes  int                                                               `json:"-"`             // kept per stream, head and tail
+	Dial        func(ctx context.Context, network, addr string) (net.Conn, error) `json:"-"`
+	Resolve     func(ctx context.Context, host string) ([]net.IP, error)          `json:"-"`
+	ProxyPort   int                                                               `json:"proxy_port,omitempty"` // set by Run
+	Timeout     time.Duration                                                     `json:"-"`
+	CPUSeconds  uint64                                                            `json:"cpu_seconds"`
+	MemoryBytes uint64                                                            `json:"memory_bytes"` // address space
+	FileBytes   uint64                                                            `json:"file_bytes"`   // largest file it may write
+	// WriteBytes is what a command may write to the workspace in all (its write
+	// layer's size): past it writes fail with ENOSPC.
+	WriteBytes   uint64 `json:"write_bytes"`
+	MaxProcesses int    `json:"max_processes"` // processes alive at once, at least MinProcesses
+	OutputBytes  int    `json:"-"`             // kept per stream, head and tail
 	// ReadOnly are directories the command may read (the system's programs and
 	// libraries); everything else outside the workspace is closed to it.
 	ReadOnly []string `json:"read_only"`
@@ -52,6 +56,7 @@ const (
 	DefaultCPUSeconds  = 60
 	DefaultMemoryBytes = 1 << 30
 	DefaultFileBytes   = 256 << 20
+	DefaultWriteBytes  = 1 << 30
 	DefaultProcesses   = 512
 	DefaultOutputBytes = 32 << 10
 )
@@ -74,6 +79,9 @@ type Result struct {
 	Reason     string `json:"truncated_reason,omitempty"`
 	// Network lists the hosts the command asked the proxy for (network-allowlist).
 	Network []HostDecision `json:"network,omitempty"`
+	// Changes are what the command changed in the workspace (applied after it ended),
+	// and what of it was refused; nil when it changed nothing.
+	Changes *Changes `json:"changes,omitempty"`
 }
 
 // Error is a sandbox that could not be set up: the command did not run.
@@ -102,7 +110,13 @@ func Run(ctx context.Context, spec Spec, command string) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	env := cmd.Env
+	reportR, reportW, err := os.Pipe()
+	if err != nil {
+		return nil, &Error{Msg: err.Error()}
+	}
+	defer reportR.Close()
+	cmd.ExtraFiles = []*os.File{reportW}
+	env := append(cmd.Env, reportEnv+"=3")
 	stdout, stderr := newHeadTail(spec.OutputBytes), newHeadTail(spec.OutputBytes)
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	cmd.WaitDelay = 2 * time.Second
@@ -136,6 +150,12 @@ func Run(ctx context.Context, spec Spec, command string) (*Result, error) {
 			return nil, &Error{Msg: "cannot start an isolated process: " + err.Error()}
 		}
 	}
+	reportW.Close()
+	reported := make(chan []byte, 1)
+	go func() {
+		raw, _ := io.ReadAll(io.LimitReader(reportR, 1<<20))
+		reported <- raw
+	}()
 	timer := time.NewTimer(spec.Timeout)
 	defer timer.Stop()
 	done := make(chan error, 1)
@@ -145,17 +165,21 @@ func Run(ctx context.Context, spec Spec, command string) (*Result, error) {
 	case err = <-done:
 	case <-timer.C:
 		res.TimedOut = true
-		cmd.Process.Kill() // the namespace's first process: the kernel kills the rest
-		err = <-done
+		err = stopHelper(cmd, done)
 	case <-ctx.Done():
-		cmd.Process.Kill()
-		err = <-done
+		err = stopHelper(cmd, done)
 	}
 	res.DurationMS = time.Since(began).Milliseconds()
 	if proxied != nil {
 		res.Network = proxied.close(ln)
 	}
 	res.Stdout, res.Stderr = stdout.String(), stderr.String()
+	if raw := <-reported; len(raw) > 0 {
+		var c Changes
+		if json.Unmarshal(raw, &c) == nil && (c.Count > 0 || len(c.Refused) > 0) {
+			res.Changes = &c
+		}
+	}
 	var exit *exec.ExitError
 	switch {
 	case err == nil:
@@ -187,6 +211,23 @@ func Run(ctx context.Context, spec Spec, command string) (*Result, error) {
 	return res, nil
 }
 
+// stopGrace is how long the helper may take, once asked to stop, to end the command
+// and apply what it wrote before it is killed (and the writes are lost).
+const stopGrace = 10 * time.Second
+
+// stopHelper asks the helper to end the command — it kills every process of the
+// namespace and applies what was written — and kills it if it takes too long.
+func stopHelper(cmd *exec.Cmd, done chan error) error {
+	cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(stopGrace):
+		cmd.Process.Kill() // the namespace's first process: the kernel kills the rest
+		return <-done
+	}
+}
+
 // helperCommand is the helper set up to confine argv (wrapped in bwrap when the spec
 // says so): in the workspace, with the allowlisted environment, in new PID and mount
 // namespaces — and a network namespace of its own when ownNetwork. The caller adds
@@ -196,12 +237,12 @@ func helperCommand(spec Spec, argv []string, ownNetwork bool) (*exec.Cmd, error)
 	if err != nil {
 		return nil, &Error{Msg: "cannot find the turnlog binary to start the sandbox: " + err.Error()}
 	}
-	if argv, err = wrap(spec, argv); err != nil {
+	if err := checkMechanism(spec); err != nil {
 		return nil, err
 	}
 	cmd := exec.Command(exe, argv...)
 	cmd.Dir = spec.Workspace
-	cmd.Env = append(allowedEnv(), "HOME="+spec.Workspace, helperEnv+"=1")
+	cmd.Env = append(allowedEnv(), "HOME="+spec.Workspace, helperEnv+"="+stageSetUp)
 	flags := uintptr(syscall.CLONE_NEWPID | syscall.CLONE_NEWNS)
 	if ownNetwork {
 		flags |= syscall.CLONE_NEWNET
@@ -222,6 +263,9 @@ func withDefaults(s Spec) Spec {
 	}
 	if s.FileBytes == 0 {
 		s.FileBytes = DefaultFileBytes
+	}
+	if s.WriteBytes == 0 {
+		s.WriteBytes = DefaultWriteBytes
 	}
 	if s.MaxProcesses == 0 {
 		s.MaxProcesses = DefaultProcesses

@@ -4,19 +4,24 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
-	"runtime"
-	"runtime/debug"
+	"os/signal"
+	"strconv"
 	"syscall"
-	"unsafe"
-
-	"github.com/landlock-lsm/go-landlock/landlock"
-	llsyscall "github.com/landlock-lsm/go-landlock/landlock/syscall"
 )
 
-// IsHelper says whether this process is the sandbox's helper (turnlog started it to
-// set a command's limits up from inside its namespaces). main calls HelperMain then.
-func IsHelper() bool { return os.Getenv(helperEnv) == "1" }
+// The helper's stages, as helperEnv names them.
+const (
+	stageSetUp   = "1" // root: namespaces, the root, the workspace's layers; waits, applies
+	stageConfine = "2" // CommandUID: restricts itself and becomes the command
+	// reportEnv names the descriptor on which the first stage reports the changes it
+	// applied (a JSON Changes) before it exits.
+	reportEnv = "TURNLOG_SANDBOX_REPORT"
+)
+
+// IsHelper says whether this process is one of the sandbox's helper stages (turnlog
+// started itself to set a command up from inside its namespaces). main calls
+// HelperMain then.
+func IsHelper() bool { return os.Getenv(helperEnv) != "" }
 
 // BecomeHelperIfAsked runs HelperMain (which never returns) when this process was
 // started as the helper; a binary that runs sandboxed commands — turnlog, or a test
@@ -27,135 +32,118 @@ func BecomeHelperIfAsked() {
 	}
 }
 
-// HelperMain applies the limits of the spec it was given — a private root, Landlock,
-// no capabilities, then resource limits — and becomes the command (with bubblewrap:
-// the process limit, the masks and the resource limits, then becomes bwrap, which
-// builds the root and runs the command). It never returns. Any step that fails ends the
-// process with status 125 and the reason, so the command never runs unconfined.
+// HelperMain is the sandbox's helper; it never returns. Its first stage runs as root
+// in the command's new PID and mount namespaces: it sets the process limit, builds the
+// command's root (the workspace shown through an id-mapped overlay, secrets masked,
+// .git read-only) and starts the second stage as CommandUID, which confines itself
+// and becomes the command (confineMain). The first stage stays the namespace's first
+// process — out of the command's reach, since it is root and not dumpable — reaps
+// what the command leaves, and when the command ends (or turnlog asks with SIGTERM)
+// kills every process left, applies what the command wrote to the workspace and
+// reports it. Any step that fails ends the process with status 125 and the reason,
+// so the command never runs unconfined.
 func HelperMain() {
-	fail := func(format string, args ...any) {
-		fmt.Fprintf(os.Stderr, failPrefix+format+"\n", args...)
-		os.Exit(helperFail)
-	}
 	var spec Spec
 	if err := json.Unmarshal([]byte(os.Getenv(specEnv)), &spec); err != nil {
 		fail("unreadable spec: %v", err)
 	}
+	if os.Getenv(helperEnv) == stageConfine {
+		confineMain(spec)
+	}
+	var report *os.File
+	if v := os.Getenv(reportEnv); v != "" {
+		fd, err := strconv.Atoi(v)
+		if err != nil {
+			fail("unreadable report descriptor %q", v)
+		}
+		syscall.CloseOnExec(fd)
+		report = os.NewFile(uintptr(fd), "report")
+	}
+	os.Unsetenv(reportEnv)
 	if spec.Unavailable == "pid_max" {
 		fail("no per-namespace process limit here, and this sandbox requires one")
 	}
 	if err := limitProcesses(spec.MaxProcesses); err != nil {
 		fail("cannot limit the number of processes: %v", err)
 	}
-	bwrap := spec.Mechanism == MechanismBubblewrap
-	if !bwrap { // bubblewrap builds the command's root itself
-		if err := enterPrivateRoot(spec.Workspace, spec.WorkspaceReadOnly, spec.ReadOnly); err != nil {
-			fail("cannot set the command's filesystem up: %v", err)
-		}
+	lay, err := enterPrivateRoot(spec.Workspace, spec.WorkspaceReadOnly, spec.ReadOnly, spec.WriteBytes)
+	if err != nil {
+		fail("cannot set the command's filesystem up: %v", err)
 	}
 	if err := maskDenied(spec.Workspace); err != nil {
 		fail("cannot hide the workspace's denied files: %v", err)
 	}
-	os.Unsetenv(helperEnv)
-	os.Unsetenv(specEnv)
-	path, err := exec.LookPath(os.Args[1])
+	if _, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, syscall.PR_SET_DUMPABLE, 0, 0); errno != 0 {
+		fail("not dumpable: %v", errno)
+	}
+	stop := make(chan os.Signal, 1)
+	signal.Notify(stop, syscall.SIGTERM)
+	pid, err := startConfined()
 	if err != nil {
-		fail("%v", err)
+		fail("cannot start the command: %v", err)
 	}
-	// What follows binds the thread that does it and what it execs: this thread
-	// restricts itself and becomes the command (or bwrap), and is never handed back to
-	// the Go runtime. (Restricting every thread goes through psx, which hangs in a
-	// process that is the first of its PID namespace.)
-	runtime.LockOSThread()
-	if _, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, prSetNoNewPrivs, 1, 0); errno != 0 {
-		fail("no_new_privs: %v", errno)
-	}
-	if !bwrap { // bwrap drops the command's capabilities itself (--cap-drop ALL)
-		if msg := restrictWithLandlock(spec); msg != "" {
-			fail("%s", msg)
+	go func() {
+		<-stop
+		syscall.Kill(-1, syscall.SIGKILL) // every process of the namespace but this one
+	}()
+	code := reapUntil(pid)
+	syscall.Kill(-1, syscall.SIGKILL)
+	reapUntil(-1)
+	if lay != nil {
+		changes, err := applyChanges(lay)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "turnlog: applying the command's changes to the workspace failed: %v\n", err)
+			if code == 0 {
+				code = helperFail
+			}
 		}
-		if errno := dropCapabilities(); errno != 0 {
-			fail("cannot drop capabilities: %v", errno)
-		}
-	}
-	if errno := installSeccomp(userNamespaceFilter()); errno != 0 {
-		fail("cannot install the seccomp filter (user namespaces): %v", errno)
-	}
-	// The limits come last, right before the command starts: this helper itself may
-	// need more memory than the command may have (a race-detector build does). Nothing
-	// is allocated after them: execve's arguments are built first.
-	argv0, err := syscall.BytePtrFromString(path)
-	if err != nil {
-		fail("%v", err)
-	}
-	argv, err := syscall.SlicePtrFromStrings(os.Args[1:])
-	if err != nil {
-		fail("%v", err)
-	}
-	envv, err := syscall.SlicePtrFromStrings(os.Environ())
-	if err != nil {
-		fail("%v", err)
-	}
-	debug.SetGCPercent(-1)
-	for _, l := range []struct {
-		res   int
-		value uint64
-		name  string
-	}{{syscall.RLIMIT_CPU, spec.CPUSeconds, "cpu"}, {syscall.RLIMIT_AS, spec.MemoryBytes, "memory"}, {syscall.RLIMIT_FSIZE, spec.FileBytes, "file size"}} {
-		lim := syscall.Rlimit{Cur: l.value, Max: l.value}
-		if _, _, errno := syscall.RawSyscall6(syscall.SYS_PRLIMIT64, 0, uintptr(l.res), uintptr(unsafe.Pointer(&lim)), 0, 0, 0); errno != 0 {
-			fail("cannot limit %s: %v", l.name, errno)
+		if report != nil {
+			json.NewEncoder(report).Encode(changes)
 		}
 	}
-	_, _, errno := syscall.RawSyscall(syscall.SYS_EXECVE, uintptr(unsafe.Pointer(argv0)),
-		uintptr(unsafe.Pointer(&argv[0])), uintptr(unsafe.Pointer(&envv[0])))
-	fail("exec %s: %v", os.Args[1], errno)
+	os.Exit(code)
 }
 
-const prSetNoNewPrivs = 38 // PR_SET_NO_NEW_PRIVS
-
-// restrictWithLandlock restricts the calling thread: the workspace, /tmp and the
-// system directories only, TCP only to the proxy (or not at all) without the host's
-// network, abstract sockets and signals scoped. It says why it could not, or "".
-func restrictWithLandlock(spec Spec) string {
-	if spec.Unavailable == "landlock" {
-		return "landlock is not available here, and this sandbox requires it"
-	}
-	ws := landlock.RWDirs(spec.Workspace)
-	if spec.WorkspaceReadOnly {
-		ws = landlock.RODirs(spec.Workspace)
-	}
-	rules := []landlock.Rule{ws, landlock.RWDirs("/tmp"), landlock.RWFiles("/dev/null"), landlock.ROFiles("/dev/urandom", "/dev/zero")}
-	for _, d := range spec.ReadOnly {
-		if _, err := os.Stat(d); err == nil {
-			rules = append(rules, landlock.RODirs(d))
-		}
-	}
-	// ABI 5 exactly, not best effort: a kernel without it fails the call closed. With
-	// no network, TCP is closed by Landlock too (the namespace has no route out anyway).
-	cfg := landlock.Config{HandledAccessFS: landlock.V5.HandledAccessFS}
-	// ABI 6 scopes abstract unix sockets and signals to the command's own domain.
-	// With the host's network (workspace-write) that is the only thing between the
-	// command and the host's abstract sockets, so there it is required.
-	switch abi, _ := llsyscall.LandlockGetABIVersion(); {
-	case abi >= 6:
-		cfg.Scoped = landlock.V6.Scoped
-	case spec.Network:
-		return fmt.Sprintf("this kernel's Landlock (ABI %d) cannot keep a command with the host's network from the host's abstract unix sockets (ABI 6, Linux 6.12); use a network-off mode", abi)
-	}
-	if !spec.Network {
-		cfg.HandledAccessNet = landlock.V5.HandledAccessNet
-		if spec.ProxyPort != 0 {
-			rules = append(rules, landlock.ConnectTCP(uint16(spec.ProxyPort)))
-		}
-	}
-	fd, flags, err := cfg.NewRulesetFD(rules...)
+// startConfined starts the helper's second stage: this binary again, as CommandUID
+// with no supplementary groups (so no capability either), in the workspace, with the
+// command's standard streams and nothing else of this process's descriptors.
+func startConfined() (int, error) {
+	os.Setenv(helperEnv, stageConfine)
+	env := os.Environ()
+	dir, err := os.Getwd()
 	if err != nil {
-		return "landlock: " + err.Error()
+		return 0, err
 	}
-	defer syscall.Close(fd)
-	if err := llsyscall.LandlockRestrictSelf(fd, flags); err != nil {
-		return "landlock: " + err.Error()
+	return syscall.ForkExec("/proc/self/exe", os.Args, &syscall.ProcAttr{
+		Dir:   dir,
+		Env:   env,
+		Files: []uintptr{0, 1, 2},
+		Sys: &syscall.SysProcAttr{
+			Credential: &syscall.Credential{Uid: CommandUID, Gid: CommandUID, Groups: []uint32{}},
+			Pdeathsig:  syscall.SIGKILL,
+		},
+	})
+}
+
+// reapUntil reaps the namespace's processes (orphans come to its first process) until
+// pid has exited, and says with what status a shell would; with pid -1 until none is
+// left.
+func reapUntil(pid int) int {
+	for {
+		var ws syscall.WaitStatus
+		got, err := syscall.Wait4(-1, &ws, 0, nil)
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			return helperFail
+		}
+		if got != pid {
+			continue
+		}
+		if ws.Signaled() {
+			return 128 + int(ws.Signal())
+		}
+		return ws.ExitStatus()
 	}
-	return ""
 }

@@ -22,73 +22,81 @@ var devices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/d
 // read-only), a few devices, a fresh /proc of the command's PID namespace and an empty
 // private /tmp — then pivots into it. Nothing else of the host's filesystem exists
 // for the command: no daemon's socket (/run/docker.sock …), no other user's files.
-// Landlock still applies on top. Paths keep their host names.
-func enterPrivateRoot(workspace string, readOnly bool, systemDirs []string) error {
+// The workspace is shown through mountWorkspace (the command owns its files; its
+// writes go to a layer of their own): the returned layers hold them. Landlock still
+// applies on top. Paths keep their host names.
+func enterPrivateRoot(workspace string, readOnly bool, systemDirs []string, writeBytes uint64) (*layers, error) {
 	if err := syscall.Mount("none", "/", "", syscall.MS_REC|syscall.MS_PRIVATE, ""); err != nil {
-		return fmt.Errorf("make mounts private: %w", err)
+		return nil, fmt.Errorf("make mounts private: %w", err)
+	}
+	// The helper's own view of /proc becomes its PID namespace's: the host's would
+	// name other processes by the PIDs of this namespace's.
+	if err := syscall.Mount("proc", "/proc", "proc", syscall.MS_NOSUID|syscall.MS_NODEV|syscall.MS_NOEXEC, ""); err != nil {
+		return nil, fmt.Errorf("mount /proc: %w", err)
 	}
 	base := rootBase
 	if err := os.MkdirAll(base, 0o700); err != nil {
 		base = filepath.Join(os.TempDir(), "turnlog-sandbox")
 		if err := os.MkdirAll(base, 0o700); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if err := syscall.Mount("tmpfs", base, "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, "mode=0755,size=1m"); err != nil {
-		return fmt.Errorf("root tmpfs: %w", err)
+		return nil, fmt.Errorf("root tmpfs: %w", err)
 	}
 	for _, d := range systemDirs {
 		if err := mirror(base, d, true); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if err := os.MkdirAll(base+"/dev", 0o755); err != nil {
-		return err
+		return nil, err
 	}
 	for _, d := range devices {
 		if _, err := os.Stat(d); err != nil {
 			continue
 		}
 		if err := os.WriteFile(base+d, nil, 0o666); err != nil {
-			return err
+			return nil, err
 		}
 		if err := syscall.Mount(d, base+d, "", syscall.MS_BIND, ""); err != nil {
-			return fmt.Errorf("bind %s: %w", d, err)
+			return nil, fmt.Errorf("bind %s: %w", d, err)
 		}
 	}
 	for link, target := range map[string]string{"/dev/fd": "/proc/self/fd", "/dev/stdin": "/proc/self/fd/0", "/dev/stdout": "/proc/self/fd/1", "/dev/stderr": "/proc/self/fd/2"} {
 		if err := os.Symlink(target, base+link); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	for _, d := range []string{"/proc", "/tmp"} {
 		if err := os.MkdirAll(base+d, 0o1777); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if err := syscall.Mount("proc", base+"/proc", "proc", syscall.MS_NOSUID|syscall.MS_NODEV|syscall.MS_NOEXEC, ""); err != nil {
-		return fmt.Errorf("mount /proc: %w", err)
+		return nil, fmt.Errorf("mount /proc: %w", err)
 	}
 	if err := syscall.Mount("tmpfs", base+"/tmp", "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, fmt.Sprintf("mode=1777,size=%d", TmpBytes)); err != nil {
-		return fmt.Errorf("mount /tmp: %w", err)
+		return nil, fmt.Errorf("mount /tmp: %w", err)
 	}
 	// The workspace last: it may lie under /tmp, which is the command's own by now.
-	if err := mirror(base, workspace, readOnly); err != nil {
-		return err
+	lay, err := mountWorkspace(workspace, base+workspace, readOnly, writeBytes)
+	if err != nil {
+		return nil, err
 	}
 	if err := syscall.Mount("", base, "", syscall.MS_REMOUNT|syscall.MS_RDONLY|syscall.MS_NOSUID|syscall.MS_NODEV, ""); err != nil {
-		return fmt.Errorf("root read-only: %w", err)
+		return nil, fmt.Errorf("root read-only: %w", err)
 	}
 	if err := os.Chdir(base); err != nil {
-		return err
+		return nil, err
 	}
 	if err := syscall.PivotRoot(".", "."); err != nil {
-		return fmt.Errorf("pivot_root: %w", err)
+		return nil, fmt.Errorf("pivot_root: %w", err)
 	}
 	if err := syscall.Unmount(".", syscall.MNT_DETACH); err != nil { // the old root, stacked under the new
-		return fmt.Errorf("detach the old root: %w", err)
+		return nil, fmt.Errorf("detach the old root: %w", err)
 	}
-	return os.Chdir(workspace)
+	return lay, os.Chdir(workspace)
 }
 
 // mirror makes path exist under base as it is on the host: a directory bound there

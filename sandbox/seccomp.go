@@ -43,9 +43,9 @@ type sockFprog struct {
 	filter *sockFilter
 }
 
-// userNamespaceFilter is the filter for this architecture; nil where turnlog does
+// commandFilter is the filter for this architecture; nil where turnlog does
 // not know the system call numbers (the call then fails closed).
-func userNamespaceFilter() []sockFilter {
+func commandFilter() []sockFilter {
 	var arch, unshare, clone, clone3 uint32
 	switch runtime.GOARCH {
 	case "amd64":

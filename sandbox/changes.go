@@ -1,0 +1,277 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Changes is what a command changed in its workspace, as turnlog applied it.
+type Changes struct {
+	// Paths are the workspace paths changed (written, created or deleted), the first
+	// MaxListedChanges of them; Count is how many there were.
+	Paths []string `json:"paths,omitempty"`
+	Count int      `json:"count"`
+	// Refused are changes turnlog did not apply, and why.
+	Refused []Refusal `json:"refused,omitempty"`
+}
+
+// Refusal is one change of a command's that was not applied.
+type Refusal struct {
+	Path   string `json:"path"`
+	Reason string `json:"reason"`
+}
+
+// MaxListedChanges caps Changes.Paths and Changes.Refused.
+const MaxListedChanges = 100
+
+// Reasons a change is refused.
+const (
+	refusedGitInternals = ".git is read-only to commands (git's config, hooks and object pointers would run or reach code on the host)"
+	refusedNewRepo      = "a command may not create a git repository (git would run its config when someone runs git here)"
+	refusedSpecial      = "devices, fifos and sockets are not applied"
+)
+
+// applier applies an overlay's upper layer to the real workspace. It runs in the
+// helper after every process of the command is dead, so nothing changes under it.
+type applier struct {
+	upper    string   // the upper layer's directory
+	ws       *os.Root // the real workspace
+	uid, gid int      // who owns what a command creates: the workspace's owner
+	out      Changes
+	times    []func() // directory times, set once their contents are in place
+}
+
+// applyChanges applies what a command wrote (the overlay's upper layer) to the
+// workspace, with the workspace owner's ownership, permissions without setuid,
+// setgid or sticky bits, no extended attributes (so no file capability), and
+// modification times kept. A change inside .git, or one that would create a git
+// repository, is refused, as is a device, fifo or socket.
+func applyChanges(l *layers) (Changes, error) {
+	ws, err := os.OpenRoot(fmt.Sprintf("/proc/self/fd/%d", l.workspace.Fd()))
+	if err != nil {
+		return Changes{}, err
+	}
+	defer ws.Close()
+	fi, err := l.workspace.Stat()
+	if err != nil {
+		return Changes{}, err
+	}
+	st := fi.Sys().(*syscall.Stat_t)
+	a := &applier{upper: fmt.Sprintf("/proc/self/fd/%d", l.upper.Fd()), ws: ws, uid: int(st.Uid), gid: int(st.Gid)}
+	err = a.dir(".")
+	for i := len(a.times) - 1; i >= 0; i-- {
+		a.times[i]()
+	}
+	return a.out, err
+}
+
+func (a *applier) changed(rel string) {
+	a.out.Count++
+	if len(a.out.Paths) < MaxListedChanges {
+		a.out.Paths = append(a.out.Paths, rel)
+	}
+}
+
+func (a *applier) refuse(rel, why string) {
+	if len(a.out.Refused) < MaxListedChanges {
+		a.out.Refused = append(a.out.Refused, Refusal{Path: rel, Reason: why})
+	}
+}
+
+// dir applies the upper layer's directory rel: every entry in it, and — when the
+// directory is opaque (it replaced one of the workspace's) — the removal of every
+// workspace entry it does not hold.
+func (a *applier) dir(rel string) error {
+	entries, err := os.ReadDir(path.Join(a.upper, rel))
+	if err != nil {
+		return err
+	}
+	if rel != "." && opaque(path.Join(a.upper, rel)) {
+		if err := a.dropUnlisted(rel, entries); err != nil {
+			return err
+		}
+	}
+	for _, e := range entries {
+		if err := a.entry(path.Join(rel, e.Name())); err != nil {
+			return fmt.Errorf("apply %s: %w", path.Join(rel, e.Name()), err)
+		}
+	}
+	return nil
+}
+
+func (a *applier) entry(rel string) error {
+	up := path.Join(a.upper, rel)
+	fi, err := os.Lstat(up)
+	if err != nil {
+		return err
+	}
+	if why := a.guard(rel); why != "" {
+		a.refuse(rel, why)
+		return nil
+	}
+	cur, curErr := a.ws.Lstat(rel)
+	exists := curErr == nil
+	switch mode := fi.Mode(); {
+	case mode&fs.ModeCharDevice != 0 && fi.Sys().(*syscall.Stat_t).Rdev == 0: // a whiteout: deleted
+		if exists {
+			if err := a.ws.RemoveAll(rel); err != nil {
+				return err
+			}
+			a.changed(rel)
+		}
+		return nil
+	case mode.IsDir():
+		if exists && !cur.IsDir() {
+			if err := a.ws.RemoveAll(rel); err != nil {
+				return err
+			}
+			exists = false
+		}
+		if !exists {
+			if err := a.ws.Mkdir(rel, 0o700); err != nil {
+				return err
+			}
+			a.own(rel)
+			a.changed(rel)
+		}
+		if err := a.ws.Chmod(rel, mode.Perm()); err != nil {
+			return err
+		}
+		mtime := fi.ModTime()
+		a.times = append(a.times, func() { a.ws.Chtimes(rel, mtime, mtime) })
+		return a.dir(rel)
+	case mode.IsRegular():
+		if exists && !cur.Mode().IsRegular() {
+			if err := a.ws.RemoveAll(rel); err != nil {
+				return err
+			}
+			exists = false
+		}
+		if err := a.copyFile(rel, up, fi); err != nil {
+			return err
+		}
+		if !exists {
+			a.own(rel)
+		}
+		a.changed(rel)
+		return nil
+	case mode&fs.ModeSymlink != 0:
+		target, err := os.Readlink(up)
+		if err != nil {
+			return err
+		}
+		if exists {
+			if err := a.ws.RemoveAll(rel); err != nil {
+				return err
+			}
+		}
+		if err := a.ws.Symlink(target, rel); err != nil {
+			return err
+		}
+		a.own(rel)
+		a.changed(rel)
+		return nil
+	}
+	a.refuse(rel, refusedSpecial)
+	return nil
+}
+
+// copyFile writes the upper layer's file into the workspace in place (an existing
+// file keeps its owner and links), with its permissions less setuid, setgid and
+// sticky bits, and its modification time.
+func (a *applier) copyFile(rel, up string, fi fs.FileInfo) error {
+	src, err := os.Open(up)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	dst, err := a.ws.OpenFile(rel, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|unix.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(dst, src)
+	if cerr := dst.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	if err := a.ws.Chmod(rel, fi.Mode().Perm()); err != nil {
+		return err
+	}
+	return a.ws.Chtimes(rel, time.Now(), fi.ModTime())
+}
+
+// own gives what a command created to the workspace's owner (turnlog creates it).
+func (a *applier) own(rel string) {
+	if a.uid != 0 || a.gid != 0 {
+		a.ws.Lchown(rel, a.uid, a.gid)
+	}
+}
+
+// dropUnlisted removes from the workspace's directory rel what an opaque upper
+// directory does not hold: the command removed the directory and made a new one.
+func (a *applier) dropUnlisted(rel string, keep []os.DirEntry) error {
+	f, err := a.ws.Open(rel)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	names, err := f.Readdirnames(-1)
+	f.Close()
+	if err != nil {
+		return nil // not a directory: entry replaces it
+	}
+	kept := map[string]bool{}
+	for _, e := range keep {
+		kept[e.Name()] = true
+	}
+	for _, n := range names {
+		if kept[n] {
+			continue
+		}
+		r := path.Join(rel, n)
+		if why := a.guard(r); why != "" {
+			a.refuse(r, why)
+			continue
+		}
+		if err := a.ws.RemoveAll(r); err != nil {
+			return err
+		}
+		a.changed(r)
+	}
+	return nil
+}
+
+// guard says why a change at rel may not be applied, or "".
+func (a *applier) guard(rel string) string {
+	parts := strings.Split(rel, "/")
+	for i, p := range parts {
+		if !strings.EqualFold(p, ".git") {
+			continue
+		}
+		if _, err := a.ws.Lstat(path.Join(parts[:i+1]...)); err == nil {
+			return refusedGitInternals
+		}
+		return refusedNewRepo
+	}
+	return ""
+}
+
+// opaque says whether an upper directory replaced the lower one (overlayfs marks it).
+func opaque(dir string) bool {
+	buf := make([]byte, 8)
+	n, err := unix.Lgetxattr(dir, "trusted.overlay.opaque", buf)
+	return err == nil && n == 1 && buf[0] == 'y'
+}

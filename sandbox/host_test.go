@@ -1,0 +1,140 @@
+package sandbox_test
+
+import (
+	"archive/tar"
+	"bytes"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/turnlog/turnlog/sandbox"
+	"golang.org/x/sys/unix"
+)
+
+// These tests attack the host through what a command leaves behind in its workspace
+// (a setuid file, a git repository) and check it from the host, as a person would.
+
+func TestCommandsAreNotRoot(t *testing.T) {
+	t.Parallel()
+	s, _ := spec(t)
+	res := run(t, s, "id -u; id -g; cat /etc/shadow && echo READ-SHADOW; cat /etc/gshadow && echo READ-GSHADOW; true")
+	if want := fmt.Sprintf("%d\n%d\n", sandbox.CommandUID, sandbox.CommandUID); !strings.HasPrefix(res.Stdout, want) {
+		t.Fatalf("the command's ids: %q, want %q", res.Stdout, want)
+	}
+	if strings.Contains(res.Stdout, "READ-") {
+		t.Fatalf("a command read the host's password hashes: %+v", res)
+	}
+}
+
+// TestSetuidNeverReachesTheHost: every way a command has of leaving a setuid, setgid
+// or capability-bearing file leaves, on the host, a file that gives an unprivileged
+// user who runs it nothing.
+func TestSetuidNeverReachesTheHost(t *testing.T) {
+	t.Parallel()
+	s, _ := spec(t)
+	var archive bytes.Buffer
+	tw := tar.NewWriter(&archive)
+	sh, _ := os.ReadFile("/bin/sh")
+	tw.WriteHeader(&tar.Header{Name: "from-tar", Mode: 0o4755, Size: int64(len(sh)), Typeflag: tar.TypeReg})
+	tw.Write(sh)
+	tw.WriteHeader(&tar.Header{Name: "sgid-dir/", Mode: 0o2775, Typeflag: tar.TypeDir})
+	tw.Close()
+	os.WriteFile(filepath.Join(s.Workspace, "payload.tar"), archive.Bytes(), 0o644)
+	// A setuid program the operator keeps in the workspace: copying it with its mode
+	// must not give the copy the bit.
+	os.WriteFile(filepath.Join(s.Workspace, "operator-tool"), sh, 0o755)
+	os.Chmod(filepath.Join(s.Workspace, "operator-tool"), 0o4755)
+	res := run(t, s, strings.Join([]string{
+		`python3 -c 'import shutil, os; shutil.copy("/bin/bash", "py-bash"); os.chmod("py-bash", 0o4755)'`,
+		`install -m 4755 /bin/sh installed`,
+		`cp /bin/sh chmodded && chmod u+s,g+s chmodded`,
+		`tar -xpf payload.tar`,
+		`cp -p operator-tool copied-p`,
+		`cp /bin/sh capped && setcap cap_setuid,cap_dac_override+ep capped`,
+		`python3 -c 'import os; os.setxattr("capped", "security.capability", bytes(20))'`,
+		`mkdir sgid && chmod 2777 sgid`,
+		`ls -l`,
+	}, "; "))
+	made := []string{"py-bash", "installed", "chmodded", "from-tar", "copied-p", "capped"}
+	for _, name := range made {
+		p := filepath.Join(s.Workspace, name)
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Fatalf("%s was not made (the attack must run for the test to mean anything): %v\n%+v", name, err, res)
+		}
+		if fi.Mode()&(fs.ModeSetuid|fs.ModeSetgid) != 0 {
+			t.Errorf("%s is %v on the host", name, fi.Mode())
+		}
+		if n, _ := unix.Lgetxattr(p, "security.capability", make([]byte, 64)); n > 0 {
+			t.Errorf("%s carries a file capability on the host", name)
+		}
+		if st := fi.Sys().(*syscall.Stat_t); st.Uid == sandbox.CommandUID {
+			t.Errorf("%s is owned by the sandbox's uid on the host", name)
+		}
+		// Run by an unprivileged user, it must not give euid 0.
+		if name != "copied-p" && name != "from-tar" && name != "installed" && name != "chmodded" && name != "capped" && name != "py-bash" {
+			continue
+		}
+		out, _ := exec.Command("setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups", p, "-p", "-c", "id -u").CombinedOutput()
+		if strings.TrimSpace(string(out)) == "0" {
+			t.Errorf("running %s as nobody gives euid 0", name)
+		}
+	}
+	for _, dir := range []string{"sgid", "sgid-dir"} {
+		if fi, err := os.Stat(filepath.Join(s.Workspace, dir)); err != nil || fi.Mode()&fs.ModeSetgid != 0 {
+			t.Errorf("%s: %v %v", dir, fi, err)
+		}
+	}
+}
+
+// TestGitCannotBeTurnedAgainstTheHost: a command that plants git configuration —
+// by replacing .git, pointing it elsewhere, or making a repository of its own — does
+// not make a person's `git status` on the host run anything.
+func TestGitCannotBeTurnedAgainstTheHost(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Fatal("git is needed for this test")
+	}
+	for name, attack := range map[string]string{
+		"replace .git": `mv .git .git-old; mkdir g; cp -r .git-old/objects .git-old/refs .git-old/HEAD g/ || cp -r .git/objects .git/refs .git/HEAD g/; printf '[core]\n\tfsmonitor = "touch MARKER"\n' > g/config; mv g .git || { rm -rf .git; mv g .git; }`,
+		"commondir":    `mkdir -p evil/objects/info evil/refs/heads; printf '[core]\n\tfsmonitor = "touch MARKER"\n' > evil/config; touch evil/objects/info/x evil/refs/heads/x; echo ../evil > .git/commondir`,
+		"config":       `git config core.fsmonitor "touch MARKER"; printf '[core]\n\tfsmonitor = "touch MARKER"\n' >> .git/config; echo 'touch MARKER' > .git/hooks/post-checkout; chmod +x .git/hooks/post-checkout`,
+		"nested repo":  `mkdir -p sub && cd sub && git init -q && git config core.fsmonitor "touch MARKER" && touch f`,
+		"gitdir file":  `mkdir -p other/r && git init -q other/r && git -C other/r config core.fsmonitor "touch MARKER"; mkdir -p sub2 && echo "gitdir: ../other/r/.git" > sub2/.git`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			s, outside := spec(t)
+			marker := filepath.Join(outside, "owned")
+			git := func(dir string, args ...string) string {
+				cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
+				cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "HOME="+outside)
+				out, _ := cmd.CombinedOutput()
+				return string(out)
+			}
+			git(s.Workspace, "init", "-q")
+			os.WriteFile(filepath.Join(s.Workspace, "README"), []byte("hello\n"), 0o644)
+			git(s.Workspace, "-c", "user.name=t", "-c", "user.email=t@t", "add", "README")
+			git(s.Workspace, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "first")
+			res := run(t, s, strings.ReplaceAll(attack, "MARKER", marker))
+			t.Logf("%+v", res)
+			for _, dir := range []string{".", "sub", "sub2", "other/r"} {
+				if _, err := os.Stat(filepath.Join(s.Workspace, dir)); err == nil {
+					git(filepath.Join(s.Workspace, dir), "status")
+					git(filepath.Join(s.Workspace, dir), "checkout", "-q", "-b", "x")
+				}
+			}
+			if _, err := os.Stat(marker); err == nil {
+				t.Fatalf("git on the host ran the command's planted code: %+v", res)
+			}
+			if out := git(s.Workspace, "log", "--oneline"); !strings.Contains(out, "first") {
+				t.Fatalf("the workspace's repository is damaged: %s", out)
+			}
+		})
+	}
+}

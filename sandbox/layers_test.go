@@ -1,0 +1,152 @@
+package sandbox_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestWritesReachTheWorkspace: what a command writes, renames and deletes is in the
+// workspace afterwards, owned by the workspace's owner, with its times, and the
+// result lists it.
+func TestWritesReachTheWorkspace(t *testing.T) {
+	t.Parallel()
+	s, _ := spec(t)
+	w := s.Workspace
+	for rel, content := range map[string]string{"keep.txt": "keep", "edit.txt": "one\n", "gone.txt": "x", "olddir/a.txt": "a", "tree/b/c.txt": "c", "replaced/x": "x"} {
+		os.MkdirAll(filepath.Dir(filepath.Join(w, rel)), 0o755)
+		os.WriteFile(filepath.Join(w, rel), []byte(content), 0o644)
+	}
+	os.Symlink("keep.txt", filepath.Join(w, "link"))
+	res := run(t, s, strings.Join([]string{
+		"echo two >> edit.txt", "rm gone.txt", "mv olddir newdir", "rm -rf tree", "echo new > made.txt",
+		"mkdir -p deep/er && echo d > deep/er/f", "touch -d 2001-02-03T04:05:06Z dated", "chmod 0600 keep.txt",
+		"rm -rf replaced && mkdir replaced && echo y > replaced/y", "ln -sf made.txt link", "mkfifo fifo",
+	}, " && "))
+	if res.ExitCode != 0 {
+		t.Fatalf("%+v", res)
+	}
+	read := func(rel string) string {
+		raw, err := os.ReadFile(filepath.Join(w, rel))
+		if err != nil {
+			return "<" + err.Error() + ">"
+		}
+		return string(raw)
+	}
+	for rel, want := range map[string]string{"edit.txt": "one\ntwo\n", "newdir/a.txt": "a", "made.txt": "new\n", "deep/er/f": "d\n", "keep.txt": "keep", "replaced/y": "y\n", "link": "new\n"} {
+		if got := read(rel); got != want {
+			t.Errorf("%s: %q, want %q", rel, got, want)
+		}
+	}
+	for _, rel := range []string{"gone.txt", "olddir", "tree", "replaced/x", "fifo"} {
+		if _, err := os.Lstat(filepath.Join(w, rel)); err == nil {
+			t.Errorf("%s is still there", rel)
+		}
+	}
+	if fi, err := os.Stat(filepath.Join(w, "dated")); err != nil || !fi.ModTime().Equal(time.Date(2001, 2, 3, 4, 5, 6, 0, time.UTC)) {
+		t.Errorf("dated: %v %v", fi, err)
+	}
+	if fi, _ := os.Stat(filepath.Join(w, "keep.txt")); fi == nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("keep.txt: %v", fi)
+	}
+	var st syscall.Stat_t
+	syscall.Lstat(filepath.Join(w, "made.txt"), &st)
+	var ws syscall.Stat_t
+	syscall.Stat(w, &ws)
+	if st.Uid != ws.Uid || st.Gid != ws.Gid {
+		t.Errorf("made.txt is owned by %d:%d, the workspace by %d:%d", st.Uid, st.Gid, ws.Uid, ws.Gid)
+	}
+	if res.Changes == nil || res.Changes.Count == 0 || !strings.Contains(strings.Join(res.Changes.Paths, " "), "made.txt") {
+		t.Fatalf("changes: %+v", res.Changes)
+	}
+	if len(res.Changes.Refused) != 1 || res.Changes.Refused[0].Path != "fifo" {
+		t.Fatalf("refused: %+v", res.Changes.Refused)
+	}
+}
+
+// TestGitIsReadOnlyInside: a command cannot rename, replace or write .git — any
+// repository's, at any depth — not even for the time it runs.
+func TestGitIsReadOnlyInside(t *testing.T) {
+	t.Parallel()
+	s, _ := spec(t)
+	for _, rel := range []string{".git/HEAD", ".git/objects/x", "vendor/lib/.git/HEAD"} {
+		os.MkdirAll(filepath.Dir(filepath.Join(s.Workspace, rel)), 0o755)
+		os.WriteFile(filepath.Join(s.Workspace, rel), []byte("ref: refs/heads/main\n"), 0o644)
+	}
+	res := run(t, s, `for c in "mv .git moved" "rm -rf .git" "touch .git/commondir" "echo x >> .git/HEAD" "mkdir .git/info" "mv vendor/lib/.git vendor/lib/g" "touch vendor/lib/.git/config" "rm .git/objects/x"; do (eval "$c") 2>/dev/null && echo "DID: $c"; done; true`)
+	if strings.Contains(res.Stdout, "DID") {
+		t.Fatalf("a command changed .git: %+v", res)
+	}
+	if raw, _ := os.ReadFile(filepath.Join(s.Workspace, ".git/HEAD")); string(raw) != "ref: refs/heads/main\n" {
+		t.Fatalf(".git/HEAD is %q", raw)
+	}
+}
+
+// TestSecretsAreClosedByWhatTheyAre: the default-deny list holds in dependency and
+// build directories too, and for a hard link to a secret under another name.
+func TestSecretsAreClosedByWhatTheyAre(t *testing.T) {
+	t.Parallel()
+	s, _ := spec(t)
+	var names []string
+	for _, dir := range []string{"node_modules/pkg", "vendor/x", ".venv/lib", "dist", "target/debug", "__pycache__", "a/b/c/d"} {
+		rel := filepath.Join(dir, ".env")
+		os.MkdirAll(filepath.Join(s.Workspace, dir), 0o755)
+		os.WriteFile(filepath.Join(s.Workspace, rel), []byte("TOKEN=sk-live-"+dir), 0o644)
+		names = append(names, rel)
+	}
+	os.WriteFile(filepath.Join(s.Workspace, ".env"), []byte("TOKEN=sk-live-root"), 0o644)
+	os.Link(filepath.Join(s.Workspace, ".env"), filepath.Join(s.Workspace, "notes.txt"))
+	os.MkdirAll(filepath.Join(s.Workspace, "deps"), 0o755)
+	os.Link(filepath.Join(s.Workspace, "node_modules/pkg/.env"), filepath.Join(s.Workspace, "deps/readme"))
+	res := run(t, s, "cat "+strings.Join(names, " ")+" notes.txt deps/readme; mv .env moved; cat moved; true")
+	if strings.Contains(res.Stdout, "sk-live") {
+		t.Fatalf("a command read a secret: %+v", res)
+	}
+	if raw, _ := os.ReadFile(filepath.Join(s.Workspace, ".env")); string(raw) != "TOKEN=sk-live-root" {
+		t.Fatalf(".env on the host is now %q", raw)
+	}
+}
+
+// TestWritesHaveAQuota: several files, each under the per-file cap, past the write
+// quota: the writes fail inside the command, and nothing past the quota reaches the
+// host's disk.
+func TestWritesHaveAQuota(t *testing.T) {
+	t.Parallel()
+	s, _ := spec(t)
+	s.WriteBytes, s.FileBytes = 64<<20, 32<<20
+	res := run(t, s, "for i in 1 2 3 4; do head -c 30000000 /dev/zero > f$i || echo FAILED $i; done; fallocate -l 100M big || echo FAILED big; true")
+	if !strings.Contains(res.Stdout, "FAILED") || !strings.Contains(res.Stderr, "No space left on device") {
+		t.Fatalf("no write failed past the quota: %+v", res)
+	}
+	var total int64
+	filepath.Walk(s.Workspace, func(p string, fi os.FileInfo, err error) error {
+		if err == nil && fi.Mode().IsRegular() {
+			total += fi.Size()
+		}
+		return nil
+	})
+	if total > int64(s.WriteBytes) {
+		t.Fatalf("%d bytes reached the workspace under a %d byte quota", total, s.WriteBytes)
+	}
+}
+
+
+// TestReadOnlyWorkspace: in read-only mode a command reads the workspace — files
+// only the workspace's owner may read too — and changes nothing in it.
+func TestReadOnlyWorkspace(t *testing.T) {
+	t.Parallel()
+	s, _ := spec(t)
+	s.WorkspaceReadOnly = true
+	os.MkdirAll(filepath.Join(s.Workspace, "src"), 0o700)
+	os.WriteFile(filepath.Join(s.Workspace, "src/main.go"), []byte("package main"), 0o600)
+	res := run(t, s, "cat src/main.go; echo; echo x > new.txt || echo REFUSED; rm src/main.go || echo REFUSED; id -u")
+	if !strings.HasPrefix(res.Stdout, "package main\nREFUSED\nREFUSED\n") || res.Changes != nil {
+		t.Fatalf("%+v", res)
+	}
+	if _, err := os.Stat(filepath.Join(s.Workspace, "src/main.go")); err != nil {
+		t.Fatal(err)
+	}
+}
