@@ -133,7 +133,6 @@ func TestWritesHaveAQuota(t *testing.T) {
 	}
 }
 
-
 // TestReadOnlyWorkspace: in read-only mode a command reads the workspace — files
 // only the workspace's owner may read too — and changes nothing in it.
 func TestReadOnlyWorkspace(t *testing.T) {
