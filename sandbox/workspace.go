@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/bmatcuk/doublestar/v4"
 	"github.com/turnlog/turnlog/policy"
@@ -58,8 +59,9 @@ func (w *Workspace) Close() error { return w.root.Close() }
 
 // Rel checks a path a tool names and returns it relative to the workspace: inside
 // it (after `..` and absolute paths are resolved lexically), not on the default-deny
-// list, and — if it exists — resolving through symlinks to a file inside and not
-// denied either.
+// list, and resolving through symlinks — the path itself if it exists, else its
+// deepest existing ancestor — to a place inside and not denied either, so that a
+// file about to be created is checked where it would really land.
 func (w *Workspace) Rel(p string) (string, error) {
 	if strings.TrimSpace(p) == "" {
 		return "", &PathError{Path: p, Reason: "is empty"}
@@ -75,16 +77,54 @@ func (w *Workspace) Rel(p string) (string, error) {
 	if why := denied(rel); why != "" {
 		return "", &PathError{Path: p, Reason: why}
 	}
-	if real, err := filepath.EvalSymlinks(filepath.Join(w.dir, rel)); err == nil {
-		rrel, ok := within(w.dir, real)
-		if !ok {
-			return "", &PathError{Path: p, Reason: "resolves through a symlink to outside the workspace"}
-		}
-		if why := denied(rrel); why != "" {
-			return "", &PathError{Path: p, Reason: "resolves through a symlink to " + rrel + ", which " + why}
+	real, ok := w.resolve(rel)
+	if !ok {
+		return "", &PathError{Path: p, Reason: "resolves through a symlink to outside the workspace"}
+	}
+	if real != rel {
+		if why := denied(real); why != "" {
+			return "", &PathError{Path: p, Reason: "resolves through a symlink to " + real + ", which " + why}
 		}
 	}
 	return rel, nil
+}
+
+// WritableRel is Rel for a path a tool writes to (or creates): besides Rel's checks,
+// nothing in a .git — the path's or, through symlinks, the place it lands in — since
+// git's files are written only by git, inside the sandbox, where they are read-only
+// too; and no .git of a new repository either.
+func (w *Workspace) WritableRel(p string) (string, error) {
+	rel, err := w.Rel(p)
+	if err != nil {
+		return "", err
+	}
+	real, _ := w.resolve(rel)
+	for _, r := range []string{rel, real} {
+		for _, part := range strings.Split(r, string(filepath.Separator)) {
+			if strings.EqualFold(part, ".git") {
+				return "", &PathError{Path: p, Reason: "is inside .git, which no tool writes (git's config, hooks and pointers would run code when git runs)"}
+			}
+		}
+	}
+	return rel, nil
+}
+
+// resolve is where rel really lands: rel itself through symlinks if it exists, else
+// its deepest existing ancestor's resolution joined with the rest; false if that is
+// outside the workspace.
+func (w *Workspace) resolve(rel string) (string, bool) {
+	head, rest := filepath.Join(w.dir, rel), ""
+	for {
+		real, err := filepath.EvalSymlinks(head)
+		if err == nil {
+			return within(w.dir, filepath.Join(real, rest))
+		}
+		if head == w.dir || head == "/" {
+			return rel, true
+		}
+		rest = filepath.Join(filepath.Base(head), rest)
+		head = filepath.Dir(head)
+	}
 }
 
 // Open opens a file for reading, with the checks of Rel before and after the open.
@@ -95,7 +135,11 @@ func (w *Workspace) Open(p string) (*os.File, string, error) {
 // OpenFile opens a file inside the workspace; the file actually opened is checked
 // again, so a symlink swapped between the check and the open changes nothing.
 func (w *Workspace) OpenFile(p string, flag int, perm fs.FileMode) (*os.File, string, error) {
-	rel, err := w.Rel(p)
+	check := w.Rel
+	if flag&(os.O_WRONLY|os.O_RDWR|os.O_CREATE|os.O_TRUNC|os.O_APPEND) != 0 {
+		check = w.WritableRel
+	}
+	rel, err := check(p)
 	if err != nil {
 		return nil, "", err
 	}
@@ -117,7 +161,9 @@ func (w *Workspace) OpenFile(p string, flag int, perm fs.FileMode) (*os.File, st
 	return f, rel, nil
 }
 
-// checkOpened checks the file a descriptor really refers to.
+// checkOpened checks the file a descriptor really refers to — by the name it was
+// opened under and, when it has other names (hard links), by every denied file of
+// the workspace that is the same file.
 func (w *Workspace) checkOpened(f *os.File, p string) error {
 	real, err := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", f.Fd()))
 	if err != nil {
@@ -130,11 +176,44 @@ func (w *Workspace) checkOpened(f *os.File, p string) error {
 	if why := denied(rel); why != "" {
 		return &PathError{Path: p, Reason: "opened " + rel + ", which " + why}
 	}
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && fi.Mode().IsRegular() && st.Nlink > 1 {
+		if other := w.deniedLinkOf(st); other != "" {
+			return &PathError{Path: p, Reason: "is a hard link to " + other + ", which " + denied(other)}
+		}
+	}
 	return nil
 }
 
-// MkdirAll makes the directories of a relative path inside the workspace.
-func (w *Workspace) MkdirAll(rel string) error {
+// deniedLinkOf is a denied file of the workspace that is the file st describes (one
+// of its other names), or "". It walks the workspace: only a file with several names
+// costs that.
+func (w *Workspace) deniedLinkOf(st *syscall.Stat_t) string {
+	found := ""
+	fs.WalkDir(w.root.FS(), ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || found != "" || !d.Type().IsRegular() || denied(p) == "" {
+			return nil
+		}
+		var other syscall.Stat_t
+		if syscall.Lstat(filepath.Join(w.dir, p), &other) == nil && other.Dev == st.Dev && other.Ino == st.Ino {
+			found = p
+			return fs.SkipAll
+		}
+		return nil
+	})
+	return found
+}
+
+// MkdirAll makes the directories of a path inside the workspace, checked as a path
+// written to first.
+func (w *Workspace) MkdirAll(p string) error {
+	rel, err := w.WritableRel(p)
+	if err != nil {
+		return err
+	}
 	return w.root.MkdirAll(rel, 0o755)
 }
 

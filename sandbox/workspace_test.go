@@ -87,3 +87,55 @@ func TestSwappedSymlinkIsRefusedAtOpen(t *testing.T) {
 		os.Remove(victim)
 	}
 }
+
+// TestWritesStayOutOfGitAndSecrets: a tool's write never lands in a .git (the
+// workspace's, through a symlink, or a new repository's) nor, through a symlinked
+// directory, in a denied place — and a refused write leaves nothing behind.
+func TestWritesStayOutOfGitAndSecrets(t *testing.T) {
+	w, ws, _ := workspace(t)
+	os.MkdirAll(filepath.Join(ws, ".git/hooks"), 0o755)
+	os.MkdirAll(filepath.Join(ws, ".ssh"), 0o700)
+	os.Symlink(".git/hooks", filepath.Join(ws, "hooks-link"))
+	os.Symlink(".git", filepath.Join(ws, "git-link"))
+	os.Symlink(".ssh", filepath.Join(ws, "ssh-link"))
+	for _, p := range []string{".git/commondir", ".git/objects/info/alternates", ".GIT/config", "sub/.git/config", "sub/.git", "hooks-link/pre-commit",
+		"git-link/commondir", "ssh-link/authorized_keys", "ssh-link/new/dir/file"} {
+		if f, _, err := w.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644); err == nil {
+			f.Close()
+			t.Errorf("write %s was allowed", p)
+		}
+	}
+	for _, dir := range []string{".git/objects/info", "sub/.git", "hooks-link/x", "git-link/x", "ssh-link/new/dir"} {
+		if err := w.MkdirAll(dir); err == nil {
+			t.Errorf("mkdir %s was allowed", dir)
+		}
+	}
+	for _, left := range []string{".git/commondir", ".git/hooks/pre-commit", ".ssh/authorized_keys", ".ssh/new", "sub/.git", ".git/objects"} {
+		if _, err := os.Lstat(filepath.Join(ws, left)); err == nil {
+			t.Errorf("a refused write left %s behind", left)
+		}
+	}
+}
+
+// TestHardLinksToSecretsAreClosed: a secret under another name (a hard link) is as
+// closed to the file tools as under its own.
+func TestHardLinksToSecretsAreClosed(t *testing.T) {
+	w, ws, _ := workspace(t)
+	os.MkdirAll(filepath.Join(ws, "node_modules/p"), 0o755)
+	os.Link(filepath.Join(ws, ".env"), filepath.Join(ws, "notes.txt"))
+	os.WriteFile(filepath.Join(ws, "node_modules/p/.env"), []byte("TOKEN=deep"), 0o644)
+	os.Link(filepath.Join(ws, "node_modules/p/.env"), filepath.Join(ws, "src/readme"))
+	for _, p := range []string{"notes.txt", "src/readme", "node_modules/p/.env"} {
+		if f, _, err := w.Open(p); err == nil {
+			f.Close()
+			t.Errorf("%s was opened", p)
+		} else if !strings.Contains(err.Error(), "denied") {
+			t.Errorf("%s: %v", p, err)
+		}
+	}
+	if f, _, err := w.Open("src/a.go"); err != nil {
+		t.Fatal(err)
+	} else {
+		f.Close()
+	}
+}

@@ -31,7 +31,7 @@ func writeFile(ws *sandbox.Workspace, st *seen) func(context.Context, writeArgs)
 		if len(a.Content) > MaxWriteBytes {
 			return nil, fmt.Errorf("content is %d bytes, more than the %d write_file takes", len(a.Content), MaxWriteBytes)
 		}
-		rel, err := ws.Rel(a.Path)
+		rel, err := ws.WritableRel(a.Path)
 		if err != nil {
 			return nil, err
 		}
