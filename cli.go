@@ -49,6 +49,7 @@ type cliContext struct {
 	workspace      string          // overrides the apps' policy workspace (run --workspace)
 	memory         *memory.Binding // the store agents' memory tools use, bound once it is open
 	mcp            *mcpclient.Pool // the apps' MCP server sessions
+	neverDial      []string        // turnlog's own listeners, which no sandboxed command may reach
 }
 
 func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, w wiring) error {

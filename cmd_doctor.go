@@ -40,32 +40,36 @@ func cmdDoctor(ctx context.Context, c *cliContext, args []string) error {
 			fmt.Fprintf(c.stdout, "  %s: no policy section (no built-in tools)\n", a.Name)
 			continue
 		}
-		mode := a.Access.EffectiveMode()
+		mode, network := a.Access.EffectiveMode(), a.Access.EffectiveNetwork()
 		var missing []string
-		for _, m := range mechanismsFor(mode, a.Access.Mechanism) {
+		for _, m := range mechanismsFor(network, a.Access.Mechanism) {
 			if !works[m] {
 				missing = append(missing, m)
 			}
 		}
+		what := fmt.Sprintf("mode %s, network %s%s", mode, network, sandboxName(a.Access.Mechanism))
 		if len(missing) > 0 {
-			fmt.Fprintf(c.stdout, "  %s: mode %s%s — bash calls will fail closed here (missing: %s)\n", a.Name, mode, sandboxName(a.Access.Mechanism), strings.Join(missing, ", "))
+			fmt.Fprintf(c.stdout, "  %s: %s — bash calls will fail closed here (missing: %s)\n", a.Name, what, strings.Join(missing, ", "))
 		} else {
-			fmt.Fprintf(c.stdout, "  %s: mode %s%s — available\n", a.Name, mode, sandboxName(a.Access.Mechanism))
+			fmt.Fprintf(c.stdout, "  %s: %s — available\n", a.Name, what)
+		}
+		if network == policy.NetworkHost {
+			fmt.Fprintf(c.stdout, "    WARNING: commands reach the machine's network, loopback included (refused with serve --dev)\n")
 		}
 	}
 	return nil
 }
 
-// mechanismsFor lists what a mode's commands need, confined by mechanism.
-func mechanismsFor(mode policy.Mode, mechanism string) []string {
-	need := []string{sandbox.MechLandlock, sandbox.MechProcessLimit}
+// mechanismsFor lists what commands need, given their network and mechanism.
+func mechanismsFor(network policy.Network, mechanism string) []string {
+	need := []string{sandbox.MechLandlock, sandbox.MechProcessLimit, sandbox.MechUnprivileged, sandbox.MechSeccomp}
 	if mechanism == sandbox.MechanismBubblewrap {
-		need = []string{sandbox.MechBubblewrap, sandbox.MechProcessLimit}
+		need[0] = sandbox.MechBubblewrap
 	}
-	switch mode {
-	case policy.ModeWorkspaceWrite:
-		return append(need, sandbox.MechPIDNamespace)
-	case policy.ModeNetworkAllowlist:
+	switch network {
+	case policy.NetworkHost:
+		return append(need, sandbox.MechHostNetwork)
+	case policy.NetworkAllowlist:
 		return append(need, sandbox.MechProxy)
 	}
 	return append(need, sandbox.MechNoNetwork)

@@ -14,6 +14,7 @@ import (
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/fsm"
 	"github.com/turnlog/turnlog/httpapi"
+	"github.com/turnlog/turnlog/policy"
 )
 
 func cmdServe(ctx context.Context, c *cliContext, args []string) error {
@@ -35,22 +36,28 @@ func cmdServe(ctx context.Context, c *cliContext, args []string) error {
 	if len(keys) == 0 && !*dev {
 		return events.Errorf(events.CodeInvalid, "no API keys configured: set --api-keys KEY=USER (or TURNLOG_API_KEYS), or pass --dev to serve without keys")
 	}
+	// Listening first tells the sandbox which address its commands must never reach.
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", *addr, err)
+	}
+	defer ln.Close()
+	c.neverDial = []string{ln.Addr().String()}
 	m := metrics.New()
 	store, engine, err := c.openEngine(ctx, f, m)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
+	if err := checkHostNetwork(c, engine.Apps(), *dev); err != nil {
+		return err
+	}
 	if err := recoverTurns(ctx, c, engine); err != nil {
 		return err
 	}
 	logger := zerolog.New(c.stderr).With().Timestamp().Logger()
 	api := httpapi.New(httpapi.Config{Engine: engine, Reader: store, Keys: keys, Dev: *dev,
 		Ready: store.Ready, Metrics: m.Handler(), Meter: m, Logger: logger})
-	ln, err := net.Listen("tcp", *addr)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", *addr, err)
-	}
 	if *dev {
 		fmt.Fprintln(c.stderr, "turnlog: WARNING: --dev mode: requests need no API key and act as user \"dev\"; do not expose this server")
 	}
@@ -71,6 +78,22 @@ func cmdServe(ctx context.Context, c *cliContext, args []string) error {
 		return fmt.Errorf("shutdown: %w", err)
 	}
 	fmt.Fprintln(c.stderr, "turnlog: stopped")
+	return nil
+}
+
+// checkHostNetwork warns of every app whose commands get the machine's network, and
+// refuses to serve one with --dev: a command could then answer its own approvals
+// through the API, which needs no key.
+func checkHostNetwork(c *cliContext, apps []*fsm.App, dev bool) error {
+	for _, a := range apps {
+		if a.Access == nil || a.Access.EffectiveNetwork() != policy.NetworkHost {
+			continue
+		}
+		if dev {
+			return events.Errorf(events.CodeInvalid, "app %s: policy.network: host gives commands the machine's network, where --dev's API needs no key; refused together with --dev", a.Name)
+		}
+		fmt.Fprintf(c.stderr, "turnlog: WARNING: app %s: policy.network: host — commands reach the machine's network, loopback included\n", a.Name)
+	}
 	return nil
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -48,7 +49,7 @@ func TestPolicyCheck(t *testing.T) {
 func TestDoctor(t *testing.T) {
 	t.Parallel()
 	out, _, err := runCLI(t, "doctor", "--config", "examples/coder.yaml")
-	for _, want := range []string{"landlock", "kernel ABI", "pid+net namespaces", "network proxy namespace", "process limit", "apps:", "coder: mode network-off — available"} {
+	for _, want := range []string{"landlock", "kernel ABI", "pid+net namespaces", "network proxy namespace", "process limit", "apps:", "coder: mode network-off, network off — available", "unprivileged uid", "seccomp filter"} {
 		if err != nil || !strings.Contains(out, want) {
 			t.Fatalf("doctor lacks %q (%v):\n%s", want, err, out)
 		}
@@ -58,5 +59,31 @@ func TestDoctor(t *testing.T) {
 		if strings.Contains(line, "missing") && (!strings.HasPrefix(line, "bubblewrap") || os.Getenv("TURNLOG_REQUIRE_BWRAP") != "") {
 			t.Fatalf("missing on this machine: %s\n%s", line, out)
 		}
+	}
+}
+
+// TestHostNetworkIsLoudAndNeverDev: an app whose commands get the machine's network
+// is warned of by doctor, and serve refuses it together with --dev (a command could
+// answer its own approvals through an API that needs no key).
+func TestHostNetworkIsLoudAndNeverDev(t *testing.T) {
+	t.Parallel()
+	raw, err := os.ReadFile("examples/coder.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "agent.yaml")
+	yaml := strings.Replace(string(raw), "      mode: network-off\n", "      mode: workspace-write\n      network: host\n      workspace: "+dir+"\n", 1)
+	if yaml == string(raw) {
+		t.Fatal("examples/coder.yaml changed shape")
+	}
+	os.WriteFile(cfg, []byte(strings.ReplaceAll(yaml, "skills: [skills]", "skills: []")), 0o644)
+	out, _, err := runCLI(t, "doctor", "--config", cfg)
+	if err != nil || !strings.Contains(out, "coder: mode workspace-write, network host") || !strings.Contains(out, "WARNING: commands reach the machine's network") {
+		t.Fatalf("doctor: %v\n%s", err, out)
+	}
+	_, stderr, err := runCLI(t, "serve", "--dev", "--config", cfg, "--db", filepath.Join(dir, "t.db"), "--addr", "127.0.0.1:0")
+	if err == nil || !strings.Contains(err.Error(), "refused together with --dev") {
+		t.Fatalf("serve --dev with network: host: %v\n%s", err, stderr)
 	}
 }

@@ -27,7 +27,7 @@ func defaultWiring() wiring { return wiring{functions: demo.Functions()} }
 func schemaVersion() int { return sqlite.SchemaVersion() }
 
 func (c *cliContext) loadApps(path string) ([]*fsm.App, error) {
-	opts := config.Options{Functions: c.wiring.functions, WrapModel: c.wiring.wrapModel, Workspace: c.workspace, Memory: c.memory, MCP: c.mcp}
+	opts := config.Options{Functions: c.wiring.functions, WrapModel: c.wiring.wrapModel, Workspace: c.workspace, Memory: c.memory, MCP: c.mcp, NeverDial: c.neverDial}
 	if path == "" {
 		return config.Load("examples/demo/agent.yaml", demo.Config, opts)
 	}

@@ -21,6 +21,10 @@ type Access struct {
 	// Sandbox is how commands and stdio MCP servers are confined: landlock (default)
 	// or bubblewrap (for kernels without Landlock; needs bwrap installed).
 	Sandbox string `yaml:"sandbox"`
+	// Network is how commands reach the network: off (the default), allowlist
+	// (through turnlog's proxy, to the hosts allow rules name; the default of mode
+	// network-allowlist) or host (the machine's own network: only when said here).
+	Network string `yaml:"network"`
 }
 
 // AccessRule is one policy rule.
@@ -64,6 +68,18 @@ func (b builder) access(at string, c *Access) (*policy.Engine, error) {
 		return nil, b.errAt(at+".sandbox", "unknown sandbox %q (%v)", c.Sandbox, sandbox.Mechanisms)
 	}
 	e.Mechanism = c.Sandbox
+	if c.Network != "" {
+		n := policy.Network(c.Network)
+		switch mode := e.EffectiveMode(); {
+		case !slices.Contains(policy.Networks, n):
+			return nil, b.errAt(at+".network", "unknown network %q (%v)", c.Network, policy.Networks)
+		case n != policy.NetworkOff && (mode == policy.ModeNetworkOff || mode == policy.ModeFullIsolated || mode == policy.ModeReadOnly):
+			return nil, b.errAt(at+".network", "mode %s has no network; network: %s contradicts it", mode, n)
+		case n == policy.NetworkHost && mode == policy.ModeNetworkAllowlist:
+			return nil, b.errAt(at+".network", "mode network-allowlist goes through the proxy; network: host contradicts it")
+		}
+		e.Network = n
+	}
 	seen := map[string]bool{}
 	for i, rc := range c.Rules {
 		here := fmt.Sprintf("%s.rules[%d]", at, i)

@@ -41,7 +41,7 @@ func (b builder) builtinTools(at string, c App, access *policy.Engine, tools map
 		return b.errAt(at+".policy.workspace", "%v", err)
 	}
 	access.Workspace = ws.Dir()
-	for _, t := range append(workspace.Tools(ws), workspace.Bash(workspace.SpecFor(ws, access))) {
+	for _, t := range append(workspace.Tools(ws), workspace.Bash(workspace.SpecFor(ws, access, b.opts.NeverDial...), access)) {
 		if _, declared := tools[t.Spec().Name]; !declared {
 			tools[t.Spec().Name] = t
 		}

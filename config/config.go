@@ -175,6 +175,9 @@ type Options struct {
 	// MCP holds the sessions of the apps' MCP servers; the caller closes it (nil: a
 	// pool nobody closes — the servers end with the process).
 	MCP *mcpclient.Pool
+	// NeverDial are addresses (host:port) no sandboxed command may reach, even where
+	// a rule names them: turnlog's own listeners.
+	NeverDial []string
 }
 
 // Error is a config error at a YAML location.

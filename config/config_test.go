@@ -9,6 +9,7 @@ import (
 	"github.com/turnlog/turnlog/adapters/functool"
 	"github.com/turnlog/turnlog/config"
 	"github.com/turnlog/turnlog/examples/demo"
+	"github.com/turnlog/turnlog/policy"
 )
 
 type noArgs struct{}
@@ -239,5 +240,35 @@ func TestAccessPolicyConfig(t *testing.T) {
 		"rules: [{name: a, decision: deny, max_level: L9}]":              "apps.a.policy.rules[0].max_level",
 		"rules: [{name: a, decision: deny, paths: ['[']}]":               "not a valid glob",
 		"rules: [{name: a, decision: deny}, {name: a, decision: allow}]": "apps.a.policy.rules[1].name",
+		"network: wifi":                                                  "apps.a.policy.network: unknown network \"wifi\"",
+		"{mode: read-only, network: host}":                               "apps.a.policy.network: mode read-only has no network",
+		"{mode: full-isolated, network: allowlist}":                      "apps.a.policy.network: mode full-isolated has no network",
+		"{mode: network-allowlist, network: host}":                       "apps.a.policy.network: mode network-allowlist goes through the proxy",
 	})
+}
+
+// TestNetworkIsItsOwnAxis: commands get no network unless the config asks — mode
+// workspace-write included —, the proxy with allowlist (network-allowlist's default),
+// the machine's only with network: host.
+func TestNetworkIsItsOwnAxis(t *testing.T) {
+	t.Parallel()
+	at := "    agents:\n"
+	for policyYAML, want := range map[string]policy.Network{
+		"{}":                        policy.NetworkOff,
+		"{mode: workspace-write}":   policy.NetworkOff,
+		"{mode: network-allowlist}": policy.NetworkAllowlist,
+		"{network: allowlist}":      policy.NetworkAllowlist,
+		"{network: host}":           policy.NetworkHost,
+		"{mode: read-only}":         policy.NetworkOff,
+		"{mode: network-off}":       policy.NetworkOff,
+	} {
+		yaml := strings.Replace(valid, at, "    policy: "+policyYAML+"\n"+at, 1)
+		apps, err := config.Load("agent.yaml", []byte(yaml), config.Options{Functions: functions()})
+		if err != nil {
+			t.Fatalf("%s: %v", policyYAML, err)
+		}
+		if got := apps[0].Access.EffectiveNetwork(); got != want {
+			t.Errorf("%s: network %s, want %s", policyYAML, got, want)
+		}
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -76,6 +77,16 @@ func New(store Store, apps []*App, opts Options) (*Engine, error) {
 		e.apps[a.Name] = a
 	}
 	return e, nil
+}
+
+// Apps returns the configured apps, by name.
+func (e *Engine) Apps() []*App {
+	out := make([]*App, 0, len(e.apps))
+	for _, a := range e.apps {
+		out = append(out, a)
+	}
+	slices.SortFunc(out, func(a, b *App) int { return strings.Compare(a.Name, b.Name) })
+	return out
 }
 
 // App returns a configured app by name.

@@ -73,6 +73,9 @@ type Engine struct {
 	// Mechanism names how the sandbox confines commands (landlock when empty); the
 	// policy does not use it, it travels with the mode to whoever builds the sandbox.
 	Mechanism string
+	// Network is how commands reach the network ("" : what the mode implies; see
+	// EffectiveNetwork).
+	Network Network
 }
 
 // Verdict is a decision with its reasons.
@@ -148,11 +151,14 @@ func (e *Engine) command(sub Subject, c Command) Verdict {
 	if best != nil {
 		v.Decision, v.Rule, v.Alternative = best.Decision, best.Name, best.Alternative
 		v.Reason = fmt.Sprintf("rule %s: %s %s", best.Name, best.Decision, strings.Join(c.Argv, " "))
-		return v
+	} else {
+		v.Decision = e.modeDefault(c)
+		v.Rule = fmt.Sprintf("default:%s:%s", e.EffectiveMode(), c.Level)
+		v.Reason = fmt.Sprintf("no rule matches %s; %s gives %s at %s", c.Name(), e.EffectiveMode(), v.Decision, c.Level)
 	}
-	v.Decision = e.modeDefault(c)
-	v.Rule = fmt.Sprintf("default:%s:%s", e.EffectiveMode(), c.Level)
-	v.Reason = fmt.Sprintf("no rule matches %s; %s gives %s at %s", c.Name(), e.EffectiveMode(), v.Decision, c.Level)
+	if v.Decision == RequireApproval && slices.Contains(c.Actions, ActNetwork) {
+		v.Reason += "; " + e.NetworkGrant(sub)
+	}
 	return v
 }
 
@@ -250,7 +256,7 @@ func (r *Rule) matches(e *Engine, sub Subject, c Command) bool {
 			}
 		}
 		for _, pat := range r.Domains {
-			if m, _ := doublestar.Match(pat, res.Domain); res.Domain != "" && m {
+			if domainMatches(pat, res.Domain) {
 				return true
 			}
 		}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"runtime"
+	"strings"
 	"time"
 
 	llsyscall "github.com/landlock-lsm/go-landlock/landlock/syscall"
@@ -19,11 +21,13 @@ type Check struct {
 // The mechanisms Doctor checks.
 const (
 	MechLandlock     = "landlock"
-	MechNoNetwork    = "pid+net namespaces (network-off modes)"
+	MechNoNetwork    = "pid+net namespaces (network off)"
 	MechProxy        = "network proxy namespace (network-allowlist)"
-	MechPIDNamespace = "pid namespace (workspace-write)"
 	MechProcessLimit = "process limit (per-namespace pid_max)"
 	MechBubblewrap   = "bubblewrap (policy sandbox: bubblewrap)"
+	MechUnprivileged = "unprivileged uid, id-mapped overlay (writes applied afterwards)"
+	MechSeccomp      = "seccomp filter (a small kernel surface)"
+	MechHostNetwork  = "host network (policy network: host)"
 )
 
 // Doctor probes every mechanism for real (a sandboxed `true` in a scratch workspace
@@ -42,13 +46,26 @@ func Doctor(ctx context.Context) []Check {
 		}{
 			{MechNoNetwork, Spec{Workspace: dir}},
 			{MechProxy, Spec{Workspace: dir, AllowHost: refuseAll}},
-			{MechPIDNamespace, Spec{Workspace: dir, Network: true}},
+			{MechHostNetwork, Spec{Workspace: dir, Network: true}},
 			{MechBubblewrap, Spec{Workspace: dir, Mechanism: MechanismBubblewrap}},
 		} {
 			c.spec.Timeout = 10 * time.Second
 			res, err := Run(ctx, c.spec, "true")
 			out = append(out, Check{c.name, err == nil && res.ExitCode == 0, errText(err)})
 		}
+		res, err := Run(ctx, Spec{Workspace: dir, Timeout: 10 * time.Second}, "id -u && echo probe > probe")
+		raw, _ := os.ReadFile(dir + "/probe")
+		works := err == nil && res.ExitCode == 0 && strings.TrimSpace(res.Stdout) == fmt.Sprint(CommandUID) && string(raw) == "probe\n"
+		detail := fmt.Sprintf("commands run as uid %d; what they write is applied to the workspace after they end", CommandUID)
+		if !works {
+			detail = errText(err)
+		}
+		out = append(out, Check{MechUnprivileged, works, detail})
+	}
+	if commandFilter() != nil {
+		out = append(out, Check{MechSeccomp, true, fmt.Sprintf("%s: the keyrings, bpf, io_uring, mounts, vsock … refused; unknown calls ENOSYS", runtime.GOARCH)})
+	} else {
+		out = append(out, Check{MechSeccomp, false, "no filter for " + runtime.GOARCH})
 	}
 	ok, why := pidMaxPerNamespace()
 	out = append(out, Check{MechProcessLimit, ok, why})

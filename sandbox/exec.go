@@ -25,6 +25,9 @@ type Spec struct {
 	// command's network namespace (HTTP_PROXY and HTTPS_PROXY name it) that reaches
 	// only the hosts AllowHost lets through (mode network-allowlist).
 	AllowHost HostCheck `json:"-"`
+	// NeverDial are host:port addresses the proxy never connects to, whatever
+	// AllowHost says: turnlog's own listeners.
+	NeverDial []string `json:"-"`
 	// Dial is how the proxy connects out, Resolve how it finds a host's addresses;
 	// nil is the system's.
 	Dial        func(ctx context.Context, network, addr string) (net.Conn, error) `json:"-"`
@@ -141,7 +144,7 @@ func Run(ctx context.Context, spec Spec, command string) (*Result, error) {
 			return nil, &Error{Msg: "cannot start a command behind the network proxy: " + err.Error()}
 		}
 		defer release()
-		proxied = newProxy(ctx, spec.AllowHost, spec.Dial, spec.Resolve)
+		proxied = newProxy(ctx, spec)
 		go proxied.serve(ln)
 		defer func() { proxied.close(ln) }()
 	} else {

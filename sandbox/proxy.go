@@ -28,10 +28,11 @@ type HostDecision struct {
 // namespace, which dials out from turnlog's for the hosts check allows. Names are
 // resolved here, never by the command.
 type proxy struct {
-	ctx     context.Context
-	check   HostCheck
-	dial    func(ctx context.Context, network, addr string) (net.Conn, error)
-	resolve func(ctx context.Context, host string) ([]net.IP, error)
+	ctx       context.Context
+	check     HostCheck
+	neverDial []string
+	dial      func(ctx context.Context, network, addr string) (net.Conn, error)
+	resolve   func(ctx context.Context, host string) ([]net.IP, error)
 
 	mu        sync.Mutex
 	decisions []HostDecision
@@ -41,8 +42,8 @@ type proxy struct {
 
 const proxyDialTimeout = 15 * time.Second
 
-func newProxy(ctx context.Context, check HostCheck, dial func(context.Context, string, string) (net.Conn, error),
-	resolve func(context.Context, string) ([]net.IP, error)) *proxy {
+func newProxy(ctx context.Context, spec Spec) *proxy {
+	dial, resolve := spec.Dial, spec.Resolve
 	if dial == nil {
 		dial = (&net.Dialer{Timeout: proxyDialTimeout}).DialContext
 	}
@@ -51,7 +52,7 @@ func newProxy(ctx context.Context, check HostCheck, dial func(context.Context, s
 			return net.DefaultResolver.LookupIP(ctx, "ip", host)
 		}
 	}
-	return &proxy{ctx: ctx, check: check, dial: dial, resolve: resolve, conns: map[net.Conn]struct{}{}}
+	return &proxy{ctx: ctx, check: spec.AllowHost, neverDial: spec.NeverDial, dial: dial, resolve: resolve, conns: map[net.Conn]struct{}{}}
 }
 
 func (p *proxy) serve(ln net.Listener) {
@@ -131,6 +132,8 @@ func (p *proxy) handle(c net.Conn) {
 		d.Allowed, d.Reason = false, err.Error()
 	} else if addr, err = p.address(host); err != nil {
 		d.Allowed, d.Reason = false, err.Error()
+	} else if p.reachesTurnlog(addr, port) {
+		d.Allowed, d.Reason = false, fmt.Sprintf("%s:%s is where turnlog itself listens, which no command may reach", addr, port)
 	}
 	p.mu.Lock()
 	p.decisions = append(p.decisions, d)
@@ -187,6 +190,51 @@ func (p *proxy) address(host string) (net.IP, error) {
 		}
 	}
 	return ips[0], nil
+}
+
+// reachesTurnlog says whether a connection to ip:port would reach one of turnlog's
+// own listeners (NeverDial): the same address, or a listener on every address and
+// ip one of this machine's, or ip unspecified (the machine itself) and the listener
+// local.
+func (p *proxy) reachesTurnlog(ip net.IP, port string) bool {
+	for _, l := range p.neverDial {
+		host, lport, err := net.SplitHostPort(l)
+		if err != nil || lport != port {
+			continue
+		}
+		lip := net.ParseIP(host)
+		if host == "" || host == "localhost" {
+			lip = net.IPv4zero
+			if host == "localhost" {
+				lip = net.IPv4(127, 0, 0, 1)
+			}
+		}
+		switch {
+		case lip == nil:
+			return true // a name: refuse the port on any address rather than guess
+		case lip.Equal(ip):
+			return true
+		case lip.IsUnspecified() && local(ip):
+			return true
+		case ip.IsUnspecified() && local(lip):
+			return true
+		}
+	}
+	return false
+}
+
+// local says whether ip is an address of this machine.
+func local(ip net.IP) bool {
+	if ip.IsLoopback() || ip.IsUnspecified() {
+		return true
+	}
+	addrs, _ := net.InterfaceAddrs()
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && n.IP.Equal(ip) {
+			return true
+		}
+	}
+	return false
 }
 
 func internal(ip net.IP) bool {

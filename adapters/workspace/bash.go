@@ -18,32 +18,43 @@ type bashArgs struct {
 	TimeoutSeconds int    `json:"timeout_seconds,omitempty" jsonschema:"minimum=1,maximum=600,description=Kill it after this long (default 60)"`
 }
 
-// SpecFor is the sandbox a mode gives commands: the network in workspace-write only;
-// in network-allowlist, a proxy that reaches only the hosts an allow rule names (for
-// the calling agent); a read-only workspace in read-only mode.
-func SpecFor(ws *sandbox.Workspace, access *policy.Engine) sandbox.Spec {
-	mode := access.EffectiveMode()
-	spec := sandbox.Spec{Workspace: ws.Dir(), Network: mode == policy.ModeWorkspaceWrite, WorkspaceReadOnly: mode == policy.ModeReadOnly,
-		Mechanism: access.Mechanism}
-	if mode == policy.ModeNetworkAllowlist {
-		spec.AllowHost = func(ctx context.Context, host string) error {
-			call, _ := fsm.CallInfoFrom(ctx)
-			v := access.Host(policy.Subject{Agent: call.Agent, Tool: "bash"}, host)
-			if v.Decision != policy.Allow {
-				return errors.New(v.Reason)
-			}
-			return nil
-		}
+// SpecFor is the sandbox the app's policy gives commands: a read-only workspace in
+// read-only mode; the network as the policy's network axis says — none (off), through
+// a proxy that reaches only the hosts an allow rule names for the calling agent
+// (allowlist), or the machine's (host, only when configured). neverDial are
+// addresses no command may reach even through the proxy (turnlog's own listeners).
+func SpecFor(ws *sandbox.Workspace, access *policy.Engine, neverDial ...string) sandbox.Spec {
+	spec := sandbox.Spec{Workspace: ws.Dir(), WorkspaceReadOnly: access.EffectiveMode() == policy.ModeReadOnly,
+		Network: access.EffectiveNetwork() == policy.NetworkHost, Mechanism: access.Mechanism, NeverDial: neverDial}
+	if access.EffectiveNetwork() == policy.NetworkAllowlist {
+		spec.AllowHost = allowHost(access)
 	}
 	return spec
 }
 
+// allowHost lets the proxy through to the hosts the policy allows the calling agent.
+func allowHost(access *policy.Engine) sandbox.HostCheck {
+	return func(ctx context.Context, host string) error {
+		call, _ := fsm.CallInfoFrom(ctx)
+		v := access.Host(policy.Subject{Agent: call.Agent, Tool: "bash"}, host)
+		if v.Decision != policy.Allow {
+			return errors.New(v.Reason)
+		}
+		return nil
+	}
+}
+
 // Bash is the bash tool: the command runs in the sandbox spec gives; the policy sees
-// the command itself (it is classified by parsing it).
-func Bash(spec sandbox.Spec) fsm.Tool {
+// the command itself (it is classified by parsing it). A call a person approved runs,
+// where the network is off, behind the proxy opened to the hosts the policy allows
+// (what policy.Engine.NetworkGrant told the reviewer).
+func Bash(spec sandbox.Spec, access *policy.Engine) fsm.Tool {
 	return &target[bashArgs]{newTool("bash", "Run a bash command in the workspace (sandboxed: limited files, network and resources). Returns exit code, stdout and stderr (kept head and tail), duration.",
 		func(ctx context.Context, a bashArgs) (any, error) {
 			s := spec
+			if call, _ := fsm.CallInfoFrom(ctx); call.Approved && access != nil && access.EffectiveNetwork() == policy.NetworkOff {
+				s.AllowHost = allowHost(access)
+			}
 			if a.TimeoutSeconds > 0 {
 				s.Timeout = min(time.Duration(a.TimeoutSeconds)*time.Second, MaxCommandTimeout)
 			}
