@@ -62,7 +62,7 @@ func cmdDoctor(ctx context.Context, c *cliContext, args []string) error {
 
 // mechanismsFor lists what commands need, given their network and mechanism.
 func mechanismsFor(network policy.Network, mechanism string) []string {
-	need := []string{sandbox.MechLandlock, sandbox.MechProcessLimit, sandbox.MechUnprivileged, sandbox.MechSeccomp}
+	need := []string{sandbox.MechLandlock, sandbox.MechProcessLimit, sandbox.MechUnprivileged, sandbox.MechSeccomp, sandbox.MechCgroup}
 	if mechanism == sandbox.MechanismBubblewrap {
 		need[0] = sandbox.MechBubblewrap
 	}

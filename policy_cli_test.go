@@ -49,7 +49,7 @@ func TestPolicyCheck(t *testing.T) {
 func TestDoctor(t *testing.T) {
 	t.Parallel()
 	out, _, err := runCLI(t, "doctor", "--config", "examples/coder.yaml")
-	for _, want := range []string{"landlock", "kernel ABI", "pid+net namespaces", "network proxy namespace", "process limit", "apps:", "coder: mode network-off, network off — available", "unprivileged uid", "seccomp filter"} {
+	for _, want := range []string{"landlock", "kernel ABI", "pid+net namespaces", "network proxy namespace", "process limit", "apps:", "coder: mode network-off, network off — available", "unprivileged uid", "seccomp filter", "cgroups"} {
 		if err != nil || !strings.Contains(out, want) {
 			t.Fatalf("doctor lacks %q (%v):\n%s", want, err, out)
 		}

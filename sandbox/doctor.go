@@ -28,6 +28,7 @@ const (
 	MechUnprivileged = "unprivileged uid, id-mapped overlay (writes applied afterwards)"
 	MechSeccomp      = "seccomp filter (a small kernel surface)"
 	MechHostNetwork  = "host network (policy network: host)"
+	MechCgroup       = "cgroups (memory and processes of the whole tree)"
 )
 
 // Doctor probes every mechanism for real (a sandboxed `true` in a scratch workspace
@@ -66,6 +67,12 @@ func Doctor(ctx context.Context) []Check {
 		out = append(out, Check{MechSeccomp, true, fmt.Sprintf("%s: the keyrings, bpf, io_uring, mounts, vsock … refused; unknown calls ENOSYS", runtime.GOARCH)})
 	} else {
 		out = append(out, Check{MechSeccomp, false, "no filter for " + runtime.GOARCH})
+	}
+	if t, err := newCgroupTree("", DefaultTreeMemory, DefaultProcesses); err != nil {
+		out = append(out, Check{MechCgroup, false, err.Error()})
+	} else {
+		out = append(out, Check{MechCgroup, true, t.Version + ", in a group below turnlog's own"})
+		t.remove()
 	}
 	ok, why := pidMaxPerNamespace()
 	out = append(out, Check{MechProcessLimit, ok, why})

@@ -35,8 +35,14 @@ type Spec struct {
 	ProxyPort   int                                                               `json:"proxy_port,omitempty"` // set by Run
 	Timeout     time.Duration                                                     `json:"-"`
 	CPUSeconds  uint64                                                            `json:"cpu_seconds"`
-	MemoryBytes uint64                                                            `json:"memory_bytes"` // address space
-	FileBytes   uint64                                                            `json:"file_bytes"`   // largest file it may write
+	MemoryBytes uint64                                                            `json:"memory_bytes"` // address space, per process
+	// TreeMemoryBytes caps the memory of the whole process tree (its processes and
+	// the pages it writes to its tmpfs layers), through a cgroup.
+	TreeMemoryBytes uint64 `json:"tree_memory_bytes"`
+	// CgroupProcs are the cgroup.procs files of the command's groups (set by Run and
+	// Command): the helper joins them first.
+	CgroupProcs []string `json:"cgroup_procs,omitempty"`
+	FileBytes   uint64   `json:"file_bytes"` // largest file it may write
 	// WriteBytes is what a command may write to the workspace in all (its write
 	// layer's size): past it writes fail with ENOSPC.
 	WriteBytes   uint64 `json:"write_bytes"`
@@ -60,6 +66,7 @@ const (
 	DefaultMemoryBytes = 1 << 30
 	DefaultFileBytes   = 256 << 20
 	DefaultWriteBytes  = 1 << 30
+	DefaultTreeMemory  = 2 << 30
 	DefaultProcesses   = 512
 	DefaultOutputBytes = 32 << 10
 )
@@ -107,6 +114,12 @@ const (
 // output kept head and tail. If any of that cannot be applied, it fails closed.
 func Run(ctx context.Context, spec Spec, command string) (*Result, error) {
 	spec = withDefaults(spec)
+	groups, err := commandCgroups(spec, "")
+	if err != nil {
+		return nil, err
+	}
+	defer groups.remove()
+	spec.CgroupProcs = groups.procs()
 	behindProxy := !spec.Network && spec.AllowHost != nil
 	// Behind the proxy the helper is started inside the proxy's network namespace.
 	cmd, err := helperCommand(spec, []string{"bash", "-c", command}, !spec.Network && !behindProxy)
@@ -214,6 +227,19 @@ func Run(ctx context.Context, spec Spec, command string) (*Result, error) {
 	return res, nil
 }
 
+// commandCgroups makes a command's groups (see cgroup.go), or says why it cannot: the
+// command then does not run.
+func commandCgroups(spec Spec, name string) (*cgroupTree, error) {
+	if spec.Unavailable == "cgroup" {
+		return nil, &Error{Msg: "no cgroup controllers here, and this sandbox requires them"}
+	}
+	t, err := newCgroupTree(name, spec.TreeMemoryBytes, spec.MaxProcesses+1) // +1: the helper
+	if err != nil {
+		return nil, &Error{Msg: "cannot cap the command's process tree: " + err.Error()}
+	}
+	return t, nil
+}
+
 // stopGrace is how long the helper may take, once asked to stop, to end the command
 // and apply what it wrote before it is killed (and the writes are lost).
 const stopGrace = 10 * time.Second
@@ -266,6 +292,9 @@ func withDefaults(s Spec) Spec {
 	}
 	if s.FileBytes == 0 {
 		s.FileBytes = DefaultFileBytes
+	}
+	if s.TreeMemoryBytes == 0 {
+		s.TreeMemoryBytes = DefaultTreeMemory
 	}
 	if s.WriteBytes == 0 {
 		s.WriteBytes = DefaultWriteBytes

@@ -60,6 +60,9 @@ func HelperMain() {
 		report = os.NewFile(uintptr(fd), "report")
 	}
 	os.Unsetenv(reportEnv)
+	if err := joinCgroups(spec.CgroupProcs); err != nil {
+		fail("cannot join the command's cgroups: %v", err)
+	}
 	if spec.Unavailable == "pid_max" {
 		fail("no per-namespace process limit here, and this sandbox requires one")
 	}

@@ -1,12 +1,15 @@
 package sandbox_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/turnlog/turnlog/sandbox"
 )
 
 // TestWritesReachTheWorkspace: what a command writes, renames and deletes is in the
@@ -147,5 +150,47 @@ func TestReadOnlyWorkspace(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(s.Workspace, "src/main.go")); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestTreeMemoryIsCapped: three processes of 700 MB each — every one within the
+// per-process limit — cannot all hold their memory at once under a 1 GiB cap on the
+// command's whole tree.
+func TestTreeMemoryIsCapped(t *testing.T) {
+	t.Parallel()
+	s, _ := spec(t)
+	s.MemoryBytes, s.TreeMemoryBytes = 2<<30, 1<<30
+	hold := `import os, sys, time
+i = sys.argv[1]
+b = bytearray(700 << 20)
+for p in range(0, len(b), 4096): b[p] = 1
+open("/tmp/held-" + i, "w").close()
+print("held", i, flush=True)
+for _ in range(60):
+    if len([f for f in os.listdir("/tmp") if f.startswith("held-")]) == 3:
+        print("all-held", flush=True); break
+    time.sleep(0.05)
+time.sleep(0.5)`
+	os.WriteFile(filepath.Join(s.Workspace, "hold.py"), []byte(hold), 0o644)
+	res := run(t, s, "for i in 1 2 3; do python3 hold.py $i & done; wait")
+	if strings.Contains(res.Stdout, "all-held") {
+		t.Fatalf("3 × 700 MB were held at once under a 1 GiB cap: %+v", res)
+	}
+	if !strings.Contains(res.Stdout, "held") {
+		t.Fatalf("not even one process could hold its memory (the test means nothing): %+v", res)
+	}
+}
+
+// TestMissingCgroupsFailClosed: a machine without the controllers runs no command.
+func TestMissingCgroupsFailClosed(t *testing.T) {
+	t.Parallel()
+	s, _ := spec(t)
+	s.Unavailable = "cgroup"
+	res, err := sandbox.Run(context.Background(), s, "echo ran > ran.txt")
+	if err == nil || !strings.Contains(err.Error(), "no cgroup controllers") || res != nil {
+		t.Fatalf("res %+v, err %v", res, err)
+	}
+	if _, err := os.Stat(filepath.Join(s.Workspace, "ran.txt")); err == nil {
+		t.Fatal("the command ran without its cgroups")
 	}
 }

@@ -1,0 +1,211 @@
+package sandbox
+
+import (
+	"bufio"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Cgroups cap a command's whole process tree — memory (its processes' and the pages
+// it writes to its tmpfs layers) and the number of processes — where per-process
+// limits cannot: three processes under a 1 GiB address-space limit each still hold
+// 3 GiB. Each command gets a group of its own nested below the one turnlog runs in
+// (never elsewhere), made and owned by turnlog; the helper's first stage joins it
+// before anything of the command exists, and the command (an unprivileged uid, with
+// no cgroup file system in its root) can neither leave nor change it. cgroup v2 is
+// used where its memory and pids controllers are enabled below turnlog's group, else
+// the v1 memory and pids hierarchies.
+
+// cgroupTree is the groups made for one command.
+type cgroupTree struct {
+	Version string   `json:"version"` // "v1" or "v2"
+	Dirs    []string `json:"dirs"`    // the groups, one per hierarchy
+}
+
+// procs are the files the helper writes itself into.
+func (c *cgroupTree) procs() []string {
+	var out []string
+	for _, d := range c.Dirs {
+		out = append(out, filepath.Join(d, "cgroup.procs"))
+	}
+	return out
+}
+
+// hierarchy is one mounted cgroup hierarchy and turnlog's group in it.
+type hierarchy struct {
+	version string
+	mount   string
+	own     string // turnlog's group, relative to mount
+}
+
+// hierarchies finds, from /proc/self/mountinfo and /proc/self/cgroup, the v2
+// hierarchy and the v1 ones holding the memory and pids controllers.
+func hierarchies() (v2 *hierarchy, memory, pids *hierarchy, err error) {
+	own := map[string]string{} // controller (or "" for v2) → turnlog's group
+	raw, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		for _, c := range strings.Split(parts[1], ",") {
+			own[c] = parts[2]
+		}
+	}
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		sep := -1
+		for i, f := range fields {
+			if f == "-" {
+				sep = i
+				break
+			}
+		}
+		if sep < 0 || sep+3 >= len(fields) || len(fields) < 5 {
+			continue
+		}
+		mount, fstype, opts := fields[4], fields[sep+1], strings.Split(fields[sep+3], ",")
+		switch fstype {
+		case "cgroup2":
+			if g, ok := own[""]; ok && v2 == nil {
+				v2 = &hierarchy{"v2", mount, g}
+			}
+		case "cgroup":
+			for _, o := range opts {
+				if o == "memory" && memory == nil {
+					memory = &hierarchy{"v1", mount, own["memory"]}
+				}
+				if o == "pids" && pids == nil {
+					pids = &hierarchy{"v1", mount, own["pids"]}
+				}
+			}
+		}
+	}
+	return v2, memory, pids, sc.Err()
+}
+
+// v2Usable says whether the v2 group turnlog runs in hands memory and pids down.
+func v2Usable(h *hierarchy) bool {
+	if h == nil {
+		return false
+	}
+	raw, err := os.ReadFile(filepath.Join(h.mount, h.own, "cgroup.subtree_control"))
+	if err != nil {
+		return false
+	}
+	f := strings.Fields(string(raw))
+	has := func(c string) bool {
+		for _, x := range f {
+			if x == c {
+				return true
+			}
+		}
+		return false
+	}
+	return has("memory") && has("pids")
+}
+
+// newCgroupTree makes, below turnlog's own groups, a group capping memory at
+// memoryBytes and processes at processes, named name (a random one when empty).
+// It fails if the machine has no usable memory and pids controllers.
+func newCgroupTree(name string, memoryBytes uint64, processes int) (*cgroupTree, error) {
+	v2, memory, pids, err := hierarchies()
+	if err != nil {
+		return nil, err
+	}
+	if name == "" {
+		var b [8]byte
+		rand.Read(b[:])
+		name = "turnlog-" + hex.EncodeToString(b[:])
+	}
+	mem, procs := strconv.FormatUint(memoryBytes, 10), strconv.Itoa(processes)
+	var t *cgroupTree
+	var settings []func() error
+	switch {
+	case v2Usable(v2):
+		d := filepath.Join(v2.mount, v2.own, name)
+		t = &cgroupTree{Version: "v2", Dirs: []string{d}}
+		settings = []func() error{
+			func() error { return write(d, "memory.max", mem) },
+			func() error { return writeIfPresent(d, "memory.swap.max", "0") },
+			func() error { return write(d, "pids.max", procs) },
+		}
+	case memory != nil && pids != nil:
+		m, p := filepath.Join(memory.mount, memory.own, name), filepath.Join(pids.mount, pids.own, name)
+		t = &cgroupTree{Version: "v1", Dirs: []string{m, p}}
+		settings = []func() error{
+			func() error { return write(m, "memory.limit_in_bytes", mem) },
+			func() error { return writeIfPresent(m, "memory.memsw.limit_in_bytes", mem) }, // swap too
+			func() error { return write(p, "pids.max", procs) },
+		}
+	default:
+		return nil, errors.New("no cgroup memory and pids controllers here (v2 below turnlog's group, or v1)")
+	}
+	for _, d := range t.Dirs {
+		if err := os.Mkdir(d, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+			t.remove()
+			return nil, err
+		}
+	}
+	for _, set := range settings {
+		if err := set(); err != nil {
+			t.remove()
+			return nil, err
+		}
+	}
+	return t, nil
+}
+
+func write(dir, file, value string) error {
+	if err := os.WriteFile(filepath.Join(dir, file), []byte(value), 0); err != nil {
+		return fmt.Errorf("cgroup %s: %w", file, err)
+	}
+	return nil
+}
+
+func writeIfPresent(dir, file, value string) error {
+	if _, err := os.Stat(filepath.Join(dir, file)); err != nil {
+		return nil
+	}
+	return write(dir, file, value)
+}
+
+// remove removes the groups once their processes are gone: those of a command's PID
+// namespace die with its first process, a moment after it.
+func (c *cgroupTree) remove() {
+	for _, d := range c.Dirs {
+		for i := 0; i < 100; i++ {
+			if err := os.Remove(d); err == nil || errors.Is(err, os.ErrNotExist) {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+}
+
+// joinCgroups moves the calling process into the groups (by writing 0: "myself",
+// whatever PID namespace it is in).
+func joinCgroups(procs []string) error {
+	for _, p := range procs {
+		if err := os.WriteFile(p, []byte("0"), 0); err != nil {
+			return fmt.Errorf("join %s: %w", filepath.Dir(p), err)
+		}
+	}
+	return nil
+}
