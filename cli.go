@@ -50,6 +50,7 @@ type cliContext struct {
 	memory         *memory.Binding // the store agents' memory tools use, bound once it is open
 	mcp            *mcpclient.Pool // the apps' MCP server sessions
 	neverDial      []string        // turnlog's own listeners, which no sandboxed command may reach
+	protected      []string        // turnlog's own files, which no sandbox may see
 }
 
 func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, w wiring) error {

@@ -2,7 +2,10 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/turnlog/turnlog/events"
@@ -20,6 +23,15 @@ func cmdRun(ctx context.Context, c *cliContext, args []string) error {
 		return err
 	}
 	input := strings.Join(fs.Args(), " ")
+	if c.workspace != "" && !flagGiven(fs, "db") && os.Getenv("TURNLOG_DB") == "" {
+		// ./turnlog.db would lie in the workspace (cd proj && turnlog run --workspace .).
+		db, err := stateDatabase()
+		if err != nil {
+			return err
+		}
+		f.db = db
+		fmt.Fprintf(c.stderr, "database %s\n", db)
+	}
 	store, engine, err := c.openEngine(ctx, f)
 	if err != nil {
 		return err
@@ -47,6 +59,32 @@ func cmdRun(ctx context.Context, c *cliContext, args []string) error {
 		return err
 	}
 	return report(c, res)
+}
+
+// flagGiven says whether the command line set the flag.
+func flagGiven(fs *flag.FlagSet, name string) bool {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
+}
+
+// stateDatabase is where `run --workspace` keeps its database unless told: the
+// user's state directory ($XDG_STATE_HOME/turnlog, else ~/.local/state/turnlog),
+// outside any workspace.
+func stateDatabase() (string, error) {
+	dir := os.Getenv("XDG_STATE_HOME")
+	if dir == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return "", fmt.Errorf("no state directory for the database (set --db): %w", err)
+		}
+		dir = filepath.Join(home, ".local", "state")
+	}
+	dir = filepath.Join(dir, "turnlog")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("state directory: %w", err)
+	}
+	return filepath.Join(dir, "turnlog.db"), nil
 }
 
 // report prints a turn's answer on stdout, or its error on stderr with exit status 1.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"time"
 
@@ -23,6 +24,7 @@ func cmdServe(ctx context.Context, c *cliContext, args []string) error {
 	addr := fs.String("addr", envOr("TURNLOG_ADDR", "127.0.0.1:8080"), "listen address (env TURNLOG_ADDR)")
 	dev := fs.Bool("dev", envOr("TURNLOG_DEV", "") == "1" || envOr("TURNLOG_DEV", "") == "true", "development mode: no API keys needed (env TURNLOG_DEV=1)")
 	keySpec := fs.String("api-keys", envOr("TURNLOG_API_KEYS", ""), "comma-separated KEY=USER pairs (env TURNLOG_API_KEYS)")
+	keysFile := fs.String("api-keys-file", envOr("TURNLOG_API_KEYS_FILE", ""), "a file of KEY=USER lines (# comments), so keys need not be on a command line (env TURNLOG_API_KEYS_FILE)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -32,6 +34,26 @@ func cmdServe(ctx context.Context, c *cliContext, args []string) error {
 	keys, err := parseKeys(*keySpec)
 	if err != nil {
 		return err
+	}
+	if *keysFile != "" {
+		raw, err := os.ReadFile(*keysFile)
+		if err != nil {
+			return events.Errorf(events.CodeInvalid, "--api-keys-file: %v", err)
+		}
+		var lines []string
+		for _, l := range strings.Split(string(raw), "\n") {
+			if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
+				lines = append(lines, l)
+			}
+		}
+		fileKeys, err := parseKeys(strings.Join(lines, ","))
+		if err != nil {
+			return fmt.Errorf("--api-keys-file %s: %w", *keysFile, err)
+		}
+		for k, u := range fileKeys {
+			keys[k] = u
+		}
+		c.protected = append(c.protected, *keysFile)
 	}
 	if len(keys) == 0 && !*dev {
 		return events.Errorf(events.CodeInvalid, "no API keys configured: set --api-keys KEY=USER (or TURNLOG_API_KEYS), or pass --dev to serve without keys")

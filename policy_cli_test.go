@@ -71,9 +71,9 @@ func TestHostNetworkIsLoudAndNeverDev(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
+	dir, ws := t.TempDir(), t.TempDir()
 	cfg := filepath.Join(dir, "agent.yaml")
-	yaml := strings.Replace(string(raw), "      mode: network-off\n", "      mode: workspace-write\n      network: host\n      workspace: "+dir+"\n", 1)
+	yaml := strings.Replace(string(raw), "      mode: network-off\n", "      mode: workspace-write\n      network: host\n      workspace: "+ws+"\n", 1)
 	if yaml == string(raw) {
 		t.Fatal("examples/coder.yaml changed shape")
 	}

@@ -27,7 +27,8 @@ func defaultWiring() wiring { return wiring{functions: demo.Functions()} }
 func schemaVersion() int { return sqlite.SchemaVersion() }
 
 func (c *cliContext) loadApps(path string) ([]*fsm.App, error) {
-	opts := config.Options{Functions: c.wiring.functions, WrapModel: c.wiring.wrapModel, Workspace: c.workspace, Memory: c.memory, MCP: c.mcp, NeverDial: c.neverDial}
+	opts := config.Options{Functions: c.wiring.functions, WrapModel: c.wiring.wrapModel, Workspace: c.workspace, Memory: c.memory, MCP: c.mcp,
+		NeverDial: c.neverDial, Protected: c.protected}
 	if path == "" {
 		return config.Load("examples/demo/agent.yaml", demo.Config, opts)
 	}
@@ -57,7 +58,12 @@ func newIDs() func() string {
 
 // openEngine opens the store and builds the engine over the configured apps; obs,
 // when given, hears the engine and the store.
+//
+// The commands that run tools open it: the database (with its -wal and -shm) and the
+// API keys file must then lie outside every directory a sandbox sees, or the apps do
+// not load.
 func (c *cliContext) openEngine(ctx context.Context, f commonFlags, obs ...observer) (*sqlite.Store, *fsm.Engine, error) {
+	c.protected = append(c.protected, f.db, f.db+"-wal", f.db+"-shm")
 	apps, err := c.loadApps(f.config)
 	if err != nil {
 		return nil, nil, err

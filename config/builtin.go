@@ -36,6 +36,9 @@ func (b builder) builtinTools(at string, c App, access *policy.Engine, tools map
 	if dir == "" {
 		dir = "."
 	}
+	if err := b.exposes(at+".policy.workspace", dir, "the workspace"); err != nil {
+		return err
+	}
 	ws, err := sandbox.OpenWorkspace(dir)
 	if err != nil {
 		return b.errAt(at+".policy.workspace", "%v", err)

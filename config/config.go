@@ -178,6 +178,10 @@ type Options struct {
 	// NeverDial are addresses (host:port) no sandboxed command may reach, even where
 	// a rule names them: turnlog's own listeners.
 	NeverDial []string
+	// Protected are turnlog's own files (the database and its -wal and -shm, the API
+	// keys file): a workspace or MCP server directory that holds one is refused. The
+	// config file is protected without being named here.
+	Protected []string
 }
 
 // Error is a config error at a YAML location.

@@ -19,8 +19,9 @@ type MCP struct {
 }
 
 // MCPServer is one MCP server: a streamable HTTP `url`, or a stdio `command` that runs
-// in the sandbox with `dir` (relative to this file; default its folder) as its
-// read-only workspace.
+// in the sandbox with `dir` (relative to this file) as its read-only workspace — by
+// default an empty directory of its own: never the config's folder, which holds the
+// config.
 type MCPServer struct {
 	URL            string   `yaml:"url"`
 	Command        []string `yaml:"command"`
@@ -71,12 +72,22 @@ func (b builder) mcpTools(at string, c *MCP, mechanism string, tools map[string]
 		}
 		if len(sc.Command) > 0 {
 			dir := sc.Dir
-			if !filepath.IsAbs(dir) {
+			switch {
+			case dir == "":
+				empty, err := os.MkdirTemp("", "turnlog-mcp-"+name+"-")
+				if err != nil {
+					return b.errAt(here, "a directory for the server: %v", err)
+				}
+				dir = empty
+			case !filepath.IsAbs(dir):
 				dir = filepath.Join(filepath.Dir(b.name), dir)
 			}
 			abs, err := filepath.Abs(dir)
 			if err != nil {
 				return b.errAt(here+".dir", "%v", err)
+			}
+			if err := b.exposes(here+".dir", abs, "the server's directory"); err != nil {
+				return err
 			}
 			s.Sandbox = sandbox.Spec{Workspace: abs, WorkspaceReadOnly: true, Network: sc.Network, Mechanism: mechanism}
 		}
