@@ -43,6 +43,7 @@ apps:
     policy:
       mode: workspace-write
       workspace: WORKSPACE
+      workspace_scope: shared
 `
 
 // TestBuiltinToolsInATurn: an agent lists the built-in file tools; they work in the
@@ -74,7 +75,7 @@ func TestBuiltinToolsInATurn(t *testing.T) {
 	if raw, _ := os.ReadFile(filepath.Join(ws, "todo.txt")); string(raw) != "hello" {
 		t.Fatalf("todo.txt: %q", raw)
 	}
-	bad := strings.Replace(strings.Replace(coderConfig, "WORKSPACE", ws, 1), "    policy:\n      mode: workspace-write\n      workspace: "+ws+"\n", "", 1)
+	bad := strings.Replace(strings.Replace(coderConfig, "WORKSPACE", ws, 1), "    policy:\n      mode: workspace-write\n      workspace: "+ws+"\n      workspace_scope: shared\n", "", 1)
 	os.WriteFile(cfg, []byte(bad), 0o644)
 	if _, _, err := runCLI(t, "run", "--config", cfg, "--app", "coder", "--db", db, "hi"); err == nil || !strings.Contains(err.Error(), "need a policy") {
 		t.Fatalf("built-in tools without a policy: %v", err)
@@ -141,5 +142,47 @@ func TestApprovedCommandRunsInTheSandbox(t *testing.T) {
 	}
 	if got, want := strings.Join(trail, " | "), "decision bash require_approval L4 default:workspace-write:L4 | approval  approved | result bash ok exit 0"; got != want {
 		t.Fatalf("audit: %s\nwant   %s", got, want)
+	}
+}
+
+// TestWorkspacePerUser: by default each user of an app has a workspace of their own
+// under the app's root: what alice's agent writes, bob's agent cannot read — not with
+// the file tools, not with a command.
+func TestWorkspacePerUser(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	cfg := strings.Replace(strings.Replace(coderConfig, "WORKSPACE", root, 1), "      workspace_scope: shared\n", "", 1)
+	apps, err := config.Load("agent.yaml", []byte(cfg), config.Options{Functions: defaultWiring().functions})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, _ := sqlite.MustOpen(t, sqlite.Options{Synchronous: "OFF"})
+	e, err := fsm.New(store, apps, fsm.Options{Clock: time.Now, NewID: newIDs()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	turn := func(user, input string) string {
+		s, _ := e.CreateSession(ctx, "coder", user, nil)
+		res, err := e.RunTurn(ctx, s.ID, input)
+		if err != nil || res.Status != fsm.StatusCompleted {
+			t.Fatalf("%s: %s: %+v %v", user, input, res, err)
+		}
+		return res.Output
+	}
+	if out := turn("alice", "write plans.txt merger"); !strings.Contains(out, "wrote plans.txt") {
+		t.Fatalf("alice: %s", out)
+	}
+	if raw, err := os.ReadFile(filepath.Join(root, "users", "alice", "plans.txt")); err != nil || string(raw) != "merger" {
+		t.Fatalf("alice's workspace: %q %v", raw, err)
+	}
+	for _, input := range []string{"read plans.txt", "run cat plans.txt ../alice/plans.txt " + filepath.Join(root, "users/alice/plans.txt") + "; ls -R .. /"} {
+		out := turn("bob", input)
+		if strings.Contains(out, "merger") || strings.Contains(out, "plans.txt\n") {
+			t.Fatalf("bob's agent saw alice's file (%s): %s", input, out)
+		}
+	}
+	if out := turn("alice", "read plans.txt"); !strings.Contains(out, "merger") {
+		t.Fatalf("alice's next session lost her workspace: %s", out)
 	}
 }

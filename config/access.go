@@ -14,10 +14,15 @@ import (
 // resource (see package policy).
 type Access struct {
 	Mode string `yaml:"mode"` // read-only, workspace-write (default), network-off, network-allowlist, full-isolated
-	// Workspace is the directory tools work in; paths are resolved against it
+	// Workspace is the directory tools work in, or — as WorkspaceScope says — the root
+	// under which each user or session gets one; paths are resolved against it
 	// (default: the directory turnlog runs in).
-	Workspace string       `yaml:"workspace"`
-	Rules     []AccessRule `yaml:"rules"`
+	Workspace string `yaml:"workspace"`
+	// WorkspaceScope is whose a workspace is: user (the default: <workspace>/users/<user>),
+	// session (<workspace>/sessions/<session>) or shared (the workspace itself, for
+	// every user and session of the app).
+	WorkspaceScope string       `yaml:"workspace_scope"`
+	Rules          []AccessRule `yaml:"rules"`
 	// Sandbox is how commands and stdio MCP servers are confined: landlock (default)
 	// or bubblewrap (for kernels without Landlock; needs bwrap installed).
 	Sandbox string `yaml:"sandbox"`

@@ -7,7 +7,6 @@ import (
 	"github.com/turnlog/turnlog/adapters/workspace"
 	"github.com/turnlog/turnlog/fsm"
 	"github.com/turnlog/turnlog/policy"
-	"github.com/turnlog/turnlog/sandbox"
 )
 
 // BuiltinTools are the tool names an agent may list without declaring them: the
@@ -39,12 +38,22 @@ func (b builder) builtinTools(at string, c App, access *policy.Engine, tools map
 	if err := b.exposes(at+".policy.workspace", dir, "the workspace"); err != nil {
 		return err
 	}
-	ws, err := sandbox.OpenWorkspace(dir)
+	scope := workspace.ScopeUser
+	switch {
+	case b.opts.Workspace != "":
+		scope = workspace.ScopeShared // a folder named for this run (turnlog run --workspace)
+	case c.Policy.WorkspaceScope != "":
+		scope = workspace.Scope(c.Policy.WorkspaceScope)
+		if !slices.Contains(workspace.Scopes, scope) {
+			return b.errAt(at+".policy.workspace_scope", "unknown workspace scope %q (%v)", c.Policy.WorkspaceScope, workspace.Scopes)
+		}
+	}
+	wss, err := workspace.NewWorkspaces(dir, scope)
 	if err != nil {
 		return b.errAt(at+".policy.workspace", "%v", err)
 	}
-	access.Workspace = ws.Dir()
-	for _, t := range append(workspace.Tools(ws), workspace.Bash(workspace.SpecFor(ws, access, b.opts.NeverDial...), access)) {
+	access.Workspace = wss.Root().Dir()
+	for _, t := range append(workspace.Tools(wss), workspace.Bash(workspace.SpecFor(wss.Root(), access, b.opts.NeverDial...), access, wss)) {
 		if _, declared := tools[t.Spec().Name]; !declared {
 			tools[t.Spec().Name] = t
 		}

@@ -77,7 +77,7 @@ func (r *run) runNested(s *toolSlot) (*events.ToolResulted, *nestedStop, events.
 		setToolError(tr, ToolErrInvalidArguments, `input: a non-empty string is required (arguments are {"input": "..."})`, true)
 		return tr, nil, events.Usage{}
 	}
-	child := &run{e: r.e, ctx: r.ctx, app: r.app, agent: s.nested, session: r.session, turn: r.turn, log: r.log,
+	child := &run{e: r.e, ctx: r.ctx, app: r.app, agent: s.nested, session: r.session, owner: r.owner, turn: r.turn, log: r.log,
 		conv: &conversation{}, rec: r.rec, logged: r.logged, m: NewMachine(StateGuardingInput),
 		modelCalls: map[string]int{}, toolCalls: map[string]int{}, cancel: r.cancel, prefix: s.path + "/"}
 	child.conv.append(events.UserMessage(args.Input))

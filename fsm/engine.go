@@ -320,7 +320,7 @@ func (e *Engine) prepareTurn(ctx context.Context, session, input string, h *runH
 		return nil, fmt.Errorf("start turn: %w", err)
 	}
 	e.setRunningTurn(h, turn)
-	r := e.newRun(ctx, app, agent, session, turn, out[0].Seq, conv, nil, nil)
+	r := e.newRun(ctx, app, agent, session, s.Owner, turn, out[0].Seq, conv, nil, nil)
 	r.cancel = h.cancel
 	r.input = input // as recorded: after redaction
 	return r, nil
@@ -385,7 +385,7 @@ func (e *Engine) recoverTurn(ctx context.Context, t projection.Turn) (*Result, e
 		agent = app.Agents[t.Agent]
 	}
 	rec := newRecording(evs)
-	r := e.newRun(ctx, app, agent, t.Session, t.ID, seq, conv, rec, rec)
+	r := e.newRun(ctx, app, agent, t.Session, s.Owner, t.ID, seq, conv, rec, rec)
 	r.cancel = h.cancel
 	if agent == nil {
 		r.conv.append(events.UserMessage(t.Input))

@@ -105,6 +105,8 @@ type Store interface {
 // CallInfo tells a tool which call it is serving.
 type CallInfo struct {
 	Session, Turn, Agent, Path string
+	// User is the session's owner, for whom the tool acts.
+	User string
 	// Approved: a person approved this very call before it ran.
 	Approved bool
 }

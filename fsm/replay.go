@@ -113,7 +113,7 @@ func (e *Engine) replayTurn(ctx context.Context, rec []events.Event) error {
 		return err
 	}
 	recording := newRecording(rec)
-	r := e.newRun(ctx, app, agent, start.Session, start.Turn, start.Seq, conv, recording, nil)
+	r := e.newRun(ctx, app, agent, start.Session, s.Owner, start.Turn, start.Seq, conv, recording, nil)
 	res, err := r.begin(ts.Input)
 	for err == nil && res.Status == StatusSuspended {
 		// The recording goes on with a person's answers: append them as they were
@@ -137,7 +137,7 @@ func (e *Engine) replayTurn(ctx context.Context, rec []events.Event) error {
 		if conv, err = e.conversation(ctx, s); err != nil {
 			return err
 		}
-		r = e.newRun(ctx, app, agent, start.Session, start.Turn, appended[len(appended)-1].Seq, conv, recording, newRecording(logged))
+		r = e.newRun(ctx, app, agent, start.Session, s.Owner, start.Turn, appended[len(appended)-1].Seq, conv, recording, newRecording(logged))
 		res, err = r.begin(ts.Input)
 	}
 	if err != nil {

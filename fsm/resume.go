@@ -173,7 +173,7 @@ func (e *Engine) prepareResume(ctx context.Context, session, user string, answer
 		return nil, nil, err
 	}
 	rec := newRecording(all)
-	r := e.newRun(ctx, app, agent, session, t.ID, out[len(out)-1].Seq, conv, rec, rec)
+	r := e.newRun(ctx, app, agent, session, s.Owner, t.ID, out[len(out)-1].Seq, conv, rec, rec)
 	r.cancel = h.cancel
 	r.conv.append(events.UserMessage(t.Input))
 	return &StartedTurn{ID: t.ID, StartSeq: out[0].Seq, done: make(chan struct{})}, r, nil

@@ -17,6 +17,7 @@ type run struct {
 	app     *App
 	agent   *Agent
 	session string
+	owner   string // the session's owner: tools act for this user
 	turn    string
 	log     *turnLog // shared with the agent runs nested in this one
 	conv    *conversation
@@ -91,9 +92,9 @@ func (r *run) cancelTurn(pending ...events.Event) (*Result, error) {
 		Error: &ResultError{Code: events.CodeCanceled, Message: reason}}, nil
 }
 
-func (e *Engine) newRun(ctx context.Context, app *App, agent *Agent, session, turn string, seq int64,
+func (e *Engine) newRun(ctx context.Context, app *App, agent *Agent, session, owner, turn string, seq int64,
 	conv *conversation, rec, logged *recording) *run {
-	return &run{e: e, ctx: ctx, app: app, agent: agent, session: session, turn: turn, log: &turnLog{seq: seq},
+	return &run{e: e, ctx: ctx, app: app, agent: agent, session: session, owner: owner, turn: turn, log: &turnLog{seq: seq},
 		conv: conv, base: len(conv.items), prevItems: len(conv.items), rec: rec, logged: logged,
 		m: NewMachine(StateStarted), modelCalls: map[string]int{}, toolCalls: map[string]int{}}
 }

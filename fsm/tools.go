@@ -282,7 +282,7 @@ func (r *run) execute(s *toolSlot) *events.ToolResulted {
 		return finish()
 	}
 	spec := s.tool.Spec()
-	ctx := WithCallInfo(r.ctx, CallInfo{Session: r.session, Turn: r.turn, Agent: r.agent.Name, Path: s.path, Approved: s.needsApproval()})
+	ctx := WithCallInfo(r.ctx, CallInfo{Session: r.session, User: r.owner, Turn: r.turn, Agent: r.agent.Name, Path: s.path, Approved: s.needsApproval()})
 	if spec.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, spec.Timeout)

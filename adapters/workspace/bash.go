@@ -48,10 +48,19 @@ func allowHost(access *policy.Engine) sandbox.HostCheck {
 // the command itself (it is classified by parsing it). A call a person approved runs,
 // where the network is off, behind the proxy opened to the hosts the policy allows
 // (what policy.Engine.NetworkGrant told the reviewer).
-func Bash(spec sandbox.Spec, access *policy.Engine) fsm.Tool {
+// With wss the command runs in the workspace of the call (spec's is the root's
+// then); nil keeps spec's.
+func Bash(spec sandbox.Spec, access *policy.Engine, wss *Workspaces) fsm.Tool {
 	return &target[bashArgs]{newTool("bash", "Run a bash command in the workspace (sandboxed: limited files, network and resources). Returns exit code, stdout and stderr (kept head and tail), duration.",
 		func(ctx context.Context, a bashArgs) (any, error) {
 			s := spec
+			if wss != nil {
+				ws, err := wss.For(ctx)
+				if err != nil {
+					return nil, err
+				}
+				s.Workspace = ws.Dir()
+			}
 			if call, _ := fsm.CallInfoFrom(ctx); call.Approved && access != nil && access.EffectiveNetwork() == policy.NetworkOff {
 				s.AllowHost = allowHost(access)
 			}

@@ -37,7 +37,7 @@ func TestAllowlistModeReachesOnlyAllowedHosts(t *testing.T) {
 	spec.Dial = func(ctx context.Context, network, _ string) (net.Conn, error) {
 		return (&net.Dialer{}).DialContext(ctx, network, srv.Listener.Addr().String())
 	}
-	bash := workspace.Bash(spec, access)
+	bash := workspace.Bash(spec, access, nil)
 	for _, c := range []struct {
 		agent, want string
 		allowed     bool

@@ -69,7 +69,7 @@ true`, port)
 		}
 		defer ws.Close()
 		access := &policy.Engine{Mode: mode, Workspace: b.dir}
-		res := bashResult(t, workspace.Bash(workspace.SpecFor(ws, access), access), context.Background(), attacks)
+		res := bashResult(t, workspace.Bash(workspace.SpecFor(ws, access), access, nil), context.Background(), attacks)
 		if strings.Contains(res.Stdout, "CONNECTED") {
 			t.Errorf("%s: a command reached the host's loopback: %+v", mode, res)
 		}
@@ -109,7 +109,7 @@ func TestAddressesPassOnlyWhenNamed(t *testing.T) {
 		mu.Unlock()
 		return (&net.Dialer{}).DialContext(ctx, network, srv.Listener.Addr().String())
 	}
-	bash := workspace.Bash(spec, access)
+	bash := workspace.Bash(spec, access, nil)
 	res := bashResult(t, bash, context.Background(), `for u in http://127.0.0.1/ http://0.0.0.0/ http://[::ffff:127.0.0.1]/ http://169.254.169.254/latest/meta-data/ http://[::1]/ http://127.0.0.8/; do curl -s -m 5 $u; echo; done
 curl -s -m 5 -p https://127.0.0.1/ -o /dev/null -w '%{http_code}\n'
 curl -s -m 5 http://127.0.0.7/; echo`)
@@ -156,7 +156,7 @@ func TestApprovedNetworkCallGetsTheProxy(t *testing.T) {
 	spec.Dial = func(ctx context.Context, network, _ string) (net.Conn, error) {
 		return (&net.Dialer{}).DialContext(ctx, network, srv.Listener.Addr().String())
 	}
-	bash := workspace.Bash(spec, access)
+	bash := workspace.Bash(spec, access, nil)
 	cmd := "curl -s -m 5 http://registry.npmjs.org/left-pad; echo; curl -s -m 5 http://evil.test/; echo"
 	approved := bashResult(t, bash, fsm.WithCallInfo(context.Background(), fsm.CallInfo{Agent: "coder", Approved: true}), cmd)
 	if !strings.HasPrefix(approved.Stdout, "packages\n") || !strings.Contains(approved.Stdout, "network to evil.test denied") {

@@ -20,20 +20,35 @@ const (
 	binaryProbe      = 8 << 10 // bytes looked at to tell a binary file
 )
 
-// Tools returns the built-in file tools for a workspace.
-func Tools(ws *sandbox.Workspace) []fsm.Tool {
+// Tools returns the built-in file tools, each call working in the workspace wss
+// gives it.
+func Tools(wss *Workspaces) []fsm.Tool {
 	st := &seen{files: map[string]seenFile{}}
 	return []fsm.Tool{
 		&target[readArgs]{functool.MustNew("read_file", "Read a text file of the workspace, with line numbers. Pages with start_line/end_line and a byte cap; binary files are refused.",
-			readFile(ws, st)), func(a readArgs) fsm.PolicyCall { return pathCall(policy.L1, policy.ActRead, a.Path) }},
+			inWorkspace(wss, func(ws *sandbox.Workspace) func(context.Context, readArgs) (any, error) { return readFile(ws, st) })),
+			func(a readArgs) fsm.PolicyCall { return pathCall(policy.L1, policy.ActRead, a.Path) }},
 		&target[writeArgs]{functool.MustNew("write_file", "Create a file in the workspace (overwriting an existing one needs overwrite: true). Returns a diff.",
-			writeFile(ws, st)), func(a writeArgs) fsm.PolicyCall { return pathCall(policy.L2, policy.ActWrite, a.Path) }},
+			inWorkspace(wss, func(ws *sandbox.Workspace) func(context.Context, writeArgs) (any, error) { return writeFile(ws, st) })),
+			func(a writeArgs) fsm.PolicyCall { return pathCall(policy.L2, policy.ActWrite, a.Path) }},
 		&target[editArgs]{functool.MustNew("edit_file", "Replace text that occurs exactly once in a file this session has read; refused if the file changed since. Returns the changed line ranges and a diff.",
-			editFile(ws, st)), func(a editArgs) fsm.PolicyCall { return pathCall(policy.L2, policy.ActWrite, a.Path) }},
+			inWorkspace(wss, func(ws *sandbox.Workspace) func(context.Context, editArgs) (any, error) { return editFile(ws, st) })),
+			func(a editArgs) fsm.PolicyCall { return pathCall(policy.L2, policy.ActWrite, a.Path) }},
 		&target[globArgs]{functool.MustNew("glob", "List workspace files matching a pattern (** for any depth); .git, node_modules and build directories are skipped.",
-			globFiles(ws)), func(globArgs) fsm.PolicyCall { return pathCall(policy.L1, policy.ActRead, ".") }},
+			inWorkspace(wss, globFiles)), func(globArgs) fsm.PolicyCall { return pathCall(policy.L1, policy.ActRead, ".") }},
 		&target[grepArgs]{functool.MustNew("grep", "Search workspace files for a regular expression; hits are path:line:text.",
-			grepFiles(ws)), func(grepArgs) fsm.PolicyCall { return pathCall(policy.L1, policy.ActRead, ".") }},
+			inWorkspace(wss, grepFiles)), func(grepArgs) fsm.PolicyCall { return pathCall(policy.L1, policy.ActRead, ".") }},
+	}
+}
+
+// inWorkspace runs a tool function in the workspace of each call.
+func inWorkspace[A any](wss *Workspaces, fn func(*sandbox.Workspace) func(context.Context, A) (any, error)) func(context.Context, A) (any, error) {
+	return func(ctx context.Context, a A) (any, error) {
+		ws, err := wss.For(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return fn(ws)(ctx, a)
 	}
 }
 

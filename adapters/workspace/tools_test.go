@@ -30,7 +30,7 @@ func setup(t *testing.T) bundle {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ws.Close() })
-	for _, tool := range workspace.Tools(ws) {
+	for _, tool := range workspace.Tools(workspace.Shared(ws)) {
 		b.tools[tool.Spec().Name] = tool
 	}
 	return b

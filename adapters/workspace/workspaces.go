@@ -1,0 +1,119 @@
+package workspace
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+
+	"github.com/turnlog/turnlog/fsm"
+	"github.com/turnlog/turnlog/sandbox"
+)
+
+// Scope says whose a workspace is.
+type Scope string
+
+const (
+	// ScopeUser (the default): each user of the app has a workspace of their own,
+	// <root>/users/<user>; no user's agent sees another's files.
+	ScopeUser Scope = "user"
+	// ScopeSession: each session has one, <root>/sessions/<session>; a branch starts
+	// with an empty one.
+	ScopeSession Scope = "session"
+	// ScopeShared: the root itself, one for every user and session of the app — only
+	// when the config says so (a team's repository; turnlog run's own folder).
+	ScopeShared Scope = "shared"
+)
+
+// Scopes lists the scopes.
+var Scopes = []Scope{ScopeUser, ScopeSession, ScopeShared}
+
+// Workspaces gives each tool call the workspace it works in: by its session's user,
+// by its session, or one for all, under a root the operator chose. A workspace is
+// made (0700) the first time it is needed.
+type Workspaces struct {
+	root  *sandbox.Workspace
+	scope Scope
+
+	mu   sync.Mutex
+	open map[string]*sandbox.Workspace
+}
+
+// NewWorkspaces opens root (which must exist) for scope.
+func NewWorkspaces(root string, scope Scope) (*Workspaces, error) {
+	ws, err := sandbox.OpenWorkspace(root)
+	if err != nil {
+		return nil, err
+	}
+	return &Workspaces{root: ws, scope: scope, open: map[string]*sandbox.Workspace{}}, nil
+}
+
+// Shared is the one workspace dir for every call (turnlog run's, tests').
+func Shared(ws *sandbox.Workspace) *Workspaces {
+	return &Workspaces{root: ws, scope: ScopeShared}
+}
+
+// Root is the directory the workspaces are made under (for shared, the workspace).
+func (w *Workspaces) Root() *sandbox.Workspace { return w.root }
+
+// Scope is whose each workspace is.
+func (w *Workspaces) Scope() Scope { return w.scope }
+
+// For is the workspace of the call ctx carries.
+func (w *Workspaces) For(ctx context.Context) (*sandbox.Workspace, error) {
+	if w.scope == ScopeShared {
+		return w.root, nil
+	}
+	call, _ := fsm.CallInfoFrom(ctx)
+	var rel string
+	switch w.scope {
+	case ScopeUser:
+		if call.User == "" {
+			return nil, fmt.Errorf("no user for a per-user workspace")
+		}
+		rel = filepath.Join("users", pathName(call.User))
+	default:
+		if call.Session == "" {
+			return nil, fmt.Errorf("no session for a per-session workspace")
+		}
+		rel = filepath.Join("sessions", pathName(call.Session))
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if ws, ok := w.open[rel]; ok {
+		return ws, nil
+	}
+	if err := os.MkdirAll(filepath.Join(w.root.Dir(), filepath.Dir(rel)), 0o700); err != nil {
+		return nil, err
+	}
+	if err := os.Mkdir(filepath.Join(w.root.Dir(), rel), 0o700); err != nil && !os.IsExist(err) {
+		return nil, err
+	}
+	ws, err := sandbox.OpenWorkspace(filepath.Join(w.root.Dir(), rel))
+	if err != nil {
+		return nil, err
+	}
+	if ws.Dir() != filepath.Join(w.root.Dir(), rel) { // a symlink planted in the root
+		ws.Close()
+		return nil, fmt.Errorf("workspace %s is not a directory of its own", rel)
+	}
+	w.open[rel] = ws
+	return ws, nil
+}
+
+var plainName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+
+// pathName is a user or session id as one path component: itself when it is a plain
+// name, else a hash of it (no id can name another's directory or climb out).
+func pathName(id string) string {
+	if plainName.MatchString(id) && !strings.HasPrefix(id, "h-") {
+		return id
+	}
+	sum := sha256.Sum256([]byte(id))
+	return "h-" + hex.EncodeToString(sum[:12])
+}
