@@ -29,7 +29,7 @@ func TestAllowlistModeReachesOnlyAllowedHosts(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ws.Close()
-	access := &policy.Engine{Mode: policy.ModeNetworkAllowlist, Workspace: b.dir, Rules: []policy.Rule{
+	access := &policy.Engine{Mode: policy.ModeNetworkAllowlist, Workspace: b.dir, Mechanism: testMechanism(t), Rules: []policy.Rule{
 		{Name: "go-proxy", Decision: policy.Allow, Agents: []string{"coder"}, Domains: []string{"proxy.golang.org"}},
 	}}
 	spec := workspace.SpecFor(ws, access)

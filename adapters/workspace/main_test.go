@@ -2,6 +2,7 @@ package workspace_test
 
 import (
 	"os"
+	"os/exec"
 	"testing"
 
 	"github.com/turnlog/turnlog/sandbox"
@@ -10,4 +11,21 @@ import (
 func TestMain(m *testing.M) {
 	sandbox.BecomeHelperIfAsked() // the sandbox starts this test binary as its helper
 	os.Exit(m.Run())
+}
+
+// testMechanism is the sandbox mechanism the boundary tests run under:
+// TURNLOG_TEST_MECHANISM (make test runs them again with bubblewrap), landlock by
+// default. Without bwrap a bubblewrap run skips — or fails where
+// TURNLOG_REQUIRE_BWRAP says it must run (CI).
+func testMechanism(t *testing.T) string {
+	m := os.Getenv("TURNLOG_TEST_MECHANISM")
+	if m == sandbox.MechanismBubblewrap {
+		if _, err := exec.LookPath("bwrap"); err != nil {
+			if os.Getenv("TURNLOG_REQUIRE_BWRAP") != "" {
+				t.Fatalf("bubblewrap is required and bwrap is not installed: %v", err)
+			}
+			t.Skip("bwrap is not installed")
+		}
+	}
+	return m
 }

@@ -68,7 +68,7 @@ true`, port)
 			t.Fatal(err)
 		}
 		defer ws.Close()
-		access := &policy.Engine{Mode: mode, Workspace: b.dir}
+		access := &policy.Engine{Mode: mode, Workspace: b.dir, Mechanism: testMechanism(t)}
 		res := bashResult(t, workspace.Bash(workspace.SpecFor(ws, access), access, nil), context.Background(), attacks)
 		if strings.Contains(res.Stdout, "CONNECTED") {
 			t.Errorf("%s: a command reached the host's loopback: %+v", mode, res)
@@ -97,7 +97,7 @@ func TestAddressesPassOnlyWhenNamed(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ws.Close()
-	access := &policy.Engine{Mode: policy.ModeNetworkAllowlist, Workspace: b.dir, Rules: []policy.Rule{
+	access := &policy.Engine{Mode: policy.ModeNetworkAllowlist, Workspace: b.dir, Mechanism: testMechanism(t), Rules: []policy.Rule{
 		{Name: "anything", Decision: policy.Allow, Domains: []string{"*"}},
 		{Name: "these-addresses", Decision: policy.Allow, Domains: []string{"127.0.0.7", "127.0.0.8"}},
 	}}
@@ -144,7 +144,7 @@ func TestApprovedNetworkCallGetsTheProxy(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ws.Close()
-	access := &policy.Engine{Mode: policy.ModeWorkspaceWrite, Workspace: b.dir, Rules: []policy.Rule{
+	access := &policy.Engine{Mode: policy.ModeWorkspaceWrite, Workspace: b.dir, Mechanism: testMechanism(t), Rules: []policy.Rule{
 		{Name: "registry", Decision: policy.Allow, Domains: []string{"registry.npmjs.org"}},
 	}}
 	v := access.Shell(policy.Subject{Agent: "coder", Tool: "bash"}, "npm install left-pad")

@@ -23,7 +23,7 @@ func TestUsersDoNotSeeEachOthersWorkspaces(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	access := &policy.Engine{Mode: policy.ModeWorkspaceWrite, Workspace: root}
+	access := &policy.Engine{Mode: policy.ModeWorkspaceWrite, Workspace: root, Mechanism: testMechanism(t)}
 	bash := workspace.Bash(workspace.SpecFor(wss.Root(), access), access, wss)
 	tools := map[string]fsm.Tool{}
 	for _, tool := range workspace.Tools(wss) {
