@@ -196,10 +196,8 @@ func (e *Engine) forbidden(p string) string {
 	if !ok {
 		return "outside the workspace"
 	}
-	for _, pat := range DefaultDenied {
-		if m, _ := doublestar.Match(pat, rel); m {
-			return fmt.Sprintf("denied by default (%s)", pat)
-		}
+	if pat := DeniedBy(rel); pat != "" {
+		return fmt.Sprintf("denied by default (%s)", pat)
 	}
 	return ""
 }

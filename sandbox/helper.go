@@ -73,7 +73,11 @@ func HelperMain() {
 	if err != nil {
 		fail("cannot set the command's filesystem up: %v", err)
 	}
-	if err := maskDenied(spec.Workspace); err != nil {
+	scan := spec.Workspace // read-only: the view is the workspace itself
+	if lay != nil {
+		scan = fmt.Sprintf("/proc/self/fd/%d", lay.workspace.Fd())
+	}
+	if err := maskDenied(spec.Workspace, scan); err != nil {
 		fail("cannot hide the workspace's denied files: %v", err)
 	}
 	if _, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, syscall.PR_SET_DUMPABLE, 0, 0); errno != 0 {

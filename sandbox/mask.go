@@ -1,10 +1,11 @@
 package sandbox
 
 import (
-	"io/fs"
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"github.com/turnlog/turnlog/policy"
 )
 
 // maskDenied closes, in the helper's own mount namespace (made private first, so
@@ -19,45 +20,48 @@ import (
 //
 // Landlock grants the workspace as a tree; this closes the parts of it no command
 // may read or change. The masks are mount points: renaming or deleting them fails.
-func maskDenied(workspace string) error {
+//
+// The tree is read at scan — the real workspace, which the command's view shows —
+// and the masks are mounted at the same paths under workspace.
+func maskDenied(workspace, scan string) error {
 	if err := syscall.Mount("none", "/", "", syscall.MS_REC|syscall.MS_PRIVATE, ""); err != nil {
 		return err
 	}
 	var masks []func() error
 	deniedInodes := map[[2]uint64]bool{}
-	linked := false // a denied file has other names
-	err := filepath.WalkDir(workspace, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || p == workspace {
-			return nil
+	err := walkTree(scan, func(parent, name string, dir bool) bool {
+		isGit := strings.EqualFold(name, ".git")
+		if !isGit && !policy.MayBeDenied(name) {
+			return false // most entries: nothing to build, nothing to check
 		}
-		rel, _ := filepath.Rel(workspace, p)
-		if strings.EqualFold(d.Name(), ".git") {
+		rel := filepath.Join(parent, name)
+		p := filepath.Join(workspace, rel)
+		if isGit {
 			masks = append(masks, func() error { return bindReadOnly(p) })
 		}
-		if denied(rel) == "" && (!d.IsDir() || denied(rel+"/x") == "") {
-			return nil
+		if denied(rel) == "" && (!dir || denied(rel+"/x") == "") {
+			return false
 		}
-		switch {
-		case d.IsDir():
+		if dir {
 			masks = append(masks, func() error {
 				return syscall.Mount("tmpfs", p, "tmpfs", syscall.MS_RDONLY|syscall.MS_NOSUID|syscall.MS_NODEV, "size=4k")
 			})
-			return fs.SkipDir
-		case d.Type().IsRegular():
+			return true
+		}
+		var st syscall.Stat_t
+		if syscall.Lstat(filepath.Join(scan, rel), &st) == nil && st.Mode&syscall.S_IFMT == syscall.S_IFREG {
 			masks = append(masks, func() error { return syscall.Mount("/dev/null", p, "", syscall.MS_BIND, "") })
-			var st syscall.Stat_t
-			if syscall.Lstat(p, &st) == nil && st.Nlink > 1 {
+			if st.Nlink > 1 {
 				deniedInodes[[2]uint64{st.Dev, st.Ino}] = true
-				linked = true
 			}
 		}
-		return nil
+		return false
 	})
 	if err != nil {
 		return err
 	}
-	if linked {
-		if masks, err = maskLinks(workspace, deniedInodes, masks); err != nil {
+	if len(deniedInodes) > 0 {
+		if masks, err = maskLinks(workspace, scan, deniedInodes, masks); err != nil {
 			return err
 		}
 	}
@@ -71,20 +75,18 @@ func maskDenied(workspace string) error {
 
 // maskLinks adds a mask for every other name of a denied file (its hard links): only
 // when a denied file has more than one name is every file's inode looked at.
-func maskLinks(workspace string, inodes map[[2]uint64]bool, masks []func() error) ([]func() error, error) {
-	err := filepath.WalkDir(workspace, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || !d.Type().IsRegular() {
-			return nil
-		}
-		rel, _ := filepath.Rel(workspace, p)
-		if denied(rel) != "" {
-			return nil // masked by name already
+func maskLinks(workspace, scan string, inodes map[[2]uint64]bool, masks []func() error) ([]func() error, error) {
+	err := walkTree(scan, func(parent, name string, dir bool) bool {
+		rel := filepath.Join(parent, name)
+		if dir || denied(rel) != "" {
+			return false // a directory, or masked by name already
 		}
 		var st syscall.Stat_t
-		if syscall.Lstat(p, &st) == nil && st.Nlink > 1 && inodes[[2]uint64{st.Dev, st.Ino}] {
+		if syscall.Lstat(filepath.Join(scan, rel), &st) == nil && st.Nlink > 1 && inodes[[2]uint64{st.Dev, st.Ino}] {
+			p := filepath.Join(workspace, rel)
 			masks = append(masks, func() error { return syscall.Mount("/dev/null", p, "", syscall.MS_BIND, "") })
 		}
-		return nil
+		return false
 	})
 	return masks, err
 }

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/bmatcuk/doublestar/v4"
 	"github.com/turnlog/turnlog/policy"
 )
 
@@ -227,10 +226,8 @@ func within(dir, p string) (string, bool) {
 
 // denied says why a workspace-relative path is on the default-deny list.
 func denied(rel string) string {
-	for _, pat := range policy.DefaultDenied {
-		if m, _ := doublestar.Match(pat, rel); m {
-			return fmt.Sprintf("is denied by default (%s)", pat)
-		}
+	if pat := policy.DeniedBy(rel); pat != "" {
+		return fmt.Sprintf("is denied by default (%s)", pat)
 	}
 	return ""
 }

@@ -1,0 +1,127 @@
+package policy
+
+import (
+	"path"
+	"strings"
+
+	"github.com/bmatcuk/doublestar/v4"
+)
+
+// DeniedBy says which default-deny pattern a workspace-relative path matches, or "".
+// It is called for every entry of a workspace before each command (the sandbox masks
+// what it names), so each pattern is matched by its shape — `**/<name glob>` on the
+// last component, `**/<dir>/…/**` on consecutive components anywhere, `**/<dir>/<name>`
+// on the last ones — without allocating, with doublestar for any other shape.
+func DeniedBy(rel string) string {
+	if strings.Contains(rel, "//") || strings.HasPrefix(rel, "./") || strings.Contains(rel, "/./") || strings.HasSuffix(rel, "/") {
+		rel = strings.TrimPrefix(path.Clean("/"+rel), "/")
+	}
+	for i := range deniedShapes {
+		if deniedShapes[i].match(rel) {
+			return deniedShapes[i].pattern
+		}
+	}
+	return ""
+}
+
+// deniedShape is one default-deny pattern, taken apart once.
+type deniedShape struct {
+	pattern string
+	name    string // **/<name glob>
+	prefix  string // the name glob is <prefix>*
+	suffix  string // the name glob is *<suffix>
+	dirs    string // **/<d1>/<d2>/**: these consecutive components anywhere
+	tail    string // **/<d>/<name>: these last components
+}
+
+var deniedShapes = func() []deniedShape {
+	out := make([]deniedShape, len(DefaultDenied))
+	for i, pat := range DefaultDenied {
+		out[i].pattern = pat
+		rest, ok := strings.CutPrefix(pat, "**/")
+		if !ok {
+			continue
+		}
+		segs := strings.Split(rest, "/")
+		literal := !strings.ContainsAny(strings.Join(segs[:len(segs)-1], "/"), "*?[\\")
+		switch {
+		case len(segs) == 1:
+			out[i].name = segs[0]
+			if g := segs[0]; !strings.ContainsAny(g, "?[\\") && strings.Count(g, "*") == 1 {
+				switch {
+				case strings.HasSuffix(g, "*"):
+					out[i].prefix = strings.TrimSuffix(g, "*")
+				case strings.HasPrefix(g, "*"):
+					out[i].suffix = strings.TrimPrefix(g, "*")
+				}
+			}
+		case segs[len(segs)-1] == "**" && literal:
+			out[i].dirs = strings.Join(segs[:len(segs)-1], "/")
+		case literal && !strings.ContainsAny(segs[len(segs)-1], "*?[\\"):
+			out[i].tail = rest
+		}
+	}
+	return out
+}()
+
+func (s *deniedShape) match(rel string) bool {
+	switch {
+	case s.prefix != "":
+		return strings.HasPrefix(rel[strings.LastIndexByte(rel, '/')+1:], s.prefix)
+	case s.suffix != "":
+		return strings.HasSuffix(rel, s.suffix) // the suffix holds no slash: it ends the last component
+	case s.name != "":
+		m, _ := path.Match(s.name, rel[strings.LastIndexByte(rel, '/')+1:])
+		return m
+	case s.dirs != "":
+		// A component sequence equal to dirs, at a component boundary, anywhere.
+		seq := s.dirs
+		for i := 0; ; {
+			j := strings.Index(rel[i:], seq)
+			if j < 0 {
+				return false
+			}
+			start, end := i+j, i+j+len(seq)
+			if (start == 0 || rel[start-1] == '/') && (end == len(rel) || rel[end] == '/') {
+				return true
+			}
+			i = start + 1
+		}
+	case s.tail != "":
+		return rel == s.tail || strings.HasSuffix(rel, s.tail) && rel[len(rel)-len(s.tail)-1] == '/'
+	}
+	m, _ := doublestar.Match(s.pattern, rel)
+	return m
+}
+
+// MayBeDenied says whether a path whose last component is name could be on the
+// default-deny list (as a file, or as a directory whose contents are): false lets a
+// walker of a large tree pass an entry by without building its path.
+func MayBeDenied(name string) bool {
+	for i := range deniedShapes {
+		s := &deniedShapes[i]
+		switch {
+		case s.prefix != "":
+			if strings.HasPrefix(name, s.prefix) {
+				return true
+			}
+		case s.suffix != "":
+			if strings.HasSuffix(name, s.suffix) {
+				return true
+			}
+		case s.name != "":
+			if m, _ := path.Match(s.name, name); m {
+				return true
+			}
+		case s.dirs != "" || s.tail != "":
+			for _, c := range strings.Split(s.dirs+s.tail, "/") {
+				if c == name {
+					return true
+				}
+			}
+		default:
+			return true // a shape not taken apart: look at the whole path
+		}
+	}
+	return false
+}
