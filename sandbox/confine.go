@@ -6,96 +6,120 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
-	"runtime/debug"
+	"strings"
 	"syscall"
-	"unsafe"
 )
 
-// confineMain is the helper's second stage: started by the first as CommandUID (no
-// capabilities), it restricts itself — no new privileges, Landlock (or, with
-// bubblewrap, bwrap's own namespaces), the seccomp filter, resource limits — and
-// becomes the command. It never returns; a step that fails ends it with status 125
-// and the reason, so the command never runs less confined than asked.
-func confineMain(spec Spec) {
-	argv := os.Args[1:]
-	bwrap := spec.Mechanism == MechanismBubblewrap
-	filter := commandFilter()
-	if filter == nil {
-		fail("no seccomp filter for %s: the sandbox requires one", runtime.GOARCH)
+// startConfined starts the command from a thread of its own that first confines
+// itself — no new privileges, Landlock and the seccomp filter (with bubblewrap: the
+// filter goes to bwrap, which makes the command's namespaces first) — so that the
+// command, forked from that thread as CommandUID with no supplementary groups, holds
+// all of it from its first instruction; its first program is bash setting the
+// resource limits, which then becomes the command (or bwrap). The thread stays alive
+// until done is closed: a child's parent-death signal follows the thread that
+// started it.
+func startConfined(spec Spec, argv []string, done <-chan struct{}) (int, error) {
+	type started struct {
+		pid int
+		err error
 	}
-	if bwrap {
-		fd, err := filterFD(filter)
-		if err != nil {
-			fail("cannot hand the seccomp filter to bwrap: %v", err)
+	ch := make(chan started, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread, confined, ends with this goroutine
+		pid, err := confineAndStart(spec, argv)
+		ch <- started{pid, err}
+		if err == nil {
+			<-done
 		}
-		if argv, err = bubblewrapArgv(spec, argv, fd); err != nil {
-			fail("%v", err)
-		}
-	}
-	path, err := exec.LookPath(argv[0])
-	if err != nil {
-		fail("%v", err)
-	}
-	os.Unsetenv(helperEnv)
-	os.Unsetenv(specEnv)
-	// What follows binds the thread that does it and what it execs: this thread
-	// restricts itself and becomes the command (or bwrap), and is never handed back to
-	// the Go runtime. (Restricting every thread goes through psx, which hangs in a
-	// process that is the first of its PID namespace.)
-	runtime.LockOSThread()
-	if _, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, prSetNoNewPrivs, 1, 0); errno != 0 {
-		fail("no_new_privs: %v", errno)
-	}
-	if !bwrap { // bwrap loads the filter itself, once its namespaces are made
-		if msg := restrictWithLandlock(spec); msg != "" {
-			fail("%s", msg)
-		}
-		if errno := installSeccomp(filter); errno != 0 {
-			fail("cannot install the seccomp filter: %v", errno)
-		}
-	}
-	// The limits come last, right before the command starts: this process itself may
-	// need more memory than the command may have (a race-detector build does). Nothing
-	// is allocated after them: execve's arguments are built first.
-	argv0, err := syscall.BytePtrFromString(path)
-	if err != nil {
-		fail("%v", err)
-	}
-	args, err := syscall.SlicePtrFromStrings(argv)
-	if err != nil {
-		fail("%v", err)
-	}
-	envv, err := syscall.SlicePtrFromStrings(os.Environ())
-	if err != nil {
-		fail("%v", err)
-	}
-	debug.SetGCPercent(-1)
-	for _, l := range []struct {
-		res   int
-		value uint64
-		name  string
-	}{{syscall.RLIMIT_CPU, spec.CPUSeconds, "cpu"}, {syscall.RLIMIT_AS, spec.MemoryBytes, "memory"}, {syscall.RLIMIT_FSIZE, spec.FileBytes, "file size"}} {
-		lim := syscall.Rlimit{Cur: l.value, Max: l.value}
-		if _, _, errno := syscall.RawSyscall6(syscall.SYS_PRLIMIT64, 0, uintptr(l.res), uintptr(unsafe.Pointer(&lim)), 0, 0, 0); errno != 0 {
-			fail("cannot limit %s: %v", l.name, errno)
-		}
-	}
-	_, _, errno := syscall.RawSyscall(syscall.SYS_EXECVE, uintptr(unsafe.Pointer(argv0)),
-		uintptr(unsafe.Pointer(&args[0])), uintptr(unsafe.Pointer(&envv[0])))
-	fail("exec %s: %v", argv[0], errno)
+	}()
+	s := <-ch
+	return s.pid, s.err
 }
 
-// fail ends a helper stage with status 125 and the reason: the command did not run.
+func confineAndStart(spec Spec, argv []string) (int, error) {
+	filter := commandFilter()
+	if filter == nil {
+		return 0, fmt.Errorf("no seccomp filter for %s: the sandbox requires one", runtime.GOARCH)
+	}
+	files := []uintptr{0, 1, 2}
+	if _, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, prSetNoNewPrivs, 1, 0); errno != 0 {
+		return 0, fmt.Errorf("no_new_privs: %v", errno)
+	}
+	if spec.Mechanism == MechanismBubblewrap {
+		fd, err := filterFD(filter)
+		if err != nil {
+			return 0, fmt.Errorf("cannot hand the seccomp filter to bwrap: %v", err)
+		}
+		defer syscall.Close(fd)
+		files = append(files, uintptr(fd))
+		if argv, err = bubblewrapArgv(spec, argv, 3); err != nil {
+			return 0, err
+		}
+	} else {
+		if msg := restrictWithLandlock(spec); msg != "" {
+			return 0, fmt.Errorf("%s", msg)
+		}
+		if errno := installSeccomp(filter); errno != 0 {
+			return 0, fmt.Errorf("cannot install the seccomp filter: %v", errno)
+		}
+	}
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		return 0, fmt.Errorf("bash, which sets the command's limits: %v", err)
+	}
+	dir, err := os.Getwd()
+	if err != nil {
+		return 0, err
+	}
+	return syscall.ForkExec(bash, limitedArgv(spec, argv), &syscall.ProcAttr{
+		Dir:   dir,
+		Env:   commandEnv(),
+		Files: files,
+		Sys: &syscall.SysProcAttr{
+			Credential: &syscall.Credential{Uid: CommandUID, Gid: CommandUID, Groups: []uint32{}},
+			Pdeathsig:  syscall.SIGKILL,
+		},
+	})
+}
+
+// limitedArgv is argv run by bash once it has set the resource limits — CPU seconds,
+// address space and file size, hard and soft — or, if it cannot, exited with the
+// helper's failure status and reason. A bash command (Run's ["bash", "-c", CMD,
+// "bash"]) gets the limits in its own first line, which saves starting a second
+// shell; anything else is run by a shell that sets them and execs it.
+func limitedArgv(spec Spec, argv []string) []string {
+	limits := fmt.Sprintf(`ulimit -t %d -v %d -f %d 2>/dev/null || { echo "%scannot set the command's resource limits" >&2; exit %d; }`,
+		spec.CPUSeconds, spec.MemoryBytes/1024, spec.FileBytes/1024, failPrefix, helperFail)
+	if len(argv) == 4 && argv[0] == "bash" && argv[1] == "-c" && argv[3] == "bash" {
+		return []string{"bash", "-c", limits + "\n" + argv[2]}
+	}
+	return append([]string{"bash", "-c", limits + `; exec "$@"`, "turnlog-limits"}, argv...)
+}
+
+// commandEnv is the helper's environment (already the allowlisted one) less the
+// helper's own variables.
+func commandEnv() []string {
+	var out []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		if k != helperEnv && k != specEnv && k != reportEnv && k != usernsEnv && k != masksEnv {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// fail ends the helper with status 125 and the reason: the command did not run.
 func fail(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, failPrefix+format+"\n", args...)
 	os.Exit(helperFail)
 }
 
-// filterFD is a descriptor (inherited across exec) from which bwrap reads a seccomp
-// program: struct sock_filter entries, in the machine's byte order.
+// filterFD is a descriptor from which bwrap reads a seccomp program: struct
+// sock_filter entries, in the machine's byte order.
 func filterFD(filter []sockFilter) (int, error) {
 	var p [2]int
-	if err := syscall.Pipe(p[:]); err != nil {
+	if err := syscall.Pipe2(p[:], syscall.O_CLOEXEC); err != nil {
 		return -1, err
 	}
 	buf := make([]byte, 0, 8*len(filter))
@@ -105,8 +129,10 @@ func filterFD(filter []sockFilter) (int, error) {
 		buf = binary.NativeEndian.AppendUint32(buf, f.k)
 	}
 	if _, err := syscall.Write(p[1], buf); err != nil {
+		syscall.Close(p[0])
+		syscall.Close(p[1])
 		return -1, err
 	}
 	syscall.Close(p[1])
-	return p[0], nil // pipe(2) without O_CLOEXEC: bwrap inherits it
+	return p[0], nil // ForkExec hands it to the child as descriptor 3
 }

@@ -25,6 +25,9 @@ type Spec struct {
 	// command's network namespace (HTTP_PROXY and HTTPS_PROXY name it) that reaches
 	// only the hosts AllowHost lets through (mode network-allowlist).
 	AllowHost HostCheck `json:"-"`
+	// MaskCache, when set, remembers what was found to mask in the workspace's
+	// directories, so that only changed ones are read again (one per workspace).
+	MaskCache *MaskCache `json:"-"`
 	// NeverDial are host:port addresses the proxy never connects to, whatever
 	// AllowHost says: turnlog's own listeners.
 	NeverDial []string `json:"-"`
@@ -118,11 +121,11 @@ func Run(ctx context.Context, spec Spec, command string) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer groups.remove()
+	defer func() { go groups.remove() }() // an emptied memory cgroup can take a while to go; nothing waits on it
 	spec.CgroupProcs = groups.procs()
 	behindProxy := !spec.Network && spec.AllowHost != nil
 	// Behind the proxy the helper is started inside the proxy's network namespace.
-	cmd, err := helperCommand(spec, []string{"bash", "-c", command}, !spec.Network && !behindProxy)
+	cmd, err := helperCommand(spec, []string{"bash", "-c", command, "bash"}, !spec.Network && !behindProxy)
 	if err != nil {
 		return nil, err
 	}
@@ -131,8 +134,8 @@ func Run(ctx context.Context, spec Spec, command string) (*Result, error) {
 		return nil, &Error{Msg: err.Error()}
 	}
 	defer reportR.Close()
-	cmd.ExtraFiles = []*os.File{reportW}
-	env := append(cmd.Env, reportEnv+"=3")
+	cmd.ExtraFiles = append(cmd.ExtraFiles, reportW)
+	env := append(cmd.Env, fmt.Sprintf("%s=%d", reportEnv, 2+len(cmd.ExtraFiles)))
 	stdout, stderr := newHeadTail(spec.OutputBytes), newHeadTail(spec.OutputBytes)
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	cmd.WaitDelay = 2 * time.Second
@@ -166,7 +169,9 @@ func Run(ctx context.Context, spec Spec, command string) (*Result, error) {
 			return nil, &Error{Msg: "cannot start an isolated process: " + err.Error()}
 		}
 	}
-	reportW.Close()
+	for _, f := range cmd.ExtraFiles[1:] { // the helper holds them now (not the shared id map)
+		f.Close()
+	}
 	reported := make(chan []byte, 1)
 	go func() {
 		raw, _ := io.ReadAll(io.LimitReader(reportR, 1<<20))
@@ -269,9 +274,24 @@ func helperCommand(spec Spec, argv []string, ownNetwork bool) (*exec.Cmd, error)
 	if err := checkMechanism(spec); err != nil {
 		return nil, err
 	}
+	userns, err := sharedIDMap()
+	if err != nil {
+		return nil, &Error{Msg: "cannot make the id mapping of the workspace: " + err.Error()}
+	}
+	masks, err := findMasks(spec.Workspace, spec.MaskCache)
+	if err != nil {
+		return nil, &Error{Msg: "cannot read the workspace for what to mask: " + err.Error()}
+	}
+	raw, _ := json.Marshal(masks)
+	masksR, masksW, err := os.Pipe()
+	if err != nil {
+		return nil, &Error{Msg: err.Error()}
+	}
+	go func() { masksW.Write(raw); masksW.Close() }()
 	cmd := exec.Command(exe, argv...)
+	cmd.ExtraFiles = []*os.File{userns, masksR}
 	cmd.Dir = spec.Workspace
-	cmd.Env = append(allowedEnv(), "HOME="+spec.Workspace, helperEnv+"="+stageSetUp)
+	cmd.Env = append(allowedEnv(), "HOME="+spec.Workspace, helperEnv+"="+stageSetUp, usernsEnv+"=3", masksEnv+"=4")
 	flags := uintptr(syscall.CLONE_NEWPID | syscall.CLONE_NEWNS)
 	if ownNetwork {
 		flags |= syscall.CLONE_NEWNET

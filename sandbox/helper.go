@@ -9,13 +9,16 @@ import (
 	"syscall"
 )
 
-// The helper's stages, as helperEnv names them.
 const (
-	stageSetUp   = "1" // root: namespaces, the root, the workspace's layers; waits, applies
-	stageConfine = "2" // CommandUID: restricts itself and becomes the command
+	stageSetUp = "1" // helperEnv's value: set up, start the command, wait, apply
 	// reportEnv names the descriptor on which the first stage reports the changes it
 	// applied (a JSON Changes) before it exits.
 	reportEnv = "TURNLOG_SANDBOX_REPORT"
+	// usernsEnv names the descriptor of the id-mapping user namespace (sharedIDMap).
+	usernsEnv = "TURNLOG_SANDBOX_USERNS"
+	// masksEnv names the descriptor from which the helper reads the workspace's masks
+	// (a JSON []Mask, found by turnlog).
+	masksEnv = "TURNLOG_SANDBOX_MASKS"
 )
 
 // IsHelper says whether this process is one of the sandbox's helper stages (turnlog
@@ -32,23 +35,19 @@ func BecomeHelperIfAsked() {
 	}
 }
 
-// HelperMain is the sandbox's helper; it never returns. Its first stage runs as root
-// in the command's new PID and mount namespaces: it sets the process limit, builds the
-// command's root (the workspace shown through an id-mapped overlay, secrets masked,
-// .git read-only) and starts the second stage as CommandUID, which confines itself
-// and becomes the command (confineMain). The first stage stays the namespace's first
-// process — out of the command's reach, since it is root and not dumpable — reaps
-// what the command leaves, and when the command ends (or turnlog asks with SIGTERM)
-// kills every process left, applies what the command wrote to the workspace and
-// reports it. Any step that fails ends the process with status 125 and the reason,
+// HelperMain is the sandbox's helper; it never returns. It runs as root in the
+// command's new PID and mount namespaces: it joins the command's cgroups, sets the
+// process limit, builds the command's root (the workspace shown through an id-mapped
+// overlay, secrets masked, .git read-only) and starts the command confined, as
+// CommandUID (startConfined). It stays the namespace's first process — out of the
+// command's reach, since it is root and not dumpable —, reaps what the command
+// leaves, and when the command ends (or turnlog asks with SIGTERM) kills every
+// process left, applies what the command wrote to the workspace and reports it. Any step that fails ends the process with status 125 and the reason,
 // so the command never runs unconfined.
 func HelperMain() {
 	var spec Spec
 	if err := json.Unmarshal([]byte(os.Getenv(specEnv)), &spec); err != nil {
 		fail("unreadable spec: %v", err)
-	}
-	if os.Getenv(helperEnv) == stageConfine {
-		confineMain(spec)
 	}
 	var report *os.File
 	if v := os.Getenv(reportEnv); v != "" {
@@ -60,6 +59,19 @@ func HelperMain() {
 		report = os.NewFile(uintptr(fd), "report")
 	}
 	os.Unsetenv(reportEnv)
+	userns, err := strconv.Atoi(os.Getenv(usernsEnv))
+	if err != nil {
+		fail("no id-mapping user namespace handed down")
+	}
+	syscall.CloseOnExec(userns)
+	os.Unsetenv(usernsEnv)
+	var masks []Mask
+	if fd, err := strconv.Atoi(os.Getenv(masksEnv)); err != nil {
+		fail("no masks handed down")
+	} else if err := json.NewDecoder(os.NewFile(uintptr(fd), "masks")).Decode(&masks); err != nil {
+		fail("unreadable masks: %v", err)
+	}
+	os.Unsetenv(masksEnv)
 	if err := joinCgroups(spec.CgroupProcs); err != nil {
 		fail("cannot join the command's cgroups: %v", err)
 	}
@@ -69,15 +81,11 @@ func HelperMain() {
 	if err := limitProcesses(spec.MaxProcesses); err != nil {
 		fail("cannot limit the number of processes: %v", err)
 	}
-	lay, err := enterPrivateRoot(spec.Workspace, spec.WorkspaceReadOnly, spec.ReadOnly, spec.WriteBytes)
+	lay, err := enterPrivateRoot(spec.Workspace, spec.WorkspaceReadOnly, spec.ReadOnly, spec.WriteBytes, userns)
 	if err != nil {
 		fail("cannot set the command's filesystem up: %v", err)
 	}
-	scan := spec.Workspace // read-only: the view is the workspace itself
-	if lay != nil {
-		scan = fmt.Sprintf("/proc/self/fd/%d", lay.workspace.Fd())
-	}
-	if err := maskDenied(spec.Workspace, scan); err != nil {
+	if err := applyMasks(spec.Workspace, masks); err != nil {
 		fail("cannot hide the workspace's denied files: %v", err)
 	}
 	if _, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, syscall.PR_SET_DUMPABLE, 0, 0); errno != 0 {
@@ -85,7 +93,8 @@ func HelperMain() {
 	}
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, syscall.SIGTERM)
-	pid, err := startConfined()
+	done := make(chan struct{})
+	pid, err := startConfined(spec, os.Args[1:], done)
 	if err != nil {
 		fail("cannot start the command: %v", err)
 	}
@@ -96,6 +105,7 @@ func HelperMain() {
 	code := reapUntil(pid)
 	syscall.Kill(-1, syscall.SIGKILL)
 	reapUntil(-1)
+	close(done)
 	if lay != nil {
 		changes, err := applyChanges(lay)
 		if err != nil {
@@ -109,27 +119,6 @@ func HelperMain() {
 		}
 	}
 	os.Exit(code)
-}
-
-// startConfined starts the helper's second stage: this binary again, as CommandUID
-// with no supplementary groups (so no capability either), in the workspace, with the
-// command's standard streams and nothing else of this process's descriptors.
-func startConfined() (int, error) {
-	os.Setenv(helperEnv, stageConfine)
-	env := os.Environ()
-	dir, err := os.Getwd()
-	if err != nil {
-		return 0, err
-	}
-	return syscall.ForkExec("/proc/self/exe", os.Args, &syscall.ProcAttr{
-		Dir:   dir,
-		Env:   env,
-		Files: []uintptr{0, 1, 2},
-		Sys: &syscall.SysProcAttr{
-			Credential: &syscall.Credential{Uid: CommandUID, Gid: CommandUID, Groups: []uint32{}},
-			Pdeathsig:  syscall.SIGKILL,
-		},
-	})
 }
 
 // reapUntil reaps the namespace's processes (orphans come to its first process) until

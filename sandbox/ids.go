@@ -2,7 +2,9 @@ package sandbox
 
 import (
 	"fmt"
+	"os"
 	"os/exec"
+	"sync"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -20,6 +22,16 @@ const (
 	CommandUID = 1_000_000_000
 	mappedIDs  = 65536
 )
+
+// sharedIDMap is the id-mapping user namespace turnlog hands every helper: made once
+// per process (it never changes), so no command waits for a process to make one.
+var sharedIDMap = sync.OnceValues(func() (*os.File, error) {
+	fd, err := idmapUserNamespace()
+	if err != nil {
+		return nil, err
+	}
+	return os.NewFile(uintptr(fd), "idmap-userns"), nil
+})
 
 // idmapUserNamespace is a user namespace that maps the ids 0–65535 to CommandUID
 // onwards: the mapping an id-mapped mount of the workspace is given. A process is

@@ -194,3 +194,26 @@ func TestMissingCgroupsFailClosed(t *testing.T) {
 		t.Fatal("the command ran without its cgroups")
 	}
 }
+
+// TestMasksFollowTheWorkspace: what turnlog remembers of a workspace between commands
+// never hides a secret that appeared since — in a directory already seen, in a new
+// one, or as a new hard link.
+func TestMasksFollowTheWorkspace(t *testing.T) {
+	t.Parallel()
+	s, _ := spec(t)
+	s.MaskCache = &sandbox.MaskCache{}
+	dir := filepath.Join(s.Workspace, "node_modules", "pkg")
+	os.MkdirAll(dir, 0o755)
+	os.WriteFile(filepath.Join(dir, "index.js"), []byte("x"), 0o644)
+	old := time.Now().Add(-time.Hour)
+	os.Chtimes(dir, old, old) // settled: the cache trusts it unchanged while its mtime stands
+	run(t, s, "true")
+	os.WriteFile(filepath.Join(dir, ".env"), []byte("TOKEN=sk-live-new"), 0o644)
+	os.MkdirAll(filepath.Join(s.Workspace, "fresh", "deep"), 0o755)
+	os.WriteFile(filepath.Join(s.Workspace, "fresh", "deep", "id_rsa"), []byte("sk-live-key"), 0o600)
+	os.Link(filepath.Join(dir, ".env"), filepath.Join(s.Workspace, "fresh", "notes"))
+	res := run(t, s, "cat node_modules/pkg/.env fresh/deep/id_rsa fresh/notes; true")
+	if strings.Contains(res.Stdout, "sk-live") {
+		t.Fatalf("a secret that appeared after the first command was readable: %+v", res)
+	}
+}

@@ -1,16 +1,19 @@
 package sandbox
 
 import (
+	"path"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
+	"time"
 
 	"github.com/turnlog/turnlog/policy"
+	"golang.org/x/sys/unix"
 )
 
-// maskDenied closes, in the helper's own mount namespace (made private first, so
-// nothing reaches the host), what a command may not touch in its workspace, at any
-// depth — dependency and build directories included:
+// A command may not touch some parts of its workspace, at any depth — dependency and
+// build directories included:
 //   - each default-deny file reads as empty (/dev/null is bound over it) and each
 //     denied directory as an empty read-only tmpfs; a hard link to a denied file,
 //     under any name, is closed the same way;
@@ -18,77 +21,198 @@ import (
 //     read-only over itself: git's config, hooks and pointers to other directories
 //     cannot be written, and .git cannot be renamed or replaced (it is a mount point).
 //
-// Landlock grants the workspace as a tree; this closes the parts of it no command
-// may read or change. The masks are mount points: renaming or deleting them fails.
-//
-// The tree is read at scan — the real workspace, which the command's view shows —
-// and the masks are mounted at the same paths under workspace.
-func maskDenied(workspace, scan string) error {
-	if err := syscall.Mount("none", "/", "", syscall.MS_REC|syscall.MS_PRIVATE, ""); err != nil {
-		return err
+// Landlock grants the workspace as a tree; the masks close what inside it no command
+// may read or change. turnlog finds them on the real workspace before it starts the
+// helper (findMasks), which mounts them in its own mount namespace (applyMasks).
+
+// Mask kinds.
+const (
+	maskFile = "file" // /dev/null over it
+	maskDir  = "dir"  // an empty read-only tmpfs over it
+	maskGit  = "git"  // itself, read-only
+)
+
+// Mask is one part of a workspace closed to commands.
+type Mask struct {
+	Rel  string `json:"rel"`
+	Kind string `json:"kind"`
+}
+
+// MaskCache remembers, per directory of a workspace, what findMasks found there and
+// the directory's modification time: a directory whose entries did not change (its
+// mtime did not move) is not read again, so a workspace of 50,000 files costs a stat
+// per directory, not a read of every entry. The zero value is ready; one cache serves
+// one workspace.
+type MaskCache struct {
+	mu   sync.Mutex
+	dirs map[string]cachedDir
+}
+
+type cachedDir struct {
+	mtime   unix.Timespec
+	ino     uint64
+	settled bool     // the mtime was older than timestampSlack when the directory was read
+	masks   []Mask   // found in this directory itself
+	subdirs []string // names of the directories walked into
+}
+
+// timestampSlack is how old a directory's mtime must be for the cache to trust it.
+const timestampSlack = 2 * time.Second
+
+// findMasks lists the masks of the workspace at dir, reading only the directories
+// that changed since cache last saw them (nil: reads them all).
+func findMasks(dir string, cache *MaskCache) ([]Mask, error) {
+	if cache == nil {
+		cache = &MaskCache{}
 	}
-	var masks []func() error
-	deniedInodes := map[[2]uint64]bool{}
-	err := walkTree(scan, func(parent, name string, dir bool) bool {
-		isGit := strings.EqualFold(name, ".git")
-		if !isGit && !policy.MayBeDenied(name) {
-			return false // most entries: nothing to build, nothing to check
-		}
-		rel := filepath.Join(parent, name)
-		p := filepath.Join(workspace, rel)
-		if isGit {
-			masks = append(masks, func() error { return bindReadOnly(p) })
-		}
-		if denied(rel) == "" && (!dir || denied(rel+"/x") == "") {
-			return false
-		}
-		if dir {
-			masks = append(masks, func() error {
-				return syscall.Mount("tmpfs", p, "tmpfs", syscall.MS_RDONLY|syscall.MS_NOSUID|syscall.MS_NODEV, "size=4k")
-			})
-			return true
-		}
-		var st syscall.Stat_t
-		if syscall.Lstat(filepath.Join(scan, rel), &st) == nil && st.Mode&syscall.S_IFMT == syscall.S_IFREG {
-			masks = append(masks, func() error { return syscall.Mount("/dev/null", p, "", syscall.MS_BIND, "") })
-			if st.Nlink > 1 {
-				deniedInodes[[2]uint64{st.Dev, st.Ino}] = true
-			}
-		}
-		return false
-	})
+	cache.mu.Lock()
+	defer cache.mu.Unlock()
+	if cache.dirs == nil {
+		cache.dirs = map[string]cachedDir{}
+	}
+	root, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if len(deniedInodes) > 0 {
-		if masks, err = maskLinks(workspace, scan, deniedInodes, masks); err != nil {
+	defer unix.Close(root)
+	var out []Mask
+	seen := map[string]bool{}
+	if err := cache.scan(root, ".", make([]byte, 64<<10), &out, seen); err != nil {
+		return nil, err
+	}
+	for rel := range cache.dirs {
+		if !seen[rel] {
+			delete(cache.dirs, rel) // gone
+		}
+	}
+	return withLinks(dir, out)
+}
+
+// scan adds the masks of directory rel (relative to root) and below. A directory
+// whose modification time and inode are what the cache holds costs one fstatat; only
+// a changed one is opened and read.
+func (c *MaskCache) scan(root int, rel string, buf []byte, out *[]Mask, seen map[string]bool) error {
+	seen[rel] = true
+	var st unix.Stat_t
+	if err := unix.Fstatat(root, rel, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		return nil // gone, or no longer a directory: nothing of it to mask
+	}
+	d, ok := c.dirs[rel]
+	if !ok || !d.settled || d.mtime != st.Mtim || d.ino != st.Ino {
+		fd, err := unix.Openat(root, rel, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+		if err != nil {
+			return nil
+		}
+		entries, err := readDir(fd, buf)
+		unix.Close(fd)
+		if err != nil {
 			return err
 		}
+		// A file system may stamp changes with a coarse clock: two changes within one
+		// tick can leave the same mtime. Only a directory whose last change is older
+		// than that is trusted unchanged next time.
+		d = cachedDir{mtime: st.Mtim, ino: st.Ino, settled: time.Since(time.Unix(st.Mtim.Unix())) > timestampSlack}
+		for _, e := range entries {
+			isGit := strings.EqualFold(e.name, ".git")
+			if !isGit && !policy.MayBeDenied(e.name) {
+				if e.dir {
+					d.subdirs = append(d.subdirs, e.name)
+				}
+				continue // most entries: nothing to build, nothing to check
+			}
+			r := path.Join(rel, e.name)
+			switch {
+			case e.dir && (denied(r) != "" || denied(r+"/x") != ""):
+				d.masks = append(d.masks, Mask{r, maskDir}) // not walked: all of it is closed
+				continue
+			case !e.dir && denied(r) != "":
+				d.masks = append(d.masks, Mask{r, maskFile})
+			case isGit:
+				d.masks = append(d.masks, Mask{r, maskGit})
+			}
+			if e.dir {
+				d.subdirs = append(d.subdirs, e.name)
+			}
+		}
+		c.dirs[rel] = d
 	}
-	for _, m := range masks {
-		if err := m(); err != nil {
+	*out = append(*out, d.masks...)
+	for _, name := range d.subdirs {
+		if err := c.scan(root, path.Join(rel, name), buf, out, seen); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// maskLinks adds a mask for every other name of a denied file (its hard links): only
-// when a denied file has more than one name is every file's inode looked at.
-func maskLinks(workspace, scan string, inodes map[[2]uint64]bool, masks []func() error) ([]func() error, error) {
-	err := walkTree(scan, func(parent, name string, dir bool) bool {
-		rel := filepath.Join(parent, name)
-		if dir || denied(rel) != "" {
-			return false // a directory, or masked by name already
-		}
+// withLinks adds a file mask for every other name of a denied file (its hard links).
+// Only when a denied file has more than one name is every file's inode looked at.
+func withLinks(dir string, masks []Mask) ([]Mask, error) {
+	inodes := map[[2]uint64]bool{}
+	for _, m := range masks {
 		var st syscall.Stat_t
-		if syscall.Lstat(filepath.Join(scan, rel), &st) == nil && st.Nlink > 1 && inodes[[2]uint64{st.Dev, st.Ino}] {
-			p := filepath.Join(workspace, rel)
-			masks = append(masks, func() error { return syscall.Mount("/dev/null", p, "", syscall.MS_BIND, "") })
+		if m.Kind == maskFile && syscall.Lstat(filepath.Join(dir, m.Rel), &st) == nil && st.Nlink > 1 {
+			inodes[[2]uint64{st.Dev, st.Ino}] = true
 		}
-		return false
-	})
-	return masks, err
+	}
+	if len(inodes) == 0 {
+		return masks, nil
+	}
+	var walk func(rel string) error
+	walk = func(rel string) error {
+		fd, err := unix.Open(filepath.Join(dir, rel), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+		if err != nil {
+			return nil
+		}
+		entries, err := readDir(fd, make([]byte, 64<<10))
+		unix.Close(fd)
+		if err != nil {
+			return err
+		}
+		for _, e := range entries {
+			r := path.Join(rel, e.name)
+			if e.dir {
+				if denied(r+"/x") == "" {
+					if err := walk(r); err != nil {
+						return err
+					}
+				}
+				continue
+			}
+			var st syscall.Stat_t
+			if denied(r) == "" && syscall.Lstat(filepath.Join(dir, r), &st) == nil && st.Nlink > 1 && inodes[[2]uint64{st.Dev, st.Ino}] {
+				masks = append(masks, Mask{r, maskFile})
+			}
+		}
+		return nil
+	}
+	return masks, walk("")
+}
+
+// applyMasks mounts the masks at their paths under workspace, in the helper's own
+// mount namespace (made private first, so nothing reaches the host). A .git is bound
+// read-only before the masks inside it. A path that is not what it was when found
+// (gone, or replaced by a symlink) fails the call closed.
+func applyMasks(workspace string, masks []Mask) error {
+	if err := syscall.Mount("none", "/", "", syscall.MS_REC|syscall.MS_PRIVATE, ""); err != nil {
+		return err
+	}
+	for _, m := range masks {
+		p := filepath.Join(workspace, m.Rel)
+		var err error
+		switch m.Kind {
+		case maskFile:
+			err = syscall.Mount("/dev/null", p, "", syscall.MS_BIND, "")
+		case maskDir:
+			err = syscall.Mount("tmpfs", p, "tmpfs", syscall.MS_RDONLY|syscall.MS_NOSUID|syscall.MS_NODEV, "size=4k")
+		case maskGit:
+			err = bindReadOnly(p)
+		}
+		if err != nil {
+			return &PathError{Path: m.Rel, Reason: "cannot be masked: " + err.Error()}
+		}
+	}
+	return nil
 }
 
 // bindReadOnly binds p over itself read-only.

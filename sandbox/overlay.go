@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"os"
 	"syscall"
-
-	"golang.org/x/sys/unix"
 )
 
 // scratchBase is where, in its own mount namespace, a helper mounts the tmpfs that
@@ -26,12 +24,9 @@ type layers struct {
 // layer is that mount and whose upper layer is a tmpfs of writeBytes: a command's
 // writes land there, never on the host, and fail with ENOSPC past the quota. The
 // returned layers are nil for a read-only workspace.
-func mountWorkspace(workspace, target string, readOnly bool, writeBytes uint64) (*layers, error) {
-	userns, err := idmapUserNamespace()
-	if err != nil {
-		return nil, err
-	}
-	defer unix.Close(userns)
+//
+// userns is the id-mapping user namespace (sharedIDMap, handed down by turnlog).
+func mountWorkspace(workspace, target string, readOnly bool, writeBytes uint64, userns int) (*layers, error) {
 	if err := os.MkdirAll(target, 0o755); err != nil {
 		return nil, err
 	}

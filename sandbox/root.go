@@ -25,7 +25,7 @@ var devices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/d
 // The workspace is shown through mountWorkspace (the command owns its files; its
 // writes go to a layer of their own): the returned layers hold them. Landlock still
 // applies on top. Paths keep their host names.
-func enterPrivateRoot(workspace string, readOnly bool, systemDirs []string, writeBytes uint64) (*layers, error) {
+func enterPrivateRoot(workspace string, readOnly bool, systemDirs []string, writeBytes uint64, userns int) (*layers, error) {
 	if err := syscall.Mount("none", "/", "", syscall.MS_REC|syscall.MS_PRIVATE, ""); err != nil {
 		return nil, fmt.Errorf("make mounts private: %w", err)
 	}
@@ -80,7 +80,7 @@ func enterPrivateRoot(workspace string, readOnly bool, systemDirs []string, writ
 		return nil, fmt.Errorf("mount /tmp: %w", err)
 	}
 	// The workspace last: it may lie under /tmp, which is the command's own by now.
-	lay, err := mountWorkspace(workspace, base+workspace, readOnly, writeBytes)
+	lay, err := mountWorkspace(workspace, base+workspace, readOnly, writeBytes, userns)
 	if err != nil {
 		return nil, err
 	}

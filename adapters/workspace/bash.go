@@ -25,7 +25,8 @@ type bashArgs struct {
 // addresses no command may reach even through the proxy (turnlog's own listeners).
 func SpecFor(ws *sandbox.Workspace, access *policy.Engine, neverDial ...string) sandbox.Spec {
 	spec := sandbox.Spec{Workspace: ws.Dir(), WorkspaceReadOnly: access.EffectiveMode() == policy.ModeReadOnly,
-		Network: access.EffectiveNetwork() == policy.NetworkHost, Mechanism: access.Mechanism, NeverDial: neverDial}
+		Network: access.EffectiveNetwork() == policy.NetworkHost, Mechanism: access.Mechanism, NeverDial: neverDial,
+		MaskCache: &sandbox.MaskCache{}}
 	if access.EffectiveNetwork() == policy.NetworkAllowlist {
 		spec.AllowHost = allowHost(access)
 	}
@@ -59,7 +60,7 @@ func Bash(spec sandbox.Spec, access *policy.Engine, wss *Workspaces) fsm.Tool {
 				if err != nil {
 					return nil, err
 				}
-				s.Workspace = ws.Dir()
+				s.Workspace, s.MaskCache = ws.Dir(), wss.MaskCache(ws)
 			}
 			if call, _ := fsm.CallInfoFrom(ctx); call.Approved && access != nil && access.EffectiveNetwork() == policy.NetworkOff {
 				s.AllowHost = allowHost(access)

@@ -40,8 +40,9 @@ type Workspaces struct {
 	root  *sandbox.Workspace
 	scope Scope
 
-	mu   sync.Mutex
-	open map[string]*sandbox.Workspace
+	mu     sync.Mutex
+	open   map[string]*sandbox.Workspace
+	caches map[string]*sandbox.MaskCache // by workspace directory
 }
 
 // NewWorkspaces opens root (which must exist) for scope.
@@ -50,12 +51,25 @@ func NewWorkspaces(root string, scope Scope) (*Workspaces, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Workspaces{root: ws, scope: scope, open: map[string]*sandbox.Workspace{}}, nil
+	return &Workspaces{root: ws, scope: scope, open: map[string]*sandbox.Workspace{}, caches: map[string]*sandbox.MaskCache{}}, nil
 }
 
 // Shared is the one workspace dir for every call (turnlog run's, tests').
 func Shared(ws *sandbox.Workspace) *Workspaces {
-	return &Workspaces{root: ws, scope: ScopeShared}
+	return &Workspaces{root: ws, scope: ScopeShared, caches: map[string]*sandbox.MaskCache{}}
+}
+
+// MaskCache is what the sandbox remembers of a workspace's directories between
+// commands (see sandbox.MaskCache), one per workspace.
+func (w *Workspaces) MaskCache(ws *sandbox.Workspace) *sandbox.MaskCache {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	c, ok := w.caches[ws.Dir()]
+	if !ok {
+		c = &sandbox.MaskCache{}
+		w.caches[ws.Dir()] = c
+	}
+	return c
 }
 
 // Root is the directory the workspaces are made under (for shared, the workspace).
