@@ -6,14 +6,15 @@
 //
 // Run (a command) and Command (a long-lived program such as a stdio MCP server)
 // confine a process: turnlog starts itself again as a helper in new PID, mount and
-// (usually) network namespaces. Its first stage, root, sets a process limit and builds
-// the process a root of its own in which the workspace is an overlay: an id-mapped
-// view of it below (the command owns its files there) and a tmpfs of a fixed size
-// above, where everything the command writes lands. Secrets are masked and every .git
-// is read-only. Its second stage runs as CommandUID, an unprivileged uid, restricts
-// itself with Landlock (or hands over to an unprivileged bubblewrap) and a seccomp
-// filter, sets resource limits and becomes the process. When the process ends, the
-// first stage kills whatever it left and applies what it wrote to the workspace —
+// (usually) network namespaces and a cgroup of its own. The helper, root, sets a
+// process limit and builds the process a root of its own in which the workspace is an
+// overlay: an id-mapped view of it below (the command owns its files there) and a
+// tmpfs of a fixed size above, where everything the command writes lands. Secrets
+// (found by turnlog, with a cache of settled directories) are masked and every .git is
+// read-only. The command starts as CommandUID, an unprivileged uid, from a thread that
+// confined itself with Landlock (or hands over to an unprivileged bubblewrap) and a
+// seccomp filter; bash sets the resource limits first. When the process ends, the
+// helper kills whatever it left and applies what it wrote to the workspace —
 // owned by the workspace's owner, without setuid bits or capabilities, refusing any
 // change to .git or a new repository — and reports each change. In
 // network-allowlist mode a proxy inside the process's network namespace is its only
