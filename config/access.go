@@ -30,6 +30,10 @@ type Access struct {
 	// (through turnlog's proxy, to the hosts allow rules name; the default of mode
 	// network-allowlist) or host (the machine's own network: only when said here).
 	Network string `yaml:"network"`
+	// Git is what commands may do to the workspace's repositories: read-only (the
+	// default: every .git is read-only to them) or write (commit, branch — never git's
+	// config, hooks or pointers to other directories).
+	Git string `yaml:"git"`
 }
 
 // AccessRule is one policy rule.
@@ -73,6 +77,13 @@ func (b builder) access(at string, c *Access) (*policy.Engine, error) {
 		return nil, b.errAt(at+".sandbox", "unknown sandbox %q (%v)", c.Sandbox, sandbox.Mechanisms)
 	}
 	e.Mechanism = c.Sandbox
+	switch c.Git {
+	case "", "read-only":
+	case "write":
+		e.GitWrites = true
+	default:
+		return nil, b.errAt(at+".git", "unknown git setting %q (read-only or write)", c.Git)
+	}
 	if c.Network != "" {
 		n := policy.Network(c.Network)
 		switch mode := e.EffectiveMode(); {

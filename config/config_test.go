@@ -240,10 +240,11 @@ func TestAccessPolicyConfig(t *testing.T) {
 		"rules: [{name: a, decision: deny, max_level: L9}]":              "apps.a.policy.rules[0].max_level",
 		"rules: [{name: a, decision: deny, paths: ['[']}]":               "not a valid glob",
 		"rules: [{name: a, decision: deny}, {name: a, decision: allow}]": "apps.a.policy.rules[1].name",
-		"network: wifi":                                                  "apps.a.policy.network: unknown network \"wifi\"",
-		"{mode: read-only, network: host}":                               "apps.a.policy.network: mode read-only has no network",
-		"{mode: full-isolated, network: allowlist}":                      "apps.a.policy.network: mode full-isolated has no network",
-		"{mode: network-allowlist, network: host}":                       "apps.a.policy.network: mode network-allowlist goes through the proxy",
+		"git: push":                                 "apps.a.policy.git: unknown git setting \"push\"",
+		"network: wifi":                             "apps.a.policy.network: unknown network \"wifi\"",
+		"{mode: read-only, network: host}":          "apps.a.policy.network: mode read-only has no network",
+		"{mode: full-isolated, network: allowlist}": "apps.a.policy.network: mode full-isolated has no network",
+		"{mode: network-allowlist, network: host}":  "apps.a.policy.network: mode network-allowlist goes through the proxy",
 	})
 }
 

@@ -76,6 +76,9 @@ type Engine struct {
 	// Network is how commands reach the network ("" : what the mode implies; see
 	// EffectiveNetwork).
 	Network Network
+	// GitWrites lets commands write the workspace's repositories (commit, branch);
+	// the sandbox keeps git's config, hooks and pointers read-only even then.
+	GitWrites bool
 }
 
 // Verdict is a decision with its reasons.

@@ -43,19 +43,21 @@ const (
 // applier applies an overlay's upper layer to the real workspace. It runs in the
 // helper after every process of the command is dead, so nothing changes under it.
 type applier struct {
-	upper    string   // the upper layer's directory
-	ws       *os.Root // the real workspace
-	uid, gid int      // who owns what a command creates: the workspace's owner
-	out      Changes
-	times    []func() // directory times, set once their contents are in place
+	gitWritable bool     // changes inside an existing .git are applied, but for gitProtected ones
+	upper       string   // the upper layer's directory
+	ws          *os.Root // the real workspace
+	uid, gid    int      // who owns what a command creates: the workspace's owner
+	out         Changes
+	times       []func() // directory times, set once their contents are in place
 }
 
 // applyChanges applies what a command wrote (the overlay's upper layer) to the
 // workspace, with the workspace owner's ownership, permissions without setuid,
 // setgid or sticky bits, no extended attributes (so no file capability), and
-// modification times kept. A change inside .git, or one that would create a git
-// repository, is refused, as is a device, fifo or socket.
-func applyChanges(l *layers) (Changes, error) {
+// modification times kept. A change inside .git (with gitWritable: to its config,
+// hooks, info or pointers), or one that would create a git repository, is refused, as
+// is a device, fifo or socket.
+func applyChanges(l *layers, gitWritable bool) (Changes, error) {
 	ws, err := os.OpenRoot(fmt.Sprintf("/proc/self/fd/%d", l.workspace.Fd()))
 	if err != nil {
 		return Changes{}, err
@@ -66,7 +68,7 @@ func applyChanges(l *layers) (Changes, error) {
 		return Changes{}, err
 	}
 	st := fi.Sys().(*syscall.Stat_t)
-	a := &applier{upper: fmt.Sprintf("/proc/self/fd/%d", l.upper.Fd()), ws: ws, uid: int(st.Uid), gid: int(st.Gid)}
+	a := &applier{upper: fmt.Sprintf("/proc/self/fd/%d", l.upper.Fd()), ws: ws, uid: int(st.Uid), gid: int(st.Gid), gitWritable: gitWritable}
 	err = a.dir(".")
 	for i := len(a.times) - 1; i >= 0; i-- {
 		a.times[i]()
@@ -114,7 +116,7 @@ func (a *applier) entry(rel string) error {
 	if err != nil {
 		return err
 	}
-	if why := a.guard(rel); why != "" {
+	if why := a.guard(rel, fi.IsDir()); why != "" {
 		a.refuse(rel, why)
 		return nil
 	}
@@ -242,7 +244,7 @@ func (a *applier) dropUnlisted(rel string, keep []os.DirEntry) error {
 			continue
 		}
 		r := path.Join(rel, n)
-		if why := a.guard(r); why != "" {
+		if why := a.guard(r, false); why != "" {
 			a.refuse(r, why)
 			continue
 		}
@@ -254,17 +256,23 @@ func (a *applier) dropUnlisted(rel string, keep []os.DirEntry) error {
 	return nil
 }
 
-// guard says why a change at rel may not be applied, or "".
-func (a *applier) guard(rel string) string {
+// guard says why a change at rel (to a directory, when dir) may not be applied, or "".
+func (a *applier) guard(rel string, dir bool) string {
 	parts := strings.Split(rel, "/")
 	for i, p := range parts {
 		if !strings.EqualFold(p, ".git") {
 			continue
 		}
-		if _, err := a.ws.Lstat(path.Join(parts[:i+1]...)); err == nil {
-			return refusedGitInternals
+		fi, err := a.ws.Lstat(path.Join(parts[:i+1]...))
+		switch {
+		case err != nil:
+			return refusedNewRepo
+		case a.gitWritable && fi.IsDir() && i == len(parts)-1 && dir:
+			continue // the repository's directory itself, kept a directory
+		case a.gitWritable && fi.IsDir() && i < len(parts)-1 && !gitProtected(strings.Join(parts[i+1:], "/")):
+			continue // a git write the policy allows (a nested .git below is checked too)
 		}
-		return refusedNewRepo
+		return refusedGitInternals
 	}
 	return ""
 }

@@ -25,6 +25,10 @@ type Spec struct {
 	// command's network namespace (HTTP_PROXY and HTTPS_PROXY name it) that reaches
 	// only the hosts AllowHost lets through (mode network-allowlist).
 	AllowHost HostCheck `json:"-"`
+	// GitWritable lets commands write a repository's .git (commit, branch) — never its
+	// config, hooks, info or pointers to other directories (gitNeverWritable), nor
+	// create a repository. Without it every .git is read-only.
+	GitWritable bool `json:"git_writable,omitempty"`
 	// MaskCache, when set, remembers what was found to mask in the workspace's
 	// directories, so that only changed ones are read again (one per workspace).
 	MaskCache *MaskCache `json:"-"`
@@ -278,7 +282,7 @@ func helperCommand(spec Spec, argv []string, ownNetwork bool) (*exec.Cmd, error)
 	if err != nil {
 		return nil, &Error{Msg: "cannot make the id mapping of the workspace: " + err.Error()}
 	}
-	masks, err := findMasks(spec.Workspace, spec.MaskCache)
+	masks, err := findMasks(spec.Workspace, spec.MaskCache, spec.GitWritable)
 	if err != nil {
 		return nil, &Error{Msg: "cannot read the workspace for what to mask: " + err.Error()}
 	}

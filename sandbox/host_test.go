@@ -122,7 +122,6 @@ func TestGitCannotBeTurnedAgainstTheHost(t *testing.T) {
 			git(s.Workspace, "-c", "user.name=t", "-c", "user.email=t@t", "add", "README")
 			git(s.Workspace, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "first")
 			res := run(t, s, strings.ReplaceAll(attack, "MARKER", marker))
-			t.Logf("%+v", res)
 			for _, dir := range []string{".", "sub", "sub2", "other/r"} {
 				if _, err := os.Stat(filepath.Join(s.Workspace, dir)); err == nil {
 					git(filepath.Join(s.Workspace, dir), "status")
@@ -136,5 +135,45 @@ func TestGitCannotBeTurnedAgainstTheHost(t *testing.T) {
 				t.Fatalf("the workspace's repository is damaged: %s", out)
 			}
 		})
+	}
+}
+
+// TestGitWritesWhereAllowed: where the policy lets commands write repositories, a
+// commit made inside reaches the host's repository — while git's config, hooks and
+// pointers stay read-only and the attacks still run nothing on the host.
+func TestGitWritesWhereAllowed(t *testing.T) {
+	t.Parallel()
+	s, outside := spec(t)
+	s.GitWritable = true
+	marker := filepath.Join(outside, "owned")
+	git := func(args ...string) string {
+		cmd := exec.Command("git", append([]string{"-C", s.Workspace}, args...)...)
+		cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "HOME="+outside)
+		out, _ := cmd.CombinedOutput()
+		return string(out)
+	}
+	git("init", "-q")
+	os.WriteFile(filepath.Join(s.Workspace, "README"), []byte("hello\n"), 0o644)
+	git("-c", "user.name=t", "-c", "user.email=t@t", "add", "README")
+	git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "first")
+	res := run(t, s, strings.ReplaceAll(`echo more >> README && git -c user.name=agent -c user.email=a@a commit -qam second && git branch feature
+git config core.fsmonitor "touch MARKER" || echo REFUSED-CONFIG
+echo ../evil > .git/commondir; mkdir -p evil; printf '[core]\n\tfsmonitor = "touch MARKER"\n' > evil/config
+echo 'touch MARKER' > .git/hooks/post-checkout || echo REFUSED-HOOK
+mkdir -p .git/info && echo x > .git/info/attributes || echo REFUSED-INFO
+true`, "MARKER", marker))
+	if !strings.Contains(res.Stdout, "REFUSED-CONFIG") || !strings.Contains(res.Stdout, "REFUSED-HOOK") {
+		t.Fatalf("git's config or hooks were writable: %+v", res)
+	}
+	if log := git("log", "--oneline", "--all"); !strings.Contains(log, "second") || !strings.Contains(git("branch"), "feature") {
+		t.Fatalf("the commit did not reach the host: %s\n%+v", log, res)
+	}
+	git("status")
+	git("checkout", "-q", "feature")
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatalf("git on the host ran planted code: %+v", res)
+	}
+	if _, err := os.Stat(filepath.Join(s.Workspace, ".git", "commondir")); err == nil {
+		t.Fatalf(".git/commondir reached the host: %+v", res.Changes)
 	}
 }

@@ -14,7 +14,7 @@ import (
 
 // A command may not touch some parts of its workspace, at any depth — dependency and
 // build directories included:
-//   - each default-deny file reads as empty (/dev/null is bound over it) and each
+//   - each default-deny file reads as empty (an empty read-only file is bound over it) and each
 //     denied directory as an empty read-only tmpfs; a hard link to a denied file,
 //     under any name, is closed the same way;
 //   - every .git (a repository's directory, or the file that points to one) is bound
@@ -27,7 +27,7 @@ import (
 
 // Mask kinds.
 const (
-	maskFile = "file" // /dev/null over it
+	maskFile = "file" // an empty read-only file over it
 	maskDir  = "dir"  // an empty read-only tmpfs over it
 	maskGit  = "git"  // itself, read-only
 )
@@ -44,8 +44,9 @@ type Mask struct {
 // per directory, not a read of every entry. The zero value is ready; one cache serves
 // one workspace.
 type MaskCache struct {
-	mu   sync.Mutex
-	dirs map[string]cachedDir
+	mu          sync.Mutex
+	dirs        map[string]cachedDir
+	gitWritable bool // what the cached masks were found for
 }
 
 type cachedDir struct {
@@ -61,14 +62,17 @@ const timestampSlack = 2 * time.Second
 
 // findMasks lists the masks of the workspace at dir, reading only the directories
 // that changed since cache last saw them (nil: reads them all).
-func findMasks(dir string, cache *MaskCache) ([]Mask, error) {
+//
+// With gitWritable a repository's .git is not masked whole: only what of it no
+// command may write (gitNeverWritable) is bound read-only.
+func findMasks(dir string, cache *MaskCache, gitWritable bool) ([]Mask, error) {
 	if cache == nil {
 		cache = &MaskCache{}
 	}
 	cache.mu.Lock()
 	defer cache.mu.Unlock()
-	if cache.dirs == nil {
-		cache.dirs = map[string]cachedDir{}
+	if cache.dirs == nil || cache.gitWritable != gitWritable {
+		cache.dirs, cache.gitWritable = map[string]cachedDir{}, gitWritable
 	}
 	root, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -112,7 +116,14 @@ func (c *MaskCache) scan(root int, rel string, buf []byte, out *[]Mask, seen map
 		// tick can leave the same mtime. Only a directory whose last change is older
 		// than that is trusted unchanged next time.
 		d = cachedDir{mtime: st.Mtim, ino: st.Ino, settled: time.Since(time.Unix(st.Mtim.Unix())) > timestampSlack}
+		inGit, inside := insideGit(rel)
 		for _, e := range entries {
+			if c.gitWritable && inGit && gitProtected(path.Join(inside, e.name)) {
+				if denied(path.Join(rel, e.name)) == "" && denied(path.Join(rel, e.name)+"/x") == "" {
+					d.masks = append(d.masks, Mask{path.Join(rel, e.name), maskGit})
+					continue // read-only, all of it
+				}
+			}
 			isGit := strings.EqualFold(e.name, ".git")
 			if !isGit && !policy.MayBeDenied(e.name) {
 				if e.dir {
@@ -127,7 +138,7 @@ func (c *MaskCache) scan(root int, rel string, buf []byte, out *[]Mask, seen map
 				continue
 			case !e.dir && denied(r) != "":
 				d.masks = append(d.masks, Mask{r, maskFile})
-			case isGit:
+			case isGit && (!c.gitWritable || !e.dir):
 				d.masks = append(d.masks, Mask{r, maskGit})
 			}
 			if e.dir {
@@ -143,6 +154,17 @@ func (c *MaskCache) scan(root int, rel string, buf []byte, out *[]Mask, seen map
 		}
 	}
 	return nil
+}
+
+// insideGit says whether rel lies in a .git directory, and its path there.
+func insideGit(rel string) (bool, string) {
+	parts := strings.Split(rel, "/")
+	for i := len(parts) - 1; i >= 0; i-- {
+		if strings.EqualFold(parts[i], ".git") {
+			return true, strings.Join(parts[i+1:], "/")
+		}
+	}
+	return false, ""
 }
 
 // withLinks adds a file mask for every other name of a denied file (its hard links).
@@ -202,7 +224,7 @@ func applyMasks(workspace string, masks []Mask) error {
 		var err error
 		switch m.Kind {
 		case maskFile:
-			err = syscall.Mount("/dev/null", p, "", syscall.MS_BIND, "")
+			err = bindReadOnlyFrom(emptyFile, p)
 		case maskDir:
 			err = syscall.Mount("tmpfs", p, "tmpfs", syscall.MS_RDONLY|syscall.MS_NOSUID|syscall.MS_NODEV, "size=4k")
 		case maskGit:
@@ -216,8 +238,11 @@ func applyMasks(workspace string, masks []Mask) error {
 }
 
 // bindReadOnly binds p over itself read-only.
-func bindReadOnly(p string) error {
-	if err := syscall.Mount(p, p, "", syscall.MS_BIND|syscall.MS_REC, ""); err != nil {
+func bindReadOnly(p string) error { return bindReadOnlyFrom(p, p) }
+
+// bindReadOnlyFrom binds src over p read-only.
+func bindReadOnlyFrom(src, p string) error {
+	if err := syscall.Mount(src, p, "", syscall.MS_BIND|syscall.MS_REC, ""); err != nil {
 		return err
 	}
 	return syscall.Mount("", p, "", syscall.MS_BIND|syscall.MS_REMOUNT|syscall.MS_RDONLY|syscall.MS_NOSUID|syscall.MS_NODEV, "")

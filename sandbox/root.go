@@ -11,6 +11,9 @@ import (
 // sees (an empty directory on the host; every mount on it is private to a sandbox).
 const rootBase = "/run/turnlog-sandbox"
 
+// emptyFile is, in the command's root, the empty file bound over masked files.
+const emptyFile = "/.turnlog-empty"
+
 // TmpBytes is the size of the private /tmp a command gets.
 const TmpBytes = 256 << 20
 
@@ -82,6 +85,11 @@ func enterPrivateRoot(workspace string, readOnly bool, systemDirs []string, writ
 	// The workspace last: it may lie under /tmp, which is the command's own by now.
 	lay, err := mountWorkspace(workspace, base+workspace, readOnly, writeBytes, userns)
 	if err != nil {
+		return nil, err
+	}
+	// What a masked file is bound to: empty, read-only, a regular file (a device
+	// node would not open under bubblewrap's user namespace, where mounts are nodev).
+	if err := os.WriteFile(base+emptyFile, nil, 0o444); err != nil {
 		return nil, err
 	}
 	if err := syscall.Mount("", base, "", syscall.MS_REMOUNT|syscall.MS_RDONLY|syscall.MS_NOSUID|syscall.MS_NODEV, ""); err != nil {

@@ -26,7 +26,7 @@ type bashArgs struct {
 func SpecFor(ws *sandbox.Workspace, access *policy.Engine, neverDial ...string) sandbox.Spec {
 	spec := sandbox.Spec{Workspace: ws.Dir(), WorkspaceReadOnly: access.EffectiveMode() == policy.ModeReadOnly,
 		Network: access.EffectiveNetwork() == policy.NetworkHost, Mechanism: access.Mechanism, NeverDial: neverDial,
-		MaskCache: &sandbox.MaskCache{}}
+		MaskCache: &sandbox.MaskCache{}, GitWritable: access.GitWrites}
 	if access.EffectiveNetwork() == policy.NetworkAllowlist {
 		spec.AllowHost = allowHost(access)
 	}
