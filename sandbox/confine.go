@@ -42,6 +42,9 @@ func confineAndStart(spec Spec, argv []string) (int, error) {
 		return 0, fmt.Errorf("no seccomp filter for %s: the sandbox requires one", runtime.GOARCH)
 	}
 	files := []uintptr{0, 1, 2}
+	if errno := dropBoundingSet(); errno != 0 {
+		return 0, fmt.Errorf("cannot empty the capability bounding set: %v", errno)
+	}
 	if _, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, prSetNoNewPrivs, 1, 0); errno != 0 {
 		return 0, fmt.Errorf("no_new_privs: %v", errno)
 	}
