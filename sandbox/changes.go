@@ -44,6 +44,7 @@ const (
 // helper after every process of the command is dead, so nothing changes under it.
 type applier struct {
 	gitWritable bool     // changes inside an existing .git are applied, but for gitProtected ones
+	budget      int64    // bytes of file data still to be applied: the write quota, counted per name
 	upper       string   // the upper layer's directory
 	ws          *os.Root // the real workspace
 	uid, gid    int      // who owns what a command creates: the workspace's owner
@@ -57,7 +58,7 @@ type applier struct {
 // modification times kept. A change inside .git (with gitWritable: to its config,
 // hooks, info or pointers), or one that would create a git repository, is refused, as
 // is a device, fifo or socket.
-func applyChanges(l *layers, gitWritable bool) (Changes, error) {
+func applyChanges(l *layers, gitWritable bool, writeBytes uint64) (Changes, error) {
 	ws, err := os.OpenRoot(fmt.Sprintf("/proc/self/fd/%d", l.workspace.Fd()))
 	if err != nil {
 		return Changes{}, err
@@ -68,7 +69,8 @@ func applyChanges(l *layers, gitWritable bool) (Changes, error) {
 		return Changes{}, err
 	}
 	st := fi.Sys().(*syscall.Stat_t)
-	a := &applier{upper: fmt.Sprintf("/proc/self/fd/%d", l.upper.Fd()), ws: ws, uid: int(st.Uid), gid: int(st.Gid), gitWritable: gitWritable}
+	a := &applier{upper: fmt.Sprintf("/proc/self/fd/%d", l.upper.Fd()), ws: ws, uid: int(st.Uid), gid: int(st.Gid), gitWritable: gitWritable,
+		budget: int64(writeBytes)}
 	err = a.dir(".")
 	for i := len(a.times) - 1; i >= 0; i-- {
 		a.times[i]()
@@ -102,12 +104,50 @@ func (a *applier) dir(rel string) error {
 			return err
 		}
 	}
+	gitLike := a.gitLike(rel, entries)
 	for _, e := range entries {
-		if err := a.entry(path.Join(rel, e.Name())); err != nil {
-			return fmt.Errorf("apply %s: %w", path.Join(rel, e.Name()), err)
+		r := path.Join(rel, e.Name())
+		if gitLike && gitDirNames[strings.ToLower(e.Name())] {
+			a.refuse(r, refusedNewRepo)
+			continue
+		}
+		// One change that cannot be applied (a path too long, a file system error) is
+		// refused with its reason; the others still are applied.
+		if err := a.entry(r); err != nil {
+			a.refuse(r, "not applied: "+err.Error())
 		}
 	}
 	return nil
+}
+
+// gitDirNames are what makes a directory a repository to git, or configures one.
+var gitDirNames = map[string]bool{"head": true, "objects": true, "refs": true, "config": true, "commondir": true, "gitdir": true,
+	"packed-refs": true, "hooks": true, "info": true, "worktrees": true, "modules": true, "index": true}
+
+// gitLike says whether the directory rel, with the upper layer's entries applied,
+// would be a git repository by git's own test (a HEAD, an objects and a refs
+// directory) — a bare one, or a .git under another name — outside an existing .git.
+// Its git files are then refused: git run on the host would take that directory for
+// a repository and run its config.
+func (a *applier) gitLike(rel string, upper []os.DirEntry) bool {
+	for _, p := range strings.Split(rel, "/") {
+		if strings.EqualFold(p, ".git") {
+			return false // guard decides inside a .git
+		}
+	}
+	has := func(name string, dir bool) bool {
+		for _, e := range upper {
+			if strings.EqualFold(e.Name(), name) {
+				if e.Type()&fs.ModeCharDevice != 0 {
+					return false // deleted
+				}
+				return e.IsDir() == dir
+			}
+		}
+		fi, err := a.ws.Lstat(path.Join(rel, name))
+		return err == nil && fi.IsDir() == dir
+	}
+	return has("HEAD", false) && has("objects", true) && has("refs", true)
 }
 
 func (a *applier) entry(rel string) error {
@@ -188,19 +228,51 @@ func (a *applier) entry(rel string) error {
 }
 
 // copyFile writes the upper layer's file into the workspace in place (an existing
-// file keeps its owner and links), with its permissions less setuid, setgid and
-// sticky bits, and its modification time.
+// file keeps its owner and links), holes kept holes, with its permissions less
+// setuid, setgid and sticky bits, and its modification time. The data written counts
+// against the write quota, each name of a hard-linked file again: past it the file is
+// refused (sparse files and hard links cannot make the host hold more than a
+// command could write).
 func (a *applier) copyFile(rel, up string, fi fs.FileInfo) error {
 	src, err := os.Open(up)
 	if err != nil {
 		return err
 	}
 	defer src.Close()
+	var extents [][2]int64 // data ranges; the rest are holes
+	var data int64
+	for pos := int64(0); pos < fi.Size(); {
+		start, err := unix.Seek(int(src.Fd()), pos, unix.SEEK_DATA)
+		if err == syscall.ENXIO {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		end, err := unix.Seek(int(src.Fd()), start, unix.SEEK_HOLE)
+		if err != nil {
+			return err
+		}
+		extents = append(extents, [2]int64{start, end})
+		data += end - start
+		pos = end
+	}
+	if data > a.budget {
+		return fmt.Errorf("%d bytes of data is past what is left of the write quota (%d bytes)", data, a.budget)
+	}
+	a.budget -= data
 	dst, err := a.ws.OpenFile(rel, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|unix.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return err
 	}
-	_, err = io.Copy(dst, src)
+	for _, x := range extents {
+		if err == nil {
+			_, err = io.Copy(io.NewOffsetWriter(dst, x[0]), io.NewSectionReader(src, x[0], x[1]-x[0]))
+		}
+	}
+	if err == nil {
+		err = dst.Truncate(fi.Size())
+	}
 	if cerr := dst.Close(); err == nil {
 		err = cerr
 	}

@@ -9,8 +9,9 @@ import (
 
 // dirent is one entry of a directory.
 type dirent struct {
-	name string
-	dir  bool
+	name    string
+	dir     bool
+	regular bool // a regular file (not a directory, symlink or device)
 }
 
 // readDir reads the directory fd with getdents64, taking each entry's type from it
@@ -46,11 +47,16 @@ func readDir(fd int, buf []byte) ([]dirent, error) {
 			}
 			if typ == unix.DT_UNKNOWN {
 				var st unix.Stat_t
-				if unix.Fstatat(fd, s, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR {
-					typ = unix.DT_DIR
+				if unix.Fstatat(fd, s, &st, unix.AT_SYMLINK_NOFOLLOW) == nil {
+					switch st.Mode & unix.S_IFMT {
+					case unix.S_IFDIR:
+						typ = unix.DT_DIR
+					case unix.S_IFREG:
+						typ = unix.DT_REG
+					}
 				}
 			}
-			out = append(out, dirent{s, typ == unix.DT_DIR})
+			out = append(out, dirent{s, typ == unix.DT_DIR, typ == unix.DT_REG})
 		}
 	}
 }

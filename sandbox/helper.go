@@ -107,7 +107,7 @@ func HelperMain() {
 	reapUntil(-1)
 	close(done)
 	if lay != nil {
-		changes, err := applyChanges(lay, spec.GitWritable)
+		changes, err := applyChanges(lay, spec.GitWritable, spec.WriteBytes)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "turnlog: applying the command's changes to the workspace failed: %v\n", err)
 			if code == 0 {

@@ -106,6 +106,21 @@ func TestGitCannotBeTurnedAgainstTheHost(t *testing.T) {
 		"config":       `git config core.fsmonitor "touch MARKER"; printf '[core]\n\tfsmonitor = "touch MARKER"\n' >> .git/config; echo 'touch MARKER' > .git/hooks/post-checkout; chmod +x .git/hooks/post-checkout`,
 		"nested repo":  `mkdir -p sub && cd sub && git init -q && git config core.fsmonitor "touch MARKER" && touch f`,
 		"gitdir file":  `mkdir -p other/r && git init -q other/r && git -C other/r config core.fsmonitor "touch MARKER"; mkdir -p sub2 && echo "gitdir: ../other/r/.git" > sub2/.git`,
+		// A directory git takes for a repository without any .git name (HEAD, objects
+		// and refs), below the workspace and as the workspace itself.
+		"bare lookalike": `mkdir -p sub/objects sub/refs/heads sub/hooks; echo 'ref: refs/heads/main' > sub/HEAD; printf '[core]
+	repositoryformatversion = 0
+	bare = false
+	worktree = .
+	fsmonitor = "touch MARKER"
+' > sub/config; printf '#!/bin/sh
+touch MARKER
+' > sub/hooks/post-checkout; chmod +x sub/hooks/post-checkout`,
+		"bare at the root": `mkdir -p objects refs/heads; echo 'ref: refs/heads/main' > HEAD; printf '[core]
+	bare = false
+	worktree = .
+	fsmonitor = "touch MARKER"
+' > config`,
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -117,10 +132,12 @@ func TestGitCannotBeTurnedAgainstTheHost(t *testing.T) {
 				out, _ := cmd.CombinedOutput()
 				return string(out)
 			}
-			git(s.Workspace, "init", "-q")
-			os.WriteFile(filepath.Join(s.Workspace, "README"), []byte("hello\n"), 0o644)
-			git(s.Workspace, "-c", "user.name=t", "-c", "user.email=t@t", "add", "README")
-			git(s.Workspace, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "first")
+			if name != "bare at the root" {
+				git(s.Workspace, "init", "-q")
+				os.WriteFile(filepath.Join(s.Workspace, "README"), []byte("hello\n"), 0o644)
+				git(s.Workspace, "-c", "user.name=t", "-c", "user.email=t@t", "add", "README")
+				git(s.Workspace, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "first")
+			}
 			res := run(t, s, strings.ReplaceAll(attack, "MARKER", marker))
 			for _, dir := range []string{".", "sub", "sub2", "other/r"} {
 				if _, err := os.Stat(filepath.Join(s.Workspace, dir)); err == nil {
@@ -131,7 +148,7 @@ func TestGitCannotBeTurnedAgainstTheHost(t *testing.T) {
 			if _, err := os.Stat(marker); err == nil {
 				t.Fatalf("git on the host ran the command's planted code: %+v", res)
 			}
-			if out := git(s.Workspace, "log", "--oneline"); !strings.Contains(out, "first") {
+			if out := git(s.Workspace, "log", "--oneline"); name != "bare at the root" && !strings.Contains(out, "first") {
 				t.Fatalf("the workspace's repository is damaged: %s", out)
 			}
 		})

@@ -104,7 +104,10 @@ func TestSecretsAreClosedByWhatTheyAre(t *testing.T) {
 	os.Link(filepath.Join(s.Workspace, ".env"), filepath.Join(s.Workspace, "notes.txt"))
 	os.MkdirAll(filepath.Join(s.Workspace, "deps"), 0o755)
 	os.Link(filepath.Join(s.Workspace, "node_modules/pkg/.env"), filepath.Join(s.Workspace, "deps/readme"))
-	res := run(t, s, "cat "+strings.Join(names, " ")+" notes.txt deps/readme; mv .env moved; cat moved; true")
+	os.MkdirAll(filepath.Join(s.Workspace, ".ssh"), 0o700)
+	os.WriteFile(filepath.Join(s.Workspace, ".ssh", "config"), []byte("sk-live-ssh"), 0o600)
+	os.Link(filepath.Join(s.Workspace, ".ssh", "config"), filepath.Join(s.Workspace, "deps", "ssh-notes"))
+	res := run(t, s, "cat "+strings.Join(names, " ")+" notes.txt deps/readme deps/ssh-notes; mv .env moved; cat moved; true")
 	if strings.Contains(res.Stdout, "sk-live") {
 		t.Fatalf("a command read a secret: %+v", res)
 	}
@@ -124,16 +127,35 @@ func TestWritesHaveAQuota(t *testing.T) {
 	if !strings.Contains(res.Stdout, "FAILED") || !strings.Contains(res.Stderr, "No space left on device") {
 		t.Fatalf("no write failed past the quota: %+v", res)
 	}
+	if used := diskUsed(s.Workspace); used > int64(s.WriteBytes) {
+		t.Fatalf("%d bytes reached the workspace under a %d byte quota", used, s.WriteBytes)
+	}
+	// Files that take little room in the write layer — sparse ones, hard links —
+	// cannot make the host hold more than the quota either.
+	s2, _ := spec(t)
+	s2.WriteBytes = 2 << 20
+	res = run(t, s2, "for i in 1 2 3 4 5; do truncate -s 8M sparse$i; done; head -c 1000000 /dev/urandom > a; for i in $(seq 1 20); do ln a l$i; done")
+	if used := diskUsed(s2.Workspace); used > 4<<20 {
+		t.Fatalf("%d bytes reached the host's disk under a %d byte quota: %+v", used, s2.WriteBytes, res.Changes)
+	}
+	if fi, err := os.Stat(filepath.Join(s2.Workspace, "sparse1")); err != nil || fi.Size() != 8<<20 {
+		t.Fatalf("a sparse file within the quota was not applied as it was: %v %v", fi, err)
+	}
+	if res.Changes == nil || len(res.Changes.Refused) == 0 || !strings.Contains(res.Changes.Refused[0].Reason, "write quota") {
+		t.Fatalf("no change refused past the quota: %+v", res.Changes)
+	}
+}
+
+// diskUsed is what the files below dir hold on disk (blocks, not sizes).
+func diskUsed(dir string) int64 {
 	var total int64
-	filepath.Walk(s.Workspace, func(p string, fi os.FileInfo, err error) error {
+	filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
 		if err == nil && fi.Mode().IsRegular() {
-			total += fi.Size()
+			total += fi.Sys().(*syscall.Stat_t).Blocks * 512
 		}
 		return nil
 	})
-	if total > int64(s.WriteBytes) {
-		t.Fatalf("%d bytes reached the workspace under a %d byte quota", total, s.WriteBytes)
-	}
+	return total
 }
 
 // TestReadOnlyWorkspace: in read-only mode a command reads the workspace — files
@@ -215,5 +237,33 @@ func TestMasksFollowTheWorkspace(t *testing.T) {
 	res := run(t, s, "cat node_modules/pkg/.env fresh/deep/id_rsa fresh/notes; true")
 	if strings.Contains(res.Stdout, "sk-live") {
 		t.Fatalf("a secret that appeared after the first command was readable: %+v", res)
+	}
+	// A command that sets a directory's mtime back cannot blind the cache to what
+	// appears in it later (the cache goes by ctime, which nobody sets).
+	os.MkdirAll(filepath.Join(s.Workspace, "a"), 0o755)
+	os.Chtimes(filepath.Join(s.Workspace, "a"), old, old)
+	run(t, s, "true")
+	run(t, s, `m=$(stat -c %.9Y a); mkdir a/hidden; touch -m -d "@$m" a`)
+	os.WriteFile(filepath.Join(s.Workspace, "a", "hidden", ".env"), []byte("TOKEN=sk-live-later"), 0o600)
+	if res := run(t, s, "cat a/hidden/.env; true"); strings.Contains(res.Stdout, "sk-live") {
+		t.Fatalf("a command blinded the mask cache: %+v", res)
+	}
+}
+
+// TestOddChangesAreRefusedOneByOne: a change that cannot be applied (a path too long,
+// a fifo) is refused with its reason and the rest are applied; a symlink named like a
+// secret does not stop the next command.
+func TestOddChangesAreRefusedOneByOne(t *testing.T) {
+	t.Parallel()
+	s, outside := spec(t)
+	res := run(t, s, `n=$(printf "a%.0s" $(seq 1 250)); p=.; for i in $(seq 1 20); do p=$p/$n; done; mkdir -p $p; echo data > $p/f; mkfifo fifo; echo ok > zzz; ln -s /nonexistent .env; ln -s `+outside+`/secret.txt id_x`)
+	if raw, err := os.ReadFile(filepath.Join(s.Workspace, "zzz")); err != nil || string(raw) != "ok\n" {
+		t.Fatalf("an ordinary change was not applied after an odd one: %v %+v", err, res.Changes)
+	}
+	if res.Changes == nil || len(res.Changes.Refused) < 2 {
+		t.Fatalf("refused: %+v", res.Changes)
+	}
+	if res := run(t, s, "cat id_x; echo next"); !strings.HasSuffix(res.Stdout, "next\n") || strings.Contains(res.Stdout, "outside secret") {
+		t.Fatalf("the next command: %+v", res)
 	}
 }

@@ -1,6 +1,8 @@
 package sandbox
 
 import (
+	"errors"
+	"os"
 	"path"
 	"path/filepath"
 	"strings"
@@ -39,8 +41,8 @@ type Mask struct {
 }
 
 // MaskCache remembers, per directory of a workspace, what findMasks found there and
-// the directory's modification time: a directory whose entries did not change (its
-// mtime did not move) is not read again, so a workspace of 50,000 files costs a stat
+// the directory's change time: a directory whose entries did not change (its ctime —
+// which, unlike the mtime, nobody can set back — did not move) is not read again, so a workspace of 50,000 files costs a stat
 // per directory, not a read of every entry. The zero value is ready; one cache serves
 // one workspace.
 type MaskCache struct {
@@ -50,9 +52,9 @@ type MaskCache struct {
 }
 
 type cachedDir struct {
-	mtime   unix.Timespec
+	ctime   unix.Timespec // changes with every change of the directory, and no one can set it
 	ino     uint64
-	settled bool     // the mtime was older than timestampSlack when the directory was read
+	settled bool     // the ctime was older than timestampSlack when the directory was read
 	masks   []Mask   // found in this directory itself
 	subdirs []string // names of the directories walked into
 }
@@ -102,7 +104,7 @@ func (c *MaskCache) scan(root int, rel string, buf []byte, out *[]Mask, seen map
 		return nil // gone, or no longer a directory: nothing of it to mask
 	}
 	d, ok := c.dirs[rel]
-	if !ok || !d.settled || d.mtime != st.Mtim || d.ino != st.Ino {
+	if !ok || !d.settled || d.ctime != st.Ctim || d.ino != st.Ino {
 		fd, err := unix.Openat(root, rel, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
 		if err != nil {
 			return nil
@@ -113,12 +115,12 @@ func (c *MaskCache) scan(root int, rel string, buf []byte, out *[]Mask, seen map
 			return err
 		}
 		// A file system may stamp changes with a coarse clock: two changes within one
-		// tick can leave the same mtime. Only a directory whose last change is older
+		// tick can leave the same ctime. Only a directory whose last change is older
 		// than that is trusted unchanged next time.
-		d = cachedDir{mtime: st.Mtim, ino: st.Ino, settled: time.Since(time.Unix(st.Mtim.Unix())) > timestampSlack}
+		d = cachedDir{ctime: st.Ctim, ino: st.Ino, settled: time.Since(time.Unix(st.Ctim.Unix())) > timestampSlack}
 		inGit, inside := insideGit(rel)
 		for _, e := range entries {
-			if c.gitWritable && inGit && gitProtected(path.Join(inside, e.name)) {
+			if c.gitWritable && inGit && (e.dir || e.regular) && gitProtected(path.Join(inside, e.name)) {
 				if denied(path.Join(rel, e.name)) == "" && denied(path.Join(rel, e.name)+"/x") == "" {
 					d.masks = append(d.masks, Mask{path.Join(rel, e.name), maskGit})
 					continue // read-only, all of it
@@ -136,11 +138,12 @@ func (c *MaskCache) scan(root int, rel string, buf []byte, out *[]Mask, seen map
 			case e.dir && (denied(r) != "" || denied(r+"/x") != ""):
 				d.masks = append(d.masks, Mask{r, maskDir}) // not walked: all of it is closed
 				continue
-			case !e.dir && denied(r) != "":
+			case e.regular && denied(r) != "":
 				d.masks = append(d.masks, Mask{r, maskFile})
-			case isGit && (!c.gitWritable || !e.dir):
+			case isGit && (e.dir || e.regular) && (!c.gitWritable || !e.dir):
 				d.masks = append(d.masks, Mask{r, maskGit})
 			}
+			// A symlink is not masked: what it points to is, where that is.
 			if e.dir {
 				d.subdirs = append(d.subdirs, e.name)
 			}
@@ -173,8 +176,17 @@ func withLinks(dir string, masks []Mask) ([]Mask, error) {
 	inodes := map[[2]uint64]bool{}
 	for _, m := range masks {
 		var st syscall.Stat_t
-		if m.Kind == maskFile && syscall.Lstat(filepath.Join(dir, m.Rel), &st) == nil && st.Nlink > 1 {
+		switch {
+		case m.Kind == maskFile && syscall.Lstat(filepath.Join(dir, m.Rel), &st) == nil && st.Nlink > 1:
 			inodes[[2]uint64{st.Dev, st.Ino}] = true
+		case m.Kind == maskDir:
+			// Every file of a denied directory is as secret as the directory.
+			filepath.WalkDir(filepath.Join(dir, m.Rel), func(p string, d os.DirEntry, err error) error {
+				if err == nil && d.Type().IsRegular() && syscall.Lstat(p, &st) == nil && st.Nlink > 1 {
+					inodes[[2]uint64{st.Dev, st.Ino}] = true
+				}
+				return nil
+			})
 		}
 	}
 	if len(inodes) == 0 {
@@ -202,7 +214,7 @@ func withLinks(dir string, masks []Mask) ([]Mask, error) {
 				continue
 			}
 			var st syscall.Stat_t
-			if denied(r) == "" && syscall.Lstat(filepath.Join(dir, r), &st) == nil && st.Nlink > 1 && inodes[[2]uint64{st.Dev, st.Ino}] {
+			if e.regular && denied(r) == "" && syscall.Lstat(filepath.Join(dir, r), &st) == nil && st.Nlink > 1 && inodes[[2]uint64{st.Dev, st.Ino}] {
 				masks = append(masks, Mask{r, maskFile})
 			}
 		}
@@ -230,7 +242,10 @@ func applyMasks(workspace string, masks []Mask) error {
 		case maskGit:
 			err = bindReadOnly(p)
 		}
-		if err != nil {
+		switch {
+		case errors.Is(err, syscall.ENOENT):
+			// Gone since it was found: nothing left there to hide.
+		case err != nil:
 			return &PathError{Path: m.Rel, Reason: "cannot be masked: " + err.Error()}
 		}
 	}
