@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -134,26 +135,12 @@ func newCgroupTree(name string, memoryBytes uint64, processes int) (*cgroupTree,
 		rand.Read(b[:])
 		name = "turnlog-" + hex.EncodeToString(b[:])
 	}
-	mem, procs := strconv.FormatUint(memoryBytes, 10), strconv.Itoa(processes)
 	var t *cgroupTree
-	var settings []func() error
 	switch {
 	case v2Usable(v2):
-		d := filepath.Join(v2.mount, v2.own, name)
-		t = &cgroupTree{Version: "v2", Dirs: []string{d}}
-		settings = []func() error{
-			func() error { return write(d, "memory.max", mem) },
-			func() error { return writeIfPresent(d, "memory.swap.max", "0") },
-			func() error { return write(d, "pids.max", procs) },
-		}
+		t = &cgroupTree{Version: "v2", Dirs: []string{filepath.Join(v2.mount, v2.own, name)}}
 	case memory != nil && pids != nil:
-		m, p := filepath.Join(memory.mount, memory.own, name), filepath.Join(pids.mount, pids.own, name)
-		t = &cgroupTree{Version: "v1", Dirs: []string{m, p}}
-		settings = []func() error{
-			func() error { return write(m, "memory.limit_in_bytes", mem) },
-			func() error { return writeIfPresent(m, "memory.memsw.limit_in_bytes", mem) }, // swap too
-			func() error { return write(p, "pids.max", procs) },
-		}
+		t = &cgroupTree{Version: "v1", Dirs: []string{filepath.Join(memory.mount, memory.own, name), filepath.Join(pids.mount, pids.own, name)}}
 	default:
 		return nil, errors.New("no cgroup memory and pids controllers here (v2 below turnlog's group, or v1)")
 	}
@@ -163,13 +150,36 @@ func newCgroupTree(name string, memoryBytes uint64, processes int) (*cgroupTree,
 			return nil, err
 		}
 	}
-	for _, set := range settings {
-		if err := set(); err != nil {
-			t.remove()
-			return nil, err
-		}
+	if err := t.setLimits(memoryBytes, processes); err != nil {
+		t.remove()
+		return nil, err
 	}
 	return t, nil
+}
+
+// setLimits caps the groups' memory (swap included) and processes.
+func (c *cgroupTree) setLimits(memoryBytes uint64, processes int) error {
+	mem, procs := strconv.FormatUint(memoryBytes, 10), strconv.Itoa(processes)
+	if c.Version == "v2" {
+		d := c.Dirs[0]
+		if err := write(d, "memory.max", mem); err != nil {
+			return err
+		}
+		if err := writeIfPresent(d, "memory.swap.max", "0"); err != nil {
+			return err
+		}
+		return write(d, "pids.max", procs)
+	}
+	m, p := c.Dirs[0], c.Dirs[1]
+	// v1 refuses a memory limit below memsw's: lift memsw first when it shrinks.
+	writeIfPresent(m, "memory.memsw.limit_in_bytes", "-1")
+	if err := write(m, "memory.limit_in_bytes", mem); err != nil {
+		return err
+	}
+	if err := writeIfPresent(m, "memory.memsw.limit_in_bytes", mem); err != nil { // swap too
+		return err
+	}
+	return write(p, "pids.max", procs)
 }
 
 func write(dir, file, value string) error {
@@ -208,4 +218,63 @@ func joinCgroups(procs []string) error {
 		}
 	}
 	return nil
+}
+
+// groupPool keeps the groups of commands that ended, empty, for the next ones:
+// making and removing a memory cgroup costs milliseconds, and a removal running while
+// another command joins its group holds that up.
+type groupPool struct {
+	mu   sync.Mutex
+	free []*cgroupTree
+}
+
+// cgroupPool is the groups this process made and may reuse (a pool, like a
+// connection pool: nothing in it carries state from one command to the next but
+// reclaimable page cache).
+var cgroupPool = &groupPool{}
+
+const maxPooledGroups = 8
+
+// get is an empty group with the limits set: one from the pool, else a new one.
+func (p *groupPool) get(memoryBytes uint64, processes int) (*cgroupTree, error) {
+	for {
+		p.mu.Lock()
+		if len(p.free) == 0 {
+			p.mu.Unlock()
+			return newCgroupTree("", memoryBytes, processes)
+		}
+		t := p.free[len(p.free)-1]
+		p.free = p.free[:len(p.free)-1]
+		p.mu.Unlock()
+		if err := t.setLimits(memoryBytes, processes); err == nil {
+			return t, nil
+		}
+		go t.remove()
+	}
+}
+
+// put gives back a command's group once the command ended: kept if it is empty
+// and the pool has room, else removed in the background.
+func (p *groupPool) put(t *cgroupTree) {
+	if t.empty() {
+		p.mu.Lock()
+		if len(p.free) < maxPooledGroups {
+			p.free = append(p.free, t)
+			p.mu.Unlock()
+			return
+		}
+		p.mu.Unlock()
+	}
+	go t.remove()
+}
+
+// empty says whether no process is in any of the groups.
+func (c *cgroupTree) empty() bool {
+	for _, f := range c.procs() {
+		raw, err := os.ReadFile(f)
+		if err != nil || len(strings.TrimSpace(string(raw))) > 0 {
+			return false
+		}
+	}
+	return true
 }

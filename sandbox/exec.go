@@ -125,7 +125,7 @@ func Run(ctx context.Context, spec Spec, command string) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer func() { go groups.remove() }() // an emptied memory cgroup can take a while to go; nothing waits on it
+	defer cgroupPool.put(groups)
 	spec.CgroupProcs = groups.procs()
 	behindProxy := !spec.Network && spec.AllowHost != nil
 	// Behind the proxy the helper is started inside the proxy's network namespace.
@@ -242,7 +242,13 @@ func commandCgroups(spec Spec, name string) (*cgroupTree, error) {
 	if spec.Unavailable == "cgroup" {
 		return nil, &Error{Msg: "no cgroup controllers here, and this sandbox requires them"}
 	}
-	t, err := newCgroupTree(name, spec.TreeMemoryBytes, spec.MaxProcesses+1) // +1: the helper
+	var t *cgroupTree
+	var err error
+	if name == "" {
+		t, err = cgroupPool.get(spec.TreeMemoryBytes, spec.MaxProcesses+1) // +1: the helper
+	} else {
+		t, err = newCgroupTree(name, spec.TreeMemoryBytes, spec.MaxProcesses+1)
+	}
 	if err != nil {
 		return nil, &Error{Msg: "cannot cap the command's process tree: " + err.Error()}
 	}
