@@ -49,6 +49,11 @@ type MaskCache struct {
 	mu          sync.Mutex
 	dirs        map[string]cachedDir
 	gitWritable bool // what the cached masks were found for
+	// watch, where inotify is to be had, says which directories changed (a settled
+	// one is then not even stat'ed); unwatched, the cache compares ctimes.
+	watch   *watcher
+	dirty   map[string]bool
+	noWatch bool
 }
 
 type cachedDir struct {
@@ -74,7 +79,24 @@ func findMasks(dir string, cache *MaskCache, gitWritable bool) ([]Mask, error) {
 	cache.mu.Lock()
 	defer cache.mu.Unlock()
 	if cache.dirs == nil || cache.gitWritable != gitWritable {
-		cache.dirs, cache.gitWritable = map[string]cachedDir{}, gitWritable
+		cache.reset()
+		cache.gitWritable = gitWritable
+	}
+	if cache.watch == nil && !cache.noWatch {
+		if cache.watch = newWatcher(dir); cache.watch == nil {
+			cache.noWatch = true
+		}
+	}
+	cache.dirty = nil
+	if cache.watch != nil {
+		dirty, all := cache.watch.changed()
+		if all {
+			cache.reset()
+			if cache.watch = newWatcher(dir); cache.watch == nil {
+				cache.noWatch = true
+			}
+		}
+		cache.dirty = dirty
 	}
 	root, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -94,17 +116,34 @@ func findMasks(dir string, cache *MaskCache, gitWritable bool) ([]Mask, error) {
 	return withLinks(dir, out)
 }
 
-// scan adds the masks of directory rel (relative to root) and below. A directory
-// whose modification time and inode are what the cache holds costs one fstatat; only
-// a changed one is opened and read.
+// reset forgets every directory (and stops watching them).
+func (c *MaskCache) reset() {
+	c.dirs = map[string]cachedDir{}
+	if c.watch != nil {
+		c.watch.close()
+		c.watch = nil
+	}
+}
+
+// scan adds the masks of directory rel (relative to root) and below. A directory the
+// watcher saw no change in costs nothing; unwatched, one whose change time and inode
+// are what the cache holds costs one fstatat; only a changed one is opened and read
+// (watched before it is read, so no change in between is missed).
 func (c *MaskCache) scan(root int, rel string, buf []byte, out *[]Mask, seen map[string]bool) error {
 	seen[rel] = true
+	d, ok := c.dirs[rel]
+	if c.watch != nil && ok && !c.dirty[rel] {
+		return c.descend(root, rel, d, buf, out, seen)
+	}
 	var st unix.Stat_t
 	if err := unix.Fstatat(root, rel, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
 		return nil // gone, or no longer a directory: nothing of it to mask
 	}
-	d, ok := c.dirs[rel]
-	if !ok || !d.settled || d.ctime != st.Ctim || d.ino != st.Ino {
+	if c.watch != nil && !c.watch.add(rel) {
+		c.watch.close() // past the watch limit: compare ctimes from now on
+		c.watch, c.noWatch = nil, true
+	}
+	if c.watch != nil || !ok || !d.settled || d.ctime != st.Ctim || d.ino != st.Ino {
 		fd, err := unix.Openat(root, rel, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
 		if err != nil {
 			return nil
@@ -150,6 +189,11 @@ func (c *MaskCache) scan(root int, rel string, buf []byte, out *[]Mask, seen map
 		}
 		c.dirs[rel] = d
 	}
+	return c.descend(root, rel, d, buf, out, seen)
+}
+
+// descend adds a directory's own masks and scans its subdirectories.
+func (c *MaskCache) descend(root int, rel string, d cachedDir, buf []byte, out *[]Mask, seen map[string]bool) error {
 	*out = append(*out, d.masks...)
 	for _, name := range d.subdirs {
 		if err := c.scan(root, path.Join(rel, name), buf, out, seen); err != nil {
