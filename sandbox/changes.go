@@ -121,33 +121,37 @@ func (a *applier) dir(rel string) error {
 }
 
 // gitDirNames are what makes a directory a repository to git, or configures one.
-var gitDirNames = map[string]bool{"head": true, "objects": true, "refs": true, "config": true, "commondir": true, "gitdir": true,
-	"packed-refs": true, "hooks": true, "info": true, "worktrees": true, "modules": true, "index": true}
+var gitDirNames = map[string]bool{"head": true, "objects": true, "refs": true, "config": true, "config.worktree": true, "commondir": true,
+	"gitdir": true, "packed-refs": true, "hooks": true, "info": true, "worktrees": true, "modules": true, "index": true}
 
 // gitLike says whether the directory rel, with the upper layer's entries applied,
-// would be a git repository by git's own test (a HEAD, an objects and a refs
-// directory) — a bare one, or a .git under another name — outside an existing .git.
-// Its git files are then refused: git run on the host would take that directory for
-// a repository and run its config.
+// would be a git repository by git's own test — a HEAD, and an objects and a refs
+// directory (or symlinks to them, which git follows) or a commondir file naming where
+// they are — a bare one, or a .git under another name, outside an existing .git. Its
+// git files are then refused: git run on the host would take that directory for a
+// repository and run its config.
 func (a *applier) gitLike(rel string, upper []os.DirEntry) bool {
 	for _, p := range strings.Split(rel, "/") {
 		if strings.EqualFold(p, ".git") {
 			return false // guard decides inside a .git
 		}
 	}
+	// has: an entry of that name there — for a directory, a symlink counts (git
+	// follows it); for a file, anything but a directory.
 	has := func(name string, dir bool) bool {
+		ok := func(m fs.FileMode) bool { return m.IsDir() == dir || dir && m&fs.ModeSymlink != 0 }
 		for _, e := range upper {
 			if strings.EqualFold(e.Name(), name) {
 				if e.Type()&fs.ModeCharDevice != 0 {
 					return false // deleted
 				}
-				return e.IsDir() == dir
+				return ok(e.Type())
 			}
 		}
 		fi, err := a.ws.Lstat(path.Join(rel, name))
-		return err == nil && fi.IsDir() == dir
+		return err == nil && ok(fi.Mode())
 	}
-	return has("HEAD", false) && has("objects", true) && has("refs", true)
+	return has("HEAD", false) && (has("objects", true) && has("refs", true) || has("commondir", false))
 }
 
 func (a *applier) entry(rel string) error {

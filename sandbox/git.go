@@ -11,26 +11,22 @@ import (
 var gitNeverWritable = []string{"config", "config.worktree", "commondir", "gitdir", "hooks", "info", "objects/info/alternates", "objects/info/http-alternates"}
 
 // gitProtected says whether inside (a path relative to a .git directory) is, or lies
-// in, a file git's configuration, hooks or pointers live in.
+// in, a file git's configuration, hooks or pointers live in. Under modules/ and
+// worktrees/ a name may hold slashes (a submodule at lib/foo is modules/lib/foo), so
+// there any component sequence that is one of them protects what lies below it.
 func gitProtected(inside string) bool {
 	inside = strings.ToLower(inside)
-	for {
-		rest, ok := strings.CutPrefix(inside, "modules/")
-		if !ok {
-			rest, ok = strings.CutPrefix(inside, "worktrees/")
-		}
-		if !ok {
+	nested := strings.HasPrefix(inside, "modules/") || strings.HasPrefix(inside, "worktrees/")
+	parts := strings.Split(inside, "/")
+	for start := range parts {
+		if start > 0 && !nested {
 			break
 		}
-		_, after, found := strings.Cut(rest, "/")
-		if !found {
-			return false // modules/<name> itself: its contents decide
-		}
-		inside = after
-	}
-	for _, p := range gitNeverWritable {
-		if inside == p || strings.HasPrefix(inside, p+"/") {
-			return true
+		rest := strings.Join(parts[start:], "/")
+		for _, p := range gitNeverWritable {
+			if rest == p || strings.HasPrefix(rest, p+"/") {
+				return true
+			}
 		}
 	}
 	return false

@@ -108,19 +108,11 @@ func TestGitCannotBeTurnedAgainstTheHost(t *testing.T) {
 		"gitdir file":  `mkdir -p other/r && git init -q other/r && git -C other/r config core.fsmonitor "touch MARKER"; mkdir -p sub2 && echo "gitdir: ../other/r/.git" > sub2/.git`,
 		// A directory git takes for a repository without any .git name (HEAD, objects
 		// and refs), below the workspace and as the workspace itself.
-		"bare lookalike": `mkdir -p sub/objects sub/refs/heads sub/hooks; echo 'ref: refs/heads/main' > sub/HEAD; printf '[core]
-	repositoryformatversion = 0
-	bare = false
-	worktree = .
-	fsmonitor = "touch MARKER"
-' > sub/config; printf '#!/bin/sh
-touch MARKER
-' > sub/hooks/post-checkout; chmod +x sub/hooks/post-checkout`,
-		"bare at the root": `mkdir -p objects refs/heads; echo 'ref: refs/heads/main' > HEAD; printf '[core]
-	bare = false
-	worktree = .
-	fsmonitor = "touch MARKER"
-' > config`,
+		"bare lookalike":   `mkdir -p sub/objects sub/refs/heads sub/hooks; echo 'ref: refs/heads/main' > sub/HEAD; printf '[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tworktree = .\n\tfsmonitor = "touch MARKER"\n' > sub/config; printf '#!/bin/sh\ntouch MARKER\n' > sub/hooks/post-checkout; chmod +x sub/hooks/post-checkout`,
+		"bare at the root": `mkdir -p objects refs/heads; echo 'ref: refs/heads/main' > HEAD; printf '[core]\n\tbare = false\n\tworktree = .\n\tfsmonitor = "touch MARKER"\n' > config`,
+		// objects and refs as symlinks (git follows them), and through a commondir.
+		"symlinked lookalike": `mkdir -p sub/o sub/r/heads; cd sub; ln -s o objects; ln -s r refs; echo 'ref: refs/heads/main' > HEAD; printf '[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tworktree = '"${PWD%/sub}"'\n\tfsmonitor = "touch MARKER"\n' > config`,
+		"commondir lookalike": `mkdir -p c/objects c/refs/heads; printf '[core]\n\trepositoryformatversion = 1\n\tfsmonitor = "touch MARKER"\n[extensions]\n\tworktreeConfig = true\n' > c/config; mkdir sub; printf '[core]\n\tbare = false\n\tworktree = '"$PWD"'\n' > sub/config.worktree; echo 'ref: refs/heads/main' > sub/HEAD; echo ../c > sub/commondir`,
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -132,7 +124,7 @@ touch MARKER
 				out, _ := cmd.CombinedOutput()
 				return string(out)
 			}
-			if name != "bare at the root" {
+			if !strings.Contains(name, "lookalike") && name != "bare at the root" {
 				git(s.Workspace, "init", "-q")
 				os.WriteFile(filepath.Join(s.Workspace, "README"), []byte("hello\n"), 0o644)
 				git(s.Workspace, "-c", "user.name=t", "-c", "user.email=t@t", "add", "README")
@@ -148,7 +140,7 @@ touch MARKER
 			if _, err := os.Stat(marker); err == nil {
 				t.Fatalf("git on the host ran the command's planted code: %+v", res)
 			}
-			if out := git(s.Workspace, "log", "--oneline"); name != "bare at the root" && !strings.Contains(out, "first") {
+			if out := git(s.Workspace, "log", "--oneline"); !strings.Contains(name, "lookalike") && name != "bare at the root" && !strings.Contains(out, "first") {
 				t.Fatalf("the workspace's repository is damaged: %s", out)
 			}
 		})
@@ -173,7 +165,12 @@ func TestGitWritesWhereAllowed(t *testing.T) {
 	os.WriteFile(filepath.Join(s.Workspace, "README"), []byte("hello\n"), 0o644)
 	git("-c", "user.name=t", "-c", "user.email=t@t", "add", "README")
 	git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "first")
-	res := run(t, s, strings.ReplaceAll(`echo more >> README && git -c user.name=agent -c user.email=a@a commit -qam second && git branch feature
+	// A submodule whose name holds a slash (git's default for one at lib/foo).
+	sub := filepath.Join(s.Workspace, ".git", "modules", "lib", "foo")
+	os.MkdirAll(filepath.Join(sub, "hooks"), 0o755)
+	os.WriteFile(filepath.Join(sub, "config"), []byte("[core]\n"), 0o644)
+	res := run(t, s, strings.ReplaceAll(`printf '[core]\n\tfsmonitor = "touch MARKER"\n' >> .git/modules/lib/foo/config; echo 'touch MARKER' > .git/modules/lib/foo/hooks/post-checkout
+echo more >> README && git -c user.name=agent -c user.email=a@a commit -qam second && git branch feature
 git config core.fsmonitor "touch MARKER" || echo REFUSED-CONFIG
 echo ../evil > .git/commondir; mkdir -p evil; printf '[core]\n\tfsmonitor = "touch MARKER"\n' > evil/config
 echo 'touch MARKER' > .git/hooks/post-checkout || echo REFUSED-HOOK
@@ -192,5 +189,11 @@ true`, "MARKER", marker))
 	}
 	if _, err := os.Stat(filepath.Join(s.Workspace, ".git", "commondir")); err == nil {
 		t.Fatalf(".git/commondir reached the host: %+v", res.Changes)
+	}
+	if raw, _ := os.ReadFile(filepath.Join(sub, "config")); string(raw) != "[core]\n" {
+		t.Fatalf("a submodule's config reached the host: %q", raw)
+	}
+	if _, err := os.Stat(filepath.Join(sub, "hooks", "post-checkout")); err == nil {
+		t.Fatal("a submodule's hook reached the host")
 	}
 }

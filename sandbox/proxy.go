@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 )
@@ -126,6 +127,14 @@ func (p *proxy) handle(c net.Conn) {
 	case port == "":
 		port = "80"
 	}
+	// The port as a number, written the one way: what is checked is what is dialled
+	// (":08080" is port 8080 to a dialer).
+	n, perr := strconv.Atoi(port)
+	if perr != nil || n < 1 || n > 65535 {
+		refuse(c, http.StatusBadRequest, "not a port: "+port)
+		return
+	}
+	port = strconv.Itoa(n)
 	d := HostDecision{Host: host, Port: port, Allowed: true}
 	var addr net.IP
 	if err := p.check(p.ctx, host); err != nil {
@@ -199,7 +208,7 @@ func (p *proxy) address(host string) (net.IP, error) {
 func (p *proxy) reachesTurnlog(ip net.IP, port string) bool {
 	for _, l := range p.neverDial {
 		host, lport, err := net.SplitHostPort(l)
-		if err != nil || lport != port {
+		if n, perr := strconv.Atoi(lport); err != nil || perr != nil || strconv.Itoa(n) != port {
 			continue
 		}
 		lip := net.ParseIP(host)
@@ -238,9 +247,30 @@ func local(ip net.IP) bool {
 }
 
 func internal(ip net.IP) bool {
-	return ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() ||
-		ip.IsUnspecified() || ip.IsMulticast() || ip.IsInterfaceLocalMulticast()
+	if ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() ||
+		ip.IsUnspecified() || ip.IsMulticast() || ip.IsInterfaceLocalMulticast() {
+		return true
+	}
+	for _, n := range internalNets {
+		if n.Contains(ip) {
+			return true
+		}
+	}
+	return false
 }
+
+// internalNets are the other ranges that reach a provider's or a carrier's machines,
+// not the internet: shared address space (a cloud's metadata service lives there),
+// "this network", benchmarking, IETF protocol assignments, the reserved range, and
+// NAT64, which can carry any of those.
+var internalNets = func() []*net.IPNet {
+	var out []*net.IPNet
+	for _, c := range []string{"100.64.0.0/10", "0.0.0.0/8", "198.18.0.0/15", "192.0.0.0/24", "240.0.0.0/4", "64:ff9b::/96", "64:ff9b:1::/48"} {
+		_, n, _ := net.ParseCIDR(c)
+		out = append(out, n)
+	}
+	return out
+}()
 
 func refuse(c net.Conn, status int, msg string) {
 	body := "turnlog sandbox: " + msg + "\n"

@@ -78,7 +78,7 @@ func (w *Workspace) Rel(p string) (string, error) {
 	}
 	real, ok := w.resolve(rel)
 	if !ok {
-		return "", &PathError{Path: p, Reason: "resolves through a symlink to outside the workspace"}
+		return "", &PathError{Path: p, Reason: "resolves through a symlink to outside the workspace (or to nothing)"}
 	}
 	if real != rel {
 		if why := denied(real); why != "" {
@@ -110,13 +110,17 @@ func (w *Workspace) WritableRel(p string) (string, error) {
 
 // resolve is where rel really lands: rel itself through symlinks if it exists, else
 // its deepest existing ancestor's resolution joined with the rest; false if that is
-// outside the workspace.
+// outside the workspace, or if a symlink on the way leads nowhere (a dangling one
+// would be followed by a create, to wherever it names: .git/commondir, say).
 func (w *Workspace) resolve(rel string) (string, bool) {
 	head, rest := filepath.Join(w.dir, rel), ""
 	for {
 		real, err := filepath.EvalSymlinks(head)
 		if err == nil {
 			return within(w.dir, filepath.Join(real, rest))
+		}
+		if _, lerr := os.Lstat(head); lerr == nil {
+			return "", false // it exists, and cannot be resolved: a dangling or looping symlink
 		}
 		if head == w.dir || head == "/" {
 			return rel, true
@@ -153,7 +157,7 @@ func (w *Workspace) OpenFile(p string, flag int, perm fs.FileMode) (*os.File, st
 		}
 		return nil, "", err
 	}
-	if err := w.checkOpened(f, p); err != nil {
+	if err := w.checkOpened(f, p, check); err != nil {
 		f.Close()
 		return nil, "", err
 	}
@@ -163,7 +167,7 @@ func (w *Workspace) OpenFile(p string, flag int, perm fs.FileMode) (*os.File, st
 // checkOpened checks the file a descriptor really refers to — by the name it was
 // opened under and, when it has other names (hard links), by every denied file of
 // the workspace that is the same file.
-func (w *Workspace) checkOpened(f *os.File, p string) error {
+func (w *Workspace) checkOpened(f *os.File, p string, check func(string) (string, error)) error {
 	real, err := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", f.Fd()))
 	if err != nil {
 		return nil // no /proc: os.Root alone keeps the open inside the workspace
@@ -171,6 +175,9 @@ func (w *Workspace) checkOpened(f *os.File, p string) error {
 	rel, ok := within(w.dir, real)
 	if !ok {
 		return &PathError{Path: p, Reason: "opened a file outside the workspace"}
+	}
+	if _, err := check(rel); err != nil { // the file really opened, as the path asked for was
+		return err
 	}
 	if why := denied(rel); why != "" {
 		return &PathError{Path: p, Reason: "opened " + rel + ", which " + why}

@@ -98,8 +98,12 @@ func TestWritesStayOutOfGitAndSecrets(t *testing.T) {
 	os.Symlink(".git/hooks", filepath.Join(ws, "hooks-link"))
 	os.Symlink(".git", filepath.Join(ws, "git-link"))
 	os.Symlink(".ssh", filepath.Join(ws, "ssh-link"))
+	// Dangling symlinks a command may have left: a create would follow them.
+	os.Symlink(".git/commondir", filepath.Join(ws, "dangling-commondir"))
+	os.Symlink("sub/.git", filepath.Join(ws, "dangling-gitfile"))
+	os.Symlink(".git/hooks/post-checkout", filepath.Join(ws, "dangling-hook"))
 	for _, p := range []string{".git/commondir", ".git/objects/info/alternates", ".GIT/config", "sub/.git/config", "sub/.git", "hooks-link/pre-commit",
-		"git-link/commondir", "ssh-link/authorized_keys", "ssh-link/new/dir/file"} {
+		"git-link/commondir", "ssh-link/authorized_keys", "ssh-link/new/dir/file", "dangling-commondir", "dangling-gitfile", "dangling-hook"} {
 		if f, _, err := w.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644); err == nil {
 			f.Close()
 			t.Errorf("write %s was allowed", p)
@@ -110,7 +114,7 @@ func TestWritesStayOutOfGitAndSecrets(t *testing.T) {
 			t.Errorf("mkdir %s was allowed", dir)
 		}
 	}
-	for _, left := range []string{".git/commondir", ".git/hooks/pre-commit", ".ssh/authorized_keys", ".ssh/new", "sub/.git", ".git/objects"} {
+	for _, left := range []string{".git/commondir", ".git/hooks/pre-commit", ".git/hooks/post-checkout", ".ssh/authorized_keys", ".ssh/new", "sub/.git", ".git/objects"} {
 		if _, err := os.Lstat(filepath.Join(ws, left)); err == nil {
 			t.Errorf("a refused write left %s behind", left)
 		}

@@ -102,7 +102,12 @@ func TestAddressesPassOnlyWhenNamed(t *testing.T) {
 		{Name: "these-addresses", Decision: policy.Allow, Domains: []string{"127.0.0.7", "127.0.0.8"}},
 	}}
 	spec := workspace.SpecFor(ws, access, "127.0.0.8:80")
-	spec.Resolve = func(context.Context, string) ([]net.IP, error) { return nil, fmt.Errorf("no resolver in this test") }
+	spec.Resolve = func(_ context.Context, host string) ([]net.IP, error) {
+		if host == "metadata.test" { // a cloud's metadata service, in shared address space
+			return []net.IP{net.ParseIP("100.100.100.200")}, nil
+		}
+		return nil, fmt.Errorf("no resolver in this test")
+	}
 	spec.Dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
 		mu.Lock()
 		dialed = append(dialed, addr)
@@ -110,16 +115,21 @@ func TestAddressesPassOnlyWhenNamed(t *testing.T) {
 		return (&net.Dialer{}).DialContext(ctx, network, srv.Listener.Addr().String())
 	}
 	bash := workspace.Bash(spec, access, nil)
-	res := bashResult(t, bash, context.Background(), `for u in http://127.0.0.1/ http://0.0.0.0/ http://[::ffff:127.0.0.1]/ http://169.254.169.254/latest/meta-data/ http://[::1]/ http://127.0.0.8/; do curl -s -m 5 $u; echo; done
+	res := bashResult(t, bash, context.Background(), `for u in http://127.0.0.1/ http://0.0.0.0/ http://[::ffff:127.0.0.1]/ http://169.254.169.254/latest/meta-data/ http://[::1]/ http://127.0.0.8/ http://127.0.0.8:0080/ http://metadata.test/; do curl -s -m 5 $u; echo; done
 curl -s -m 5 -p https://127.0.0.1/ -o /dev/null -w '%{http_code}\n'
-curl -s -m 5 http://127.0.0.7/; echo`)
+curl -s -m 5 http://127.0.0.7/; echo
+# The port spelled another way, which curl would normalise: written to the proxy by hand.
+exec 3<>/dev/tcp/127.0.0.1/${HTTP_PROXY##*:}; printf 'GET http://127.0.0.8:0080/ HTTP/1.1\r\nHost: 127.0.0.8:0080\r\n\r\n' >&3; timeout 5 cat <&3; echo`)
 	for _, host := range []string{"127.0.0.1", "0.0.0.0", "::ffff:127.0.0.1", "169.254.169.254", "::1"} {
 		if !strings.Contains(res.Stdout, "network to "+host+" denied: no rule allows the network to "+host) {
 			t.Errorf("%s was not refused: %+v", host, res)
 		}
 	}
-	if !strings.Contains(res.Stdout, "127.0.0.8:80 is where turnlog itself listens") {
-		t.Errorf("turnlog's own listener was not refused: %+v", res)
+	if strings.Count(res.Stdout, "127.0.0.8:80 is where turnlog itself listens") != 3 {
+		t.Errorf("turnlog's own listener was not refused, under each spelling of its port: %+v", res)
+	}
+	if !strings.Contains(res.Stdout, "metadata.test resolves to 100.100.100.200") {
+		t.Errorf("a name resolving to shared address space was not refused: %+v", res)
 	}
 	if !strings.Contains(res.Stdout, "reached 127.0.0.7") {
 		t.Errorf("the address a rule names was not reached: %+v", res)
