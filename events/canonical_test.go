@@ -1,6 +1,7 @@
 package events_test
 
 import (
+	"encoding/json"
 	"errors"
 	"math"
 	"strings"
@@ -114,5 +115,44 @@ func BenchmarkCanonicalize(b *testing.B) {
 		if _, err := events.Canonicalize(in); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestCheckStrict: keys match fields case-sensitively, strings hold valid UTF-8 and
+// no lone surrogate — in request bodies and in fixtures alike.
+func TestCheckStrict(t *testing.T) {
+	t.Parallel()
+	type answer struct {
+		Confirmed bool            `json:"confirmed"`
+		Args      json.RawMessage `json:"arguments"`
+	}
+	type body struct {
+		Input   string            `json:"input"`
+		Answers map[string]answer `json:"resume_map"`
+		List    []answer          `json:"list"`
+	}
+	for raw, want := range map[string]string{
+		`{"input":"x","resume_map":{"a":{"confirmed":true,"arguments":{"ANY":"Case"}}},"list":[{"confirmed":false}]}`: "",
+		`{"Input":"x"}`: `Input: unknown field "Input": field names are case-sensitive ("input" is one)`,
+		`{"resume_map":{"a":{"Confirmed":true}}}`:       "resume_map.a.Confirmed",
+		`{"list":[{"confirmed":true},{"CONFIRMED":1}]}`: "list[1].CONFIRMED",
+		`{"input":"\udc00"}`:                            "input: holds a lone UTF-16 surrogate",
+		`{"input":"\ud800x"}`:                           "input: holds a lone UTF-16 surrogate",
+		`{"input":"\ud83d\ude00 fine"}`:                 "",
+		"{\"input\":\"\xc3\x28\"}":                      "input: holds invalid UTF-8",
+		`{"resume_map":{"\ud800":{"confirmed":true}}}`:  "lone UTF-16 surrogate",
+		`{"unknown":{"Whatever":1},"input":"\\ud800"}`:  "",
+	} {
+		err := events.CheckStrict([]byte(raw), &body{})
+		switch {
+		case want == "" && err != nil:
+			t.Errorf("%s: %v", raw, err)
+		case want != "" && (err == nil || !strings.Contains(err.Error(), want)):
+			t.Errorf("%s: %v, want %q", raw, err, want)
+		}
+	}
+	_, err := events.ReadJSONL(strings.NewReader(`{"session":"s","seq":1,"Type":"SessionCreated","data":{}}`+"\n"), "f.jsonl")
+	if err == nil || !strings.Contains(err.Error(), "f.jsonl:1") {
+		t.Fatalf("a fixture line with a key in the wrong case: %v", err)
 	}
 }

@@ -36,6 +36,9 @@ func ReadJSONL(r io.Reader, source string) ([]Event, error) {
 		}
 		where := fmt.Sprintf("%s:%d", source, line)
 		var ev Event
+		if err := CheckStrict(raw, &ev); err != nil {
+			return nil, &Error{Code: CodeCorruptLog, Field: where, Message: "not an event", Err: err}
+		}
 		dec := json.NewDecoder(bytes.NewReader(raw))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&ev); err != nil {

@@ -12,8 +12,9 @@ import (
 	"github.com/turnlog/turnlog/events"
 )
 
-// decodeBody reads a JSON body strictly: malformed JSON, unknown fields, trailing
-// data, and integers beyond ±2^53 are refused with an error naming the field.
+// decodeBody reads a JSON body strictly: malformed JSON, unknown fields (names match
+// case-sensitively), invalid UTF-8 and lone surrogates, trailing data, and integers
+// beyond ±2^53 are refused with an error naming the field.
 func decodeBody(c echo.Context, dst any) error {
 	raw, err := io.ReadAll(c.Request().Body)
 	if err != nil {
@@ -32,6 +33,9 @@ func decodeBody(c echo.Context, dst any) error {
 			return ce.AsError()
 		}
 		return events.FieldError(events.CodeInvalid, "body", "%v", err)
+	}
+	if err := events.CheckStrict(raw, dst); err != nil {
+		return err
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()

@@ -73,6 +73,10 @@ func httpCode(status int) string {
 		return "too_large"
 	case http.StatusMethodNotAllowed:
 		return "method_not_allowed"
+	case http.StatusUnsupportedMediaType:
+		return "unsupported_media_type"
+	case http.StatusMisdirectedRequest:
+		return "misdirected"
 	}
 	if status < 500 {
 		return string(events.CodeInvalid)

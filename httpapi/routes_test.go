@@ -155,6 +155,9 @@ func (b testBundle) stream(t *testing.T, ctx context.Context, method, path, body
 	}
 	req.Header.Set("Authorization", "Bearer key-alice")
 	req.Header.Set("Accept", "text/event-stream")
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	for k, v := range header {
 		req.Header.Set(k, v)
 	}

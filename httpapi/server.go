@@ -86,6 +86,10 @@ func New(cfg Config) *Server {
 	e.Use(s.logRequests)
 	e.Use(middleware.Recover())
 	e.Use(middleware.BodyLimit(cfg.BodyLimit))
+	e.Use(requireJSON)
+	if cfg.Dev {
+		e.Use(loopbackHostOnly)
+	}
 	e.GET("/healthz", s.healthz)
 	e.GET("/readyz", s.readyz)
 	e.GET("/openapi.yaml", s.openapi)

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strings"
 
@@ -87,9 +88,16 @@ func (s *Server) runTurn(c echo.Context) error {
 func decodeAnswers(raw map[string]json.RawMessage) (map[string]fsm.Answer, error) {
 	out := make(map[string]fsm.Answer, len(raw))
 	for id, body := range raw {
+		var a fsm.Answer
+		if err := events.CheckStrict(body, &a); err != nil {
+			var te *events.Error
+			if errors.As(err, &te) {
+				te.Field = "resume_map." + id + "." + te.Field
+			}
+			return nil, err
+		}
 		dec := json.NewDecoder(bytes.NewReader(body))
 		dec.DisallowUnknownFields()
-		var a fsm.Answer
 		if err := dec.Decode(&a); err != nil {
 			return nil, events.FieldError(events.CodeInvalid, "resume_map."+id, "must be an object such as {\"confirmed\": true}: %s", cleanJSONError(err))
 		}
