@@ -35,7 +35,7 @@ func TestTheAPIReadsExactlyWhatTheClientWrote(t *testing.T) {
 	before := b.eventCount(t, id)
 	for body, field := range map[string]string{
 		`{"resume_map":{"` + interrupt + `":{"confirmed":false,"Confirmed":true}}}`: "resume_map." + interrupt + ".Confirmed",
-		`{"resume_map":{"` + interrupt + `":{"CONFIRMED":true}}}`:                    "resume_map." + interrupt + ".CONFIRMED",
+		`{"resume_map":{"` + interrupt + `":{"CONFIRMED":true}}}`:                   "resume_map." + interrupt + ".CONFIRMED",
 		`{"Resume_Map":{"` + interrupt + `":{"confirmed":true}}}`:                   "Resume_Map",
 		`{"input":"hi \ud800 there"}`:                                               "input",
 		"{\"input\":\"bad \xff byte\"}":                                             "input",
