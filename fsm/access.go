@@ -53,7 +53,29 @@ func (r *run) decide(s *toolSlot, pending []events.Event) []events.Event {
 	}
 	s.verdict = &events.PolicyDecided{CallID: s.call.ID, Tool: s.call.Name, Decision: string(v.Decision), Level: v.Level.String(),
 		Rule: v.Rule, Reason: v.Reason, Alternative: v.Alternative, Resources: res}
-	pending = append(pending, events.MustNew(r.turn, s.path+"/policy", s.verdict))
+	at := s.path + "/policy"
+	if recorded, path, ok := r.recordedVerdict(s); ok {
+		// A call decided before (the turn waited for a person, or crashed) is decided
+		// again under the rules of now: the recorded decision stands unless the new one
+		// is stricter, which then applies and is recorded beside it — a tightened
+		// policy is never silently ignored, a loosened one never lets through what a
+		// person was asked about. A call whose outcome is recorded keeps its decision.
+		if r.rec.has(events.TypeToolResulted, s.path) || !policy.Stricter(v.Decision, policy.Decision(recorded.Decision)) {
+			s.verdict = recorded
+			pending = append(pending, events.MustNew(r.turn, path, recorded)) // logged already: emit skips it
+			if recorded.Decision == string(policy.Deny) {
+				if ev, ok := r.rec.get(events.TypeToolResulted, s.path); ok {
+					if tr, err := events.DecodeAs[*events.ToolResulted](ev); err == nil {
+						s.result = tr
+						return append(pending, ev)
+					}
+				}
+			}
+			return pending
+		}
+		at = r.nextVerdictPath(s.path)
+	}
+	pending = append(pending, events.MustNew(r.turn, at, s.verdict))
 	if v.Decision == policy.Deny {
 		msg := fmt.Sprintf("the tool policy denied this call (rule %s): %s", v.Rule, v.Reason)
 		if v.Alternative != "" {
@@ -64,4 +86,50 @@ func (r *run) decide(s *toolSlot, pending []events.Event) []events.Event {
 		pending = append(pending, events.MustNew(r.turn, s.path, s.result))
 	}
 	return pending
+}
+
+// verdictPath is where a call's k-th decision is recorded: <call>/policy, then
+// <call>/policy/2, /3 … for each stricter one.
+func verdictPath(call string, k int) string {
+	if k == 1 {
+		return call + "/policy"
+	}
+	return fmt.Sprintf("%s/policy/%d", call, k)
+}
+
+// recordedVerdict is the decision a call stands under: the latest of its recorded
+// PolicyDecided this store's log holds (a replay on a fresh store meets them in the
+// order they were made), and its path.
+func (r *run) recordedVerdict(s *toolSlot) (*events.PolicyDecided, string, bool) {
+	var ev events.Event
+	path, found := "", false
+	for k := 1; ; k++ {
+		p := verdictPath(s.path, k)
+		e, ok := r.rec.get(events.TypePolicyDecided, p)
+		if !ok {
+			break
+		}
+		if k > 1 && !r.logged.has(events.TypePolicyDecided, p) {
+			break
+		}
+		ev, path, found = e, p, true
+	}
+	if !found {
+		return nil, "", false
+	}
+	pd, err := events.DecodeAs[*events.PolicyDecided](ev)
+	if err != nil {
+		return nil, "", false
+	}
+	return pd, path, true
+}
+
+// nextVerdictPath is where a call's next, stricter decision is recorded: past every
+// one the recording holds.
+func (r *run) nextVerdictPath(call string) string {
+	k := 2
+	for r.rec.has(events.TypePolicyDecided, verdictPath(call, k)) {
+		k++
+	}
+	return verdictPath(call, k)
 }

@@ -107,3 +107,68 @@ func TestToolPolicyGuardsEveryCall(t *testing.T) {
 	}
 	b.replayFresh(t, sid)
 }
+
+// TestPolicyChangesNeverActSilently: a turn suspended under older rules is decided
+// again when it resumes. Tightened (the call is now denied): the stricter decision
+// applies — the approved call does not run — and is recorded beside the first.
+// Loosened (the call is now allowed): the recorded require_approval stands, so a
+// rejection still keeps the call from running.
+func TestPolicyChangesNeverActSilently(t *testing.T) {
+	t.Parallel()
+	for name, c := range map[string]struct {
+		later   policy.Decision
+		answer  *bool
+		decided []string
+		ran     string
+	}{
+		"tightened": {later: policy.Deny, answer: yes(), decided: []string{"require_approval", "deny"}, ran: ""},
+		"loosened":  {later: policy.Allow, answer: no(), decided: []string{"require_approval"}, ran: ""},
+		"unchanged": {later: policy.RequireApproval, answer: yes(), decided: []string{"require_approval"}, ran: "rm -rf build"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			rules := func(d policy.Decision) *policy.Engine {
+				return &policy.Engine{Mode: policy.ModeWorkspaceWrite, Workspace: "/work/repo", Rules: []policy.Rule{
+					{Name: "deletes", Decision: d, Commands: []string{"rm"}}}}
+			}
+			app := func(d policy.Decision, sh *shellTool) *fsm.App {
+				return &fsm.App{Name: "test", StartAgent: "a", Access: rules(d),
+					Agents: map[string]*fsm.Agent{"a": {Name: "a", LLM: "m", Model: commandModel(), Tools: []fsm.Tool{sh}}}}
+			}
+			first := &shellTool{}
+			b := setupApp(t, app(policy.RequireApproval, first))
+			res, sid := b.turn(t, "rm -rf build")
+			if res.Status != fsm.StatusSuspended {
+				t.Fatalf("%+v", res)
+			}
+			// The policy changes; turnlog restarts on the same database.
+			later := &shellTool{}
+			e, err := fsm.New(b.store, []*fsm.App{app(c.later, later)}, fsm.Options{Clock: testClock, NewID: counterIDs("id2")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			st, err := e.Resume(b.ctx, sid, "reviewer", map[string]fsm.Answer{res.Interrupts[0].ID: {Confirmed: c.answer}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			done, err := st.Wait()
+			if err != nil || done.Status != fsm.StatusCompleted {
+				t.Fatalf("%+v %v", done, err)
+			}
+			if got := first.commands() + later.commands(); got != c.ran {
+				t.Fatalf("ran %q, want %q", got, c.ran)
+			}
+			evs, _ := b.store.Events(b.ctx, sid, 0)
+			var decided []string
+			for _, ev := range evs {
+				if ev.Type == events.TypePolicyDecided {
+					pd, _ := events.DecodeAs[*events.PolicyDecided](ev)
+					decided = append(decided, pd.Decision)
+				}
+			}
+			if strings.Join(decided, ",") != strings.Join(c.decided, ",") {
+				t.Fatalf("PolicyDecided: %v, want %v", decided, c.decided)
+			}
+		})
+	}
+}

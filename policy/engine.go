@@ -18,6 +18,10 @@ const (
 	Deny            Decision = "deny"
 )
 
+// Stricter says whether decision a is stricter than b (deny, then require_approval,
+// then allow).
+func Stricter(a, b Decision) bool { return strictness(a) > strictness(b) }
+
 // strictness orders decisions: the strictest match wins.
 func strictness(d Decision) int {
 	switch d {
