@@ -125,3 +125,46 @@ func MayBeDenied(name string) bool {
 	}
 	return false
 }
+
+// deniedExamples are names the default-deny patterns stand for, to try a glob on.
+var deniedExamples = []string{".env", ".env.local", ".envrc", "server.pem", "server.key", "id_rsa", "id_ed25519", ".ssh", ".git/config", ".git/hooks"}
+
+// GlobMayDeny says which default-deny pattern a glob (a path with *, ? or [) could
+// match when it is expanded — cat .e?v is cat .env —, or "". The glob is tried on
+// the names the patterns stand for, not only on the files there now.
+func GlobMayDeny(rel string) string {
+	if !strings.ContainsAny(rel, "*?[") {
+		return ""
+	}
+	dir, base := path.Split(rel)
+	for _, ex := range deniedExamples {
+		exDir, exBase := path.Split(ex)
+		if strings.HasPrefix(exBase, ".") && !strings.HasPrefix(base, ".") {
+			continue // a shell's glob does not match a leading dot unless it says one
+		}
+		candidate := dir + ex
+		if exDir != "" { // .git/config: the glob's last two components
+			parent := path.Base(strings.TrimSuffix(dir, "/"))
+			if m, _ := path.Match(parent, strings.TrimSuffix(exDir, "/")); !m {
+				continue
+			}
+			candidate = dir + exBase
+			if m, _ := path.Match(base, exBase); !m {
+				continue
+			}
+			if pat := DeniedBy(strings.TrimSuffix(dir, "/") + "/../" + ex); pat != "" {
+				return pat
+			}
+			continue
+		}
+		if m, _ := path.Match(base, exBase); m {
+			if pat := DeniedBy(candidate); pat != "" {
+				return pat
+			}
+			if pat := DeniedBy(candidate + "/x"); pat != "" {
+				return pat
+			}
+		}
+	}
+	return ""
+}

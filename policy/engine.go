@@ -184,6 +184,10 @@ func (e *Engine) modeDefault(c Command) Decision {
 	switch {
 	case c.Level >= L5:
 		return Deny
+	case c.RunsCode && e.EffectiveMode() == ModeReadOnly:
+		return Deny
+	case c.RunsCode:
+		return RequireApproval
 	case network && (e.EffectiveMode() == ModeNetworkOff || e.EffectiveMode() == ModeFullIsolated || e.EffectiveMode() == ModeReadOnly):
 		return Deny
 	case e.EffectiveMode() == ModeReadOnly && writes:
@@ -205,6 +209,9 @@ func (e *Engine) forbidden(p string) string {
 	}
 	if pat := DeniedBy(rel); pat != "" {
 		return fmt.Sprintf("denied by default (%s)", pat)
+	}
+	if pat := GlobMayDeny(rel); pat != "" {
+		return fmt.Sprintf("a glob that can expand to a file denied by default (%s)", pat)
 	}
 	return ""
 }

@@ -1,5 +1,7 @@
 package policy
 
+import "strings"
+
 // Level is a command's risk: L0 reads nothing private … L5 takes privileges.
 type Level int
 
@@ -101,6 +103,15 @@ var commands = map[string]commandInfo{
 	"su": info(L5, argsNone, ActExecute), "doas": info(L5, argsNone, ActExecute), "mount": info(L5, argsNone, ActExecute),
 	"umount": info(L5, argsNone, ActExecute), "chroot": info(L5, argsNone, ActExecute), "passwd": info(L5, argsNone, ActExecute),
 	"useradd": info(L5, argsNone, ActExecute), "systemctl": info(L5, argsNone, ActExecute), "reboot": info(L5, argsNone, ActExecute),
+	"insmod": info(L5, argsNone, ActExecute), "modprobe": info(L5, argsNone, ActExecute), "rmmod": info(L5, argsNone, ActExecute),
+	"setcap": info(L5, argsNone, ActExecute), "mknod": info(L5, argsNone, ActExecute), "pkexec": info(L5, argsNone, ActExecute),
+	"capsh": info(L5, argsNone, ActExecute), "mkfifo": info(L2, argsWrite, ActWrite), "sysctl": info(L0, argsNone),
+	"ip": info(L0, argsNone), "unlink": info(L4, argsDelete, ActDelete),
+	"pushd": info(L0, argsRead, ActRead), "popd": info(L0, argsNone),
+	// L3: more programs that open connections
+	"socat": info(L3, argsNone, ActNetwork), "dig": info(L3, argsNone, ActNetwork), "host": info(L3, argsNone, ActNetwork),
+	"nslookup": info(L3, argsNone, ActNetwork), "drill": info(L3, argsNone, ActNetwork), "npx": info(L3, argsNone, ActNetwork, ActExecute),
+	"ftp": info(L3, argsURL, ActNetwork), "sftp": info(L3, argsURL, ActNetwork), "openssl": info(L1, argsNone),
 }
 
 // subcommands refine argsSubcmd commands: "<cmd> <sub>".
@@ -128,7 +139,8 @@ var wrappers = map[string]func(args []string) int{
 	"env": func(a []string) int {
 		i := 0
 		for i < len(a) && (len(a[i]) > 0 && a[i][0] == '-' || containsEq(a[i])) {
-			if a[i] == "-u" || a[i] == "-C" || a[i] == "-S" {
+			if a[i] == "-u" || a[i] == "-C" || a[i] == "-S" || strings.HasPrefix(a[i], "--split-string") || strings.HasPrefix(a[i], "--chdir") ||
+				strings.HasPrefix(a[i], "-S") && !strings.HasPrefix(a[i], "--") || strings.HasPrefix(a[i], "--unset") {
 				return -1 // an argument of its own, or a split string: not looked through
 			}
 			i++
@@ -146,10 +158,43 @@ var wrappers = map[string]func(args []string) int{
 	"setsid":  func(a []string) int { return flagsThen(a, 0) },
 	"xargs":   func(a []string) int { return flagsThen(a, 0, "-I", "-n", "-P", "-d", "-E", "-L", "-s", "-a") },
 	"sudo":    func(a []string) int { return flagsThen(a, 0, "-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U") },
+	"taskset": func(a []string) int {
+		n := flagsThen(a, 0)
+		for _, f := range a[:max(n, 0)] {
+			if f == "-p" || f == "--pid" {
+				return len(a) // another process: nothing wrapped
+			}
+		}
+		return flagsThen(a, 1)
+	},
+	"chrt":     func(a []string) int { return flagsThen(a, 1) },
+	"prlimit":  func(a []string) int { return flagsThen(a, 0, "-p", "--pid") },
+	"fakeroot": func(a []string) int { return flagsThen(a, 0, "-s", "-i", "-l", "-b", "--faked", "--lib") },
+	"valgrind": func(a []string) int { return flagsThen(a, 0) },
+	"setpriv": func(a []string) int {
+		return flagsThen(a, 0, "--reuid", "--regid", "--ruid", "--euid", "--rgid", "--egid", "--groups", "--inh-caps", "--ambient-caps",
+			"--bounding-set", "--securebits", "--pdeathsig", "--selinux-label", "--apparmor-profile", "--landlock-access", "--landlock-rule")
+	},
+	"runuser": func(a []string) int {
+		for _, f := range a {
+			if f == "-c" || f == "--command" || f == "-s" || f == "--shell" || f == "-l" || f == "--login" || f == "-" {
+				return -1 // a command string, or a login shell: not looked through
+			}
+		}
+		return flagsThen(a, 0, "-u", "--user", "-g", "--group", "-G", "--supp-group", "-w", "--whitelist-environment")
+	},
+	"sg": func(a []string) int {
+		for _, f := range a {
+			if f == "-c" {
+				return -1
+			}
+		}
+		return flagsThen(a, 1)
+	},
 }
 
 // wrapperLevel is the floor a wrapper puts under what it wraps.
-var wrapperLevel = map[string]Level{"sudo": L5, "xargs": L2}
+var wrapperLevel = map[string]Level{"sudo": L5, "xargs": L2, "runuser": L5, "sg": L5, "setpriv": L5}
 
 // shells run a string as a script with -c; it is parsed again.
 var shells = map[string]bool{"sh": true, "bash": true, "dash": true, "zsh": true, "ksh": true}

@@ -25,6 +25,10 @@ type Command struct {
 	Actions   []Action   `json:"actions,omitempty"`
 	Resources []Resource `json:"resources,omitempty"`
 	Denied    string     `json:"denied,omitempty"`
+	// RunsCode: the command runs code the policy cannot read (given inline, on stdin,
+	// or through a setting that changes what runs): approval where the mode can write,
+	// denied in read-only.
+	RunsCode bool `json:"runs_code,omitempty"`
 }
 
 // Name is the command's name without its directory.
@@ -61,6 +65,7 @@ func (s *Script) parse(src string, via []string, depth int) {
 		return
 	}
 	funcs := map[string]bool{}
+	arith := false
 	syntax.Walk(file, func(n syntax.Node) bool {
 		if f, ok := n.(*syntax.FuncDecl); ok {
 			funcs[f.Name.Value] = true
@@ -70,14 +75,45 @@ func (s *Script) parse(src string, via []string, depth int) {
 	syntax.Walk(file, func(n syntax.Node) bool {
 		switch n := n.(type) {
 		case *syntax.CallExpr:
+			for _, a := range n.Assigns {
+				s.assignment(a, via)
+			}
 			if len(n.Args) > 0 {
 				s.call(n.Args, via, funcs, depth)
 			}
 		case *syntax.Redirect:
 			s.redirect(n, via)
+		case *syntax.DeclClause: // export, declare, local, readonly, typeset
+			for _, a := range n.Args {
+				s.assignment(a, via)
+			}
+		case *syntax.ArithmExp, *syntax.ArithmCmd, *syntax.LetClause:
+			if !arith && namesVariable(n) {
+				// bash evaluates a variable's value as an expression, and an array
+				// subscript in it runs command substitutions: x='a[$(rm -rf x)]'; $((x)).
+				arith = true
+				s.Commands = append(s.Commands, Command{Argv: []string{"$((…))"}, Via: via, Level: L2, Actions: []Action{ActExecute}, RunsCode: true})
+			}
 		}
 		return true
 	})
+}
+
+// namesVariable says whether an arithmetic expression reads a variable.
+func namesVariable(n syntax.Node) bool {
+	found := false
+	syntax.Walk(n, func(m syntax.Node) bool {
+		switch m := m.(type) {
+		case *syntax.ParamExp:
+			found = true
+		case *syntax.Word:
+			if lit := m.Lit(); lit != "" && (lit[0] == '_' || lit[0] >= 'A' && lit[0] <= 'Z' || lit[0] >= 'a' && lit[0] <= 'z') {
+				found = true
+			}
+		}
+		return !found
+	})
+	return found
 }
 
 // redirect records the file a redirection reads or writes.
@@ -129,6 +165,10 @@ func (s *Script) classify(argv []string, dynamic []bool, via []string, funcs map
 	deny := func(why string) {
 		cmd.Level, cmd.Denied = max(L5, floor), why
 		s.Commands = append(s.Commands, cmd)
+	}
+	if !plainName(argv[0]) {
+		deny("the command's name is not a plain word (a glob or brace expansion decides what runs)")
+		return
 	}
 	if why, ok := opaque[name]; ok {
 		deny(why)
@@ -186,6 +226,7 @@ func (s *Script) classify(argv []string, dynamic []bool, via []string, funcs map
 		return
 	}
 	cmd.Resources = res
+	refine(&cmd, argv)
 	s.Commands = append(s.Commands, cmd)
 }
 
@@ -238,6 +279,12 @@ func (s *Script) find(cmd Command, argv []string, dynamic []bool, via []string, 
 	}
 	for ; i < len(argv); i++ {
 		switch argv[i] {
+		case "-fprint", "-fprint0", "-fprintf", "-fls":
+			if i+1 < len(argv) {
+				cmd.Level, cmd.Actions = max(cmd.Level, L2, floor), append(cmd.Actions, ActWrite)
+				cmd.Resources = append(cmd.Resources, Resource{Action: ActWrite, Path: argv[i+1]})
+				i++
+			}
 		case "-delete":
 			cmd.Level, cmd.Actions = max(L4, floor), append(cmd.Actions, ActDelete)
 			for _, r := range roots {
@@ -334,7 +381,42 @@ func resources(ci commandInfo, args []string, dynamic []bool) ([]Resource, bool)
 			out = append(out, Resource{Action: ActNetwork, Domain: host(o)})
 		}
 	}
-	return out, true
+	return append(out, optionPaths(args, dynamic)...), true
+}
+
+// pathOptions name a file or directory in their value, whatever the program: the
+// value is checked like any path (outside the workspace, on the default-deny list).
+var pathOptions = map[string]Action{"-C": ActRead, "--directory": ActRead, "-t": ActWrite, "--target-directory": ActWrite,
+	"--git-dir": ActRead, "--work-tree": ActWrite, "-o": ActWrite, "--output": ActWrite, "--to-file": ActRead, "--from-file": ActRead,
+	"--file": ActRead, "--append": ActWrite, "--log-file": ActWrite, "--prefix": ActWrite, "--root": ActRead}
+
+// optionPaths finds the paths given in options: --opt=PATH for any option whose value
+// looks like a path, and the value of the options in pathOptions, joined or not.
+func optionPaths(args []string, dynamic []bool) []Resource {
+	var out []Resource
+	for i, a := range args {
+		if dynamic[i] || !strings.HasPrefix(a, "-") {
+			continue
+		}
+		if name, v, ok := strings.Cut(a, "="); ok && strings.HasPrefix(a, "--") {
+			act, known := pathOptions[name]
+			if !known {
+				act = ActRead
+				if n := strings.ToLower(name); strings.Contains(n, "out") || strings.Contains(n, "target") || strings.Contains(n, "append") ||
+					strings.Contains(n, "write") || strings.Contains(n, "dest") || strings.Contains(n, "save") || strings.Contains(n, "log") {
+					act = ActWrite
+				}
+			}
+			if known || strings.ContainsAny(v, "/~") || strings.HasPrefix(v, ".") {
+				out = append(out, Resource{Action: act, Path: v})
+			}
+			continue
+		}
+		if act, ok := pathOptions[a]; ok && i+1 < len(args) && !dynamic[i+1] {
+			out = append(out, Resource{Action: act, Path: args[i+1]})
+		}
+	}
+	return out
 }
 
 // host is the host an address names: a URL's host, user@host, host:port, or itself.
@@ -366,6 +448,9 @@ func staticWord(w *syntax.Word) (string, bool) {
 		case *syntax.Lit:
 			b.WriteString(unescape(p.Value))
 		case *syntax.SglQuoted:
+			if p.Dollar {
+				return b.String(), false // $'…' decodes escapes when it runs: \x72m is rm
+			}
 			b.WriteString(p.Value)
 		case *syntax.DblQuoted:
 			for _, q := range p.Parts {

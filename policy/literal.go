@@ -1,0 +1,349 @@
+package policy
+
+import (
+	"regexp"
+	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// The policy reads what a command literally does. What it cannot read — code given
+// on the command line or on stdin, settings that change what later commands run —
+// "runs code" (Command.RunsCode): approval wherever the mode can write, denied in
+// read-only.
+
+// plainName says whether a command word, after quote removal, is a name a shell runs
+// as written: no glob, no brace expansion ($'…', parameters and arithmetic are not
+// static at all).
+func plainName(name string) bool {
+	if name == "[" {
+		return true // test
+	}
+	if strings.ContainsAny(name, "*?[") {
+		return false
+	}
+	if open := strings.IndexByte(name, '{'); open >= 0 {
+		if close := strings.IndexByte(name[open:], '}'); close > 0 {
+			inner := name[open+1 : open+close]
+			if strings.Contains(inner, ",") || strings.Contains(inner, "..") {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// codeSettings are variables that change what later commands run, or how: set by a
+// command, they run code the policy does not see.
+var codeSettings = map[string]bool{"PATH": true, "BASH_ENV": true, "ENV": true, "PS4": true, "PROMPT_COMMAND": true, "IFS": true,
+	"CDPATH": true, "SHELLOPTS": true, "BASHOPTS": true, "PERL5OPT": true, "PYTHONSTARTUP": true, "NODE_OPTIONS": true}
+
+// assignment classifies a variable assignment (alone, or before a command).
+func (s *Script) assignment(a *syntax.Assign, via []string) {
+	if a.Name == nil {
+		return
+	}
+	name := a.Name.Value
+	if codeSettings[name] || strings.HasPrefix(name, "LD_") || strings.HasPrefix(name, "GIT_") || strings.HasPrefix(name, "BASH_FUNC_") {
+		s.Commands = append(s.Commands, Command{Argv: []string{name + "=…"}, Via: via, Level: L2, Actions: []Action{ActExecute}, RunsCode: true})
+	}
+}
+
+// interpreters run code given with these options.
+var inlineCode = map[string][]string{
+	"python": {"-c"}, "python3": {"-c"}, "python2": {"-c"}, "node": {"-e", "--eval", "-p", "--print"}, "nodejs": {"-e", "--eval", "-p", "--print"},
+	"perl": {"-e", "-E"}, "ruby": {"-e"}, "php": {"-r"}, "lua": {"-e"}, "Rscript": {"-e"}, "deno": {"eval"}, "bun": {"-e", "--eval"},
+	"vim": {"-c", "--cmd", "-s", "-S"}, "vi": {"-c", "--cmd", "-s", "-S"}, "nvim": {"-c", "--cmd", "-s", "-S"}, "ex": {"-c", "--cmd", "-s", "-S"},
+	"emacs": {"--eval", "-l", "--load", "-batch", "--batch"},
+}
+
+// awkCode finds what makes an awk program run commands or write files: system(),
+// pipes to or from a command, getline, output redirection.
+var awkCode = regexp.MustCompile(`system\s*\(|\|\s*"|"\s*\||getline|>\s*"|print[^;}]*>`)
+
+// sedRunsCode says whether a sed script runs a command (the e command, the s///e
+// flag) or writes a file (w, W, the s///w flag).
+func sedRunsCode(prog string) bool {
+	i := 0
+	for i < len(prog) {
+		// An address: numbers, $, ranges, steps, negation, /regex/ or \cregexc.
+		for i < len(prog) && strings.ContainsRune("0123456789$,~!+ \t", rune(prog[i])) {
+			i++
+		}
+		for i < len(prog) && (prog[i] == '/' || prog[i] == '\\') {
+			d := prog[i]
+			if d == '\\' && i+1 < len(prog) {
+				i++
+				d = prog[i]
+			}
+			i = skipDelimited(prog, i+1, d)
+			for i < len(prog) && strings.ContainsRune("0123456789$,~!+ \tIM", rune(prog[i])) {
+				i++
+			}
+		}
+		if i >= len(prog) {
+			return false
+		}
+		switch c := prog[i]; c {
+		case 'e', 'w', 'W':
+			return true
+		case 's', 'y':
+			if i+1 >= len(prog) {
+				return false
+			}
+			d := prog[i+1]
+			j := skipDelimited(prog, i+2, d)
+			j = skipDelimited(prog, j, d)
+			k := j
+			for k < len(prog) && prog[k] != ';' && prog[k] != '\n' && prog[k] != '}' {
+				k++
+			}
+			if c == 's' && strings.ContainsAny(prog[j:k], "ew") {
+				return true
+			}
+			i = k
+		case '{', '}', ';', '\n', ' ', '\t':
+			i++
+			continue
+		case 'a', 'i', 'c', 'r', 'R', 'b', 't', 'T', ':':
+			// The rest of the line is text, a file read or a label.
+			for i < len(prog) && prog[i] != '\n' {
+				i++
+			}
+		default:
+			i++
+		}
+		for i < len(prog) && prog[i] != ';' && prog[i] != '\n' && prog[i] != '}' && prog[i] != '{' {
+			i++
+		}
+	}
+	return false
+}
+
+// skipDelimited is where the text starting at i ends past its (unescaped) delimiter d.
+func skipDelimited(s string, i int, d byte) int {
+	for i < len(s) {
+		switch s[i] {
+		case '\\':
+			i += 2
+			continue
+		case d:
+			return i + 1
+		}
+		i++
+	}
+	return i
+}
+
+// refine reads what a known program's arguments make it do beyond its table entry:
+// code it is given to run, and the arguments that turn a harmless command into a
+// deletion, a system change or a connection.
+func refine(cmd *Command, argv []string) {
+	name := cmd.Name()
+	args := argv[1:]
+	has := func(flags ...string) bool {
+		for _, a := range args {
+			for _, f := range flags {
+				if a == f || strings.HasPrefix(a, f+"=") || (len(f) == 2 && f[0] == '-' && f[1] != '-' && strings.HasPrefix(a, f) && !strings.HasPrefix(a, "--")) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	runsCode := func() {
+		cmd.RunsCode = true
+		cmd.Actions = appendAction(cmd.Actions, ActExecute)
+		cmd.Level = max(cmd.Level, L2)
+	}
+	if opts, ok := inlineCode[name]; ok && has(opts...) {
+		runsCode()
+	}
+	switch name {
+	case "python", "python3", "python2", "node", "perl", "ruby", "php":
+		if len(args) == 0 || has("-") {
+			runsCode() // a script on stdin
+		}
+	case "awk", "gawk", "mawk", "nawk":
+		if has("-f") {
+			break // a program file of the workspace
+		}
+		for _, a := range args {
+			if !strings.HasPrefix(a, "-") {
+				if awkCode.MatchString(a) {
+					runsCode()
+				}
+				break
+			}
+		}
+	case "sed":
+		for i, a := range args {
+			if a == "-e" || a == "--expression" {
+				if i+1 < len(args) && sedRunsCode(args[i+1]) {
+					runsCode()
+				}
+				continue
+			}
+			if !strings.HasPrefix(a, "-") {
+				if sedRunsCode(a) {
+					runsCode()
+				}
+				break
+			}
+		}
+	case "tar":
+		for _, a := range args {
+			if strings.HasPrefix(a, "--checkpoint-action") || strings.HasPrefix(a, "--to-command") || strings.HasPrefix(a, "--use-compress-program") ||
+				strings.HasPrefix(a, "--info-script") || strings.HasPrefix(a, "--new-volume-script") || a == "-I" || a == "-F" {
+				runsCode()
+			}
+		}
+	case "make", "gmake":
+		for i, a := range args {
+			if (a == "-f" || a == "--file" || a == "--makefile") && i+1 < len(args) && (args[i+1] == "-" || strings.HasPrefix(args[i+1], "/dev/")) ||
+				a == "-f-" || a == "--file=-" || strings.HasPrefix(a, "--file=/dev/") {
+				runsCode()
+			}
+		}
+	case "git":
+		if has("-c", "--config-env", "--exec-path") {
+			runsCode()
+		}
+		refineGit(cmd, args)
+	case "hash", "alias", "shopt", "enable", "unalias":
+		runsCode()
+	case "set":
+		for _, a := range args {
+			if strings.HasPrefix(a, "-") && strings.Contains(a, "x") || a == "xtrace" {
+				runsCode()
+			}
+		}
+	case "grep", "egrep", "fgrep", "rg":
+		for i, a := range args {
+			if (a == "-f" || a == "--file") && i+1 < len(args) {
+				cmd.Resources = append(cmd.Resources, Resource{Action: ActRead, Path: args[i+1]})
+			}
+		}
+	case "cd", "pushd":
+		if len(args) > 0 && args[len(args)-1] == "-" {
+			cmd.Denied = "cd - goes back to a directory only known when it runs"
+			cmd.Level = L5
+		}
+	case "unlink":
+		cmd.Level, cmd.Actions = max(cmd.Level, L4), appendAction(cmd.Actions, ActDelete)
+	case "date":
+		if has("-s", "--set") {
+			cmd.Level = L5
+		}
+	case "sysctl":
+		if has("-w", "-p", "--write", "--load") || anyContains(args, "=") {
+			cmd.Level = L5
+		}
+	case "ip":
+		for _, a := range args {
+			switch a {
+			case "set", "add", "del", "delete", "change", "replace", "flush", "append", "prepend", "exec":
+				cmd.Level = L5
+			}
+		}
+	case "openssl":
+		if len(args) > 0 && (args[0] == "s_client" || args[0] == "s_server" || args[0] == "s_time") {
+			cmd.Level, cmd.Actions = max(cmd.Level, L3), appendAction(cmd.Actions, ActNetwork)
+		}
+	case "npm":
+		if len(args) > 0 && (args[0] == "exec" || args[0] == "x") {
+			cmd.Level, cmd.Actions = max(cmd.Level, L3), appendAction(cmd.Actions, ActNetwork, ActExecute)
+		}
+	case "go":
+		if len(args) > 0 && args[0] == "run" && anyContains(args[1:], "@") {
+			cmd.Level, cmd.Actions = max(cmd.Level, L3), appendAction(cmd.Actions, ActNetwork)
+		}
+	case "cargo":
+		if len(args) > 0 && args[0] == "install" {
+			cmd.Level, cmd.Actions = max(cmd.Level, L3), appendAction(cmd.Actions, ActNetwork, ActWrite)
+		}
+	}
+}
+
+// refineGit reads git's subcommands that delete, connect, or may be aliases.
+func refineGit(cmd *Command, args []string) {
+	sub, rest := "", []string(nil)
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if strings.HasPrefix(a, "-") {
+			if a == "-C" || a == "-c" || a == "--git-dir" || a == "--work-tree" || a == "--namespace" || a == "--config-env" {
+				i++
+			}
+			continue
+		}
+		sub, rest = a, args[i+1:]
+		break
+	}
+	deletes := func() { cmd.Level, cmd.Actions = max(cmd.Level, L4), appendAction(cmd.Actions, ActDelete) }
+	switch sub {
+	case "checkout", "restore":
+		for _, a := range rest {
+			if a == "--" || a == "." || a == "-f" || a == "--force" {
+				deletes() // throws away changes
+			}
+		}
+	case "stash":
+		if len(rest) > 0 && (rest[0] == "drop" || rest[0] == "clear") {
+			deletes()
+		}
+	case "branch", "tag":
+		for _, a := range rest {
+			if a == "-D" || a == "-d" || a == "--delete" || a == "-f" || a == "--force" {
+				deletes()
+			}
+		}
+	case "update-ref":
+		for _, a := range rest {
+			if a == "-d" || a == "--stdin" {
+				deletes()
+			}
+		}
+	case "worktree":
+		if len(rest) > 0 && rest[0] == "add" {
+			for _, a := range rest[1:] {
+				if !strings.HasPrefix(a, "-") {
+					cmd.Resources = append(cmd.Resources, Resource{Action: ActWrite, Path: a})
+					cmd.Actions = appendAction(cmd.Actions, ActWrite)
+					break
+				}
+			}
+		}
+	case "ls-remote", "remote", "submodule":
+		if anyContains(rest, "://") || anyContains(rest, "@") || sub == "ls-remote" {
+			cmd.Level, cmd.Actions = max(cmd.Level, L3), appendAction(cmd.Actions, ActNetwork)
+		}
+	case "", "status", "log", "diff", "show", "blame", "add", "commit", "switch", "fetch", "pull", "clone", "push", "reset", "clean",
+		"init", "rev-parse", "config", "merge", "rebase", "grep", "ls-files", "describe", "shortlog", "reflog", "cherry-pick",
+		"revert", "mv", "rm", "bisect", "am", "apply", "format-patch", "archive", "gc", "fsck", "notes", "cat-file", "rev-list":
+	default:
+		cmd.RunsCode = true // an alias, or a git-<name> program: code the policy cannot read
+		cmd.Actions = appendAction(cmd.Actions, ActExecute)
+	}
+}
+
+func anyContains(args []string, sub string) bool {
+	for _, a := range args {
+		if strings.Contains(a, sub) {
+			return true
+		}
+	}
+	return false
+}
+
+func appendAction(acts []Action, more ...Action) []Action {
+	for _, m := range more {
+		found := false
+		for _, a := range acts {
+			found = found || a == m
+		}
+		if !found {
+			acts = append(acts, m)
+		}
+	}
+	return acts
+}
