@@ -35,7 +35,7 @@ func TestCommandTable(t *testing.T) {
 		}
 		n++
 	}
-	if n < 200 {
+	if n < 300 {
 		t.Fatalf("only %d cases", n)
 	}
 }
