@@ -215,6 +215,19 @@ func (s *Script) classify(argv []string, dynamic []bool, via []string, funcs map
 	ci, known := commands[name]
 	if !known {
 		ci = info(L2, argsNone, ActExecute) // unknown programs run code of their own
+		// An unknown program whose arguments hold a known command where a wrapper
+		// would put it (mywrap rm -rf x) may run it: it is classified too.
+		for j, seen := 1, 0; j < len(argv) && seen < 3; j++ {
+			if dynamic[j] || strings.HasPrefix(argv[j], "-") || argv[j] == "." || argv[j] == ".." {
+				continue
+			}
+			seen++ // the first few operands: where a wrapper's command goes, after its options' values
+			if inner := path.Base(argv[j]); commandLike(inner) {
+				s.Commands = append(s.Commands, Command{Argv: argv[:j], Via: via, Level: max(L2, floor), Actions: []Action{ActExecute}})
+				s.classify(argv[j:], dynamic[j:], append(append([]string(nil), via...), name), funcs, depth, max(L2, floor))
+				return
+			}
+		}
 	}
 	if ci.args == argsSubcmd {
 		ci = subcommand(name, argv)
@@ -228,6 +241,22 @@ func (s *Script) classify(argv []string, dynamic []bool, via []string, funcs map
 	cmd.Resources = res
 	refine(&cmd, argv)
 	s.Commands = append(s.Commands, cmd)
+}
+
+// commandLike says whether a word names a program the policy knows something of
+// that matters when another program runs it: more than reading.
+func commandLike(name string) bool {
+	if shells[name] {
+		return true
+	}
+	if _, ok := opaque[name]; ok {
+		return true
+	}
+	if _, ok := wrappers[name]; ok {
+		return true
+	}
+	ci, ok := commands[name]
+	return ok && (ci.level >= L3 || len(ci.actions) > 0 && ci.actions[0] != ActRead && ci.level >= L2)
 }
 
 // shell handles sh/bash -c STRING (parsed again); a shell reading its script from a
