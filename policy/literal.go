@@ -210,6 +210,16 @@ func refine(cmd *Command, argv []string) {
 			runsCode()
 		}
 		refineGit(cmd, args)
+	case "man":
+		if has("-P", "--pager", "-H", "--html", "-p", "--preprocessor") {
+			runsCode() // a pager, browser or preprocessor of its choosing
+		}
+	case "less", "more":
+		for _, a := range args {
+			if strings.HasPrefix(a, "+") && strings.Contains(a, "!") || a == "--lesskey-src" {
+				runsCode()
+			}
+		}
 	case "hash", "alias", "shopt", "enable", "unalias":
 		runsCode()
 	case "set":

@@ -443,6 +443,13 @@ func optionPaths(args []string, dynamic []bool) []Resource {
 		}
 		if act, ok := pathOptions[a]; ok && i+1 < len(args) && !dynamic[i+1] {
 			out = append(out, Resource{Action: act, Path: args[i+1]})
+			continue
+		}
+		// A short option with its value joined: -o../x, -C/etc.
+		if len(a) > 2 && a[1] != '-' {
+			if act, ok := pathOptions[a[:2]]; ok && (strings.ContainsAny(a[2:], "/~") || strings.HasPrefix(a[2:], ".")) {
+				out = append(out, Resource{Action: act, Path: a[2:]})
+			}
 		}
 	}
 	return out
