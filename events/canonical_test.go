@@ -151,8 +151,13 @@ func TestCheckStrict(t *testing.T) {
 			t.Errorf("%s: %v, want %q", raw, err, want)
 		}
 	}
-	_, err := events.ReadJSONL(strings.NewReader(`{"session":"s","seq":1,"Type":"SessionCreated","data":{}}`+"\n"), "f.jsonl")
-	if err == nil || !strings.Contains(err.Error(), "f.jsonl:1") {
-		t.Fatalf("a fixture line with a key in the wrong case: %v", err)
+	for _, line := range []string{
+		`{"session":"s","seq":1,"Type":"SessionCreated","data":{}}`,
+		`{"session":"s","seq":1,"type":"SessionCreated","v":1,"data":{"App":"demo","owner":"a"}}`,
+	} {
+		_, err := events.ReadJSONL(strings.NewReader(line+"\n"), "f.jsonl")
+		if err == nil || !strings.Contains(err.Error(), "f.jsonl:1") {
+			t.Fatalf("a fixture line with a key in the wrong case (%s): %v", line, err)
+		}
 	}
 }

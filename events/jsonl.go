@@ -44,6 +44,11 @@ func ReadJSONL(r io.Reader, source string) ([]Event, error) {
 		if err := dec.Decode(&ev); err != nil {
 			return nil, &Error{Code: CodeCorruptLog, Field: where, Message: "not an event", Err: err}
 		}
+		if p := newPayload(ev.Type, ev.V); p != nil {
+			if err := CheckStrict(ev.Data, p); err != nil { // the payload's keys in their case
+				return nil, &Error{Code: CodeCorruptLog, Field: where, Message: "bad data", Err: err}
+			}
+		}
 		data, err := Canonicalize(ev.Data)
 		if err != nil {
 			return nil, &Error{Code: CodeCorruptLog, Field: where, Message: "bad data", Err: err}
