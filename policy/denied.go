@@ -148,7 +148,6 @@ func GlobMayDeny(rel string) string {
 			if m, _ := path.Match(parent, strings.TrimSuffix(exDir, "/")); !m {
 				continue
 			}
-			candidate = dir + exBase
 			if m, _ := path.Match(base, exBase); !m {
 				continue
 			}
