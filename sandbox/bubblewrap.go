@@ -37,8 +37,8 @@ func checkMechanism(spec Spec) error {
 	return nil
 }
 
-// bubblewrapArgv is argv run by bwrap, as the helper's second stage starts it (as
-// CommandUID, inside the root the first stage built): bwrap makes a user namespace
+// bubblewrapArgv is argv run by bwrap, as the helper starts the command (as
+// CommandUID, inside the root the helper built): bwrap makes a user namespace
 // (an unprivileged bwrap must), PID, IPC and UTS namespaces — a PID namespace of its
 // own too, without which its /proc would not be its own — binds the system
 // directories read-only and the workspace as the helper shows it (masks included),
