@@ -18,7 +18,7 @@ import (
 // it writes to its tmpfs layers) and the number of processes — where per-process
 // limits cannot: three processes under a 1 GiB address-space limit each still hold
 // 3 GiB. Each command gets a group of its own nested below the one turnlog runs in
-// (never elsewhere), made and owned by turnlog; the helper's first stage joins it
+// (never elsewhere), made and owned by turnlog; the helper joins it
 // before anything of the command exists, and the command (an unprivileged uid, with
 // no cgroup file system in its root) can neither leave nor change it. cgroup v2 is
 // used where its memory and pids controllers are enabled below turnlog's group, else

@@ -11,7 +11,7 @@ import (
 
 const (
 	stageSetUp = "1" // helperEnv's value: set up, start the command, wait, apply
-	// reportEnv names the descriptor on which the first stage reports the changes it
+	// reportEnv names the descriptor on which the helper reports the changes it
 	// applied (a JSON Changes) before it exits.
 	reportEnv = "TURNLOG_SANDBOX_REPORT"
 	// usernsEnv names the descriptor of the id-mapping user namespace (sharedIDMap).
