@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,6 +13,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Spec says how a command runs: where, with what limits, and whether it may reach
@@ -133,6 +136,7 @@ func Run(ctx context.Context, spec Spec, command string) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer closeExtraFiles(cmd) // on every path: the helper holds its own copies once started
 	reportR, reportW, err := os.Pipe()
 	if err != nil {
 		return nil, &Error{Msg: err.Error()}
@@ -173,12 +177,17 @@ func Run(ctx context.Context, spec Spec, command string) (*Result, error) {
 			return nil, &Error{Msg: "cannot start an isolated process: " + err.Error()}
 		}
 	}
-	for _, f := range cmd.ExtraFiles[1:] { // the helper holds them now (not the shared id map)
-		f.Close()
-	}
-	reported := make(chan []byte, 1)
+	closeExtraFiles(cmd) // the report pipe's writer among them: the helper's copy is the only one left
+	// The helper says "ended" on the report pipe as soon as the command has ended: from
+	// then on the timeout no longer runs — what remains is applying its writes, which a
+	// kill must not cut short — and then sends the report.
+	ended, reported := make(chan struct{}), make(chan []byte, 1)
 	go func() {
-		raw, _ := io.ReadAll(io.LimitReader(reportR, 1<<20))
+		br := bufio.NewReader(io.LimitReader(reportR, 1<<20))
+		if line, err := br.ReadString('\n'); err == nil && line == endedLine {
+			close(ended)
+		}
+		raw, _ := io.ReadAll(br)
 		reported <- raw
 	}()
 	timer := time.NewTimer(spec.Timeout)
@@ -188,6 +197,8 @@ func Run(ctx context.Context, spec Spec, command string) (*Result, error) {
 	res := &Result{}
 	select {
 	case err = <-done:
+	case <-ended:
+		err = <-done
 	case <-timer.C:
 		res.TimedOut = true
 		err = stopHelper(cmd, done)
@@ -255,6 +266,17 @@ func commandCgroups(spec Spec, name string) (*cgroupTree, error) {
 	return t, nil
 }
 
+// closeExtraFiles closes the descriptors handed to the helper but the shared id
+// mapping (its first), once: the helper holds its own copies once it started.
+func closeExtraFiles(cmd *exec.Cmd) {
+	if len(cmd.ExtraFiles) > 1 {
+		for _, f := range cmd.ExtraFiles[1:] {
+			f.Close()
+		}
+		cmd.ExtraFiles = cmd.ExtraFiles[:1]
+	}
+}
+
 // stopGrace is how long the helper may take, once asked to stop, to end the command
 // and apply what it wrote before it is killed (and the writes are lost).
 const stopGrace = 10 * time.Second
@@ -293,15 +315,25 @@ func helperCommand(spec Spec, argv []string, ownNetwork bool) (*exec.Cmd, error)
 		return nil, &Error{Msg: "cannot read the workspace for what to mask: " + err.Error()}
 	}
 	raw, _ := json.Marshal(masks)
-	masksR, masksW, err := os.Pipe()
+	// A memory file, not a pipe: however long the list, nothing waits for the helper
+	// to read it.
+	mfd, err := unix.MemfdCreate("turnlog-masks", unix.MFD_CLOEXEC)
 	if err != nil {
-		return nil, &Error{Msg: err.Error()}
+		return nil, &Error{Msg: "the list of masks: " + err.Error()}
 	}
-	go func() { masksW.Write(raw); masksW.Close() }()
+	masksFile := os.NewFile(uintptr(mfd), "masks")
+	if _, err := masksFile.Write(raw); err != nil {
+		masksFile.Close()
+		return nil, &Error{Msg: "the list of masks: " + err.Error()}
+	}
+	if _, err := masksFile.Seek(0, 0); err != nil {
+		masksFile.Close()
+		return nil, &Error{Msg: "the list of masks: " + err.Error()}
+	}
 	cmd := exec.Command(exe, argv...)
-	cmd.ExtraFiles = []*os.File{userns, masksR}
+	cmd.ExtraFiles = []*os.File{userns, masksFile}
 	cmd.Dir = spec.Workspace
-	cmd.Env = append(allowedEnv(), "HOME="+spec.Workspace, helperEnv+"="+stageSetUp, usernsEnv+"=3", masksEnv+"=4")
+	cmd.Env = append(allowedEnv(), "HOME="+spec.Workspace, helperEnv+"="+helperOn, usernsEnv+"=3", masksEnv+"=4")
 	flags := uintptr(syscall.CLONE_NEWPID | syscall.CLONE_NEWNS)
 	if ownNetwork {
 		flags |= syscall.CLONE_NEWNET

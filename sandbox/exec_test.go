@@ -333,3 +333,17 @@ func TestHostProcessesAreHidden(t *testing.T) {
 		t.Fatalf("the command sees turnlog's process: %+v", res)
 	}
 }
+
+// TestNothingOfTheHelpersReachesTheCommand: the command holds its standard streams
+// and no other descriptor the helper was handed (the masks, the report, the id
+// mapping).
+func TestNothingOfTheHelpersReachesTheCommand(t *testing.T) {
+	t.Parallel()
+	s, _ := spec(t)
+	os.WriteFile(filepath.Join(s.Workspace, ".env"), []byte("x"), 0o644)
+	// (bash keeps its own copies at 10 and above while it redirects.)
+	res := run(t, s, `for fd in 3 4 5 6 7 8 9; do { true <&$fd; } 2>/dev/null && echo "open $fd"; { true >&$fd; } 2>/dev/null && echo "open $fd"; done; echo checked`)
+	if !strings.Contains(res.Stdout, "checked") || strings.Contains(res.Stdout, "open") {
+		t.Fatalf("the command holds more than its standard streams: %+v", res)
+	}
+}

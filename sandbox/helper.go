@@ -10,10 +10,13 @@ import (
 )
 
 const (
-	stageSetUp = "1" // helperEnv's value: set up, start the command, wait, apply
+	helperOn = "1" // helperEnv's value
 	// reportEnv names the descriptor on which the helper reports the changes it
 	// applied (a JSON Changes) before it exits.
 	reportEnv = "TURNLOG_SANDBOX_REPORT"
+	// endedLine is what the helper writes first on the report descriptor, as soon as
+	// the command has ended (the changes are applied after).
+	endedLine = "ended\n"
 	// usernsEnv names the descriptor of the id-mapping user namespace (sharedIDMap).
 	usernsEnv = "TURNLOG_SANDBOX_USERNS"
 	// masksEnv names the descriptor from which the helper reads the workspace's masks
@@ -21,8 +24,8 @@ const (
 	masksEnv = "TURNLOG_SANDBOX_MASKS"
 )
 
-// IsHelper says whether this process is one of the sandbox's helper stages (turnlog
-// started itself to set a command up from inside its namespaces). main calls
+// IsHelper says whether this process is the sandbox's helper (turnlog started itself
+// to set a command up from inside its namespaces). main calls
 // HelperMain then.
 func IsHelper() bool { return os.Getenv(helperEnv) != "" }
 
@@ -68,8 +71,12 @@ func HelperMain() {
 	var masks []Mask
 	if fd, err := strconv.Atoi(os.Getenv(masksEnv)); err != nil {
 		fail("no masks handed down")
-	} else if err := json.NewDecoder(os.NewFile(uintptr(fd), "masks")).Decode(&masks); err != nil {
-		fail("unreadable masks: %v", err)
+	} else {
+		f := os.NewFile(uintptr(fd), "masks")
+		if err := json.NewDecoder(f).Decode(&masks); err != nil {
+			fail("unreadable masks: %v", err)
+		}
+		f.Close() // never the command's
 	}
 	os.Unsetenv(masksEnv)
 	if err := joinCgroups(spec.CgroupProcs); err != nil {
@@ -106,6 +113,9 @@ func HelperMain() {
 	syscall.Kill(-1, syscall.SIGKILL)
 	reapUntil(-1)
 	close(done)
+	if report != nil {
+		report.WriteString(endedLine) // the command is over: turnlog's timeout no longer runs
+	}
 	if lay != nil {
 		changes, err := applyChanges(lay, spec.GitWritable, spec.WriteBytes)
 		if err != nil {

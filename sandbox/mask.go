@@ -64,7 +64,7 @@ type cachedDir struct {
 	subdirs []string // names of the directories walked into
 }
 
-// timestampSlack is how old a directory's mtime must be for the cache to trust it.
+// timestampSlack is how old a directory's ctime must be for the cache to trust it.
 const timestampSlack = 2 * time.Second
 
 // findMasks lists the masks of the workspace at dir, reading only the directories
@@ -268,13 +268,10 @@ func withLinks(dir string, masks []Mask) ([]Mask, error) {
 }
 
 // applyMasks mounts the masks at their paths under workspace, in the helper's own
-// mount namespace (made private first, so nothing reaches the host). A .git is bound
-// read-only before the masks inside it. A path that is not what it was when found
-// (gone, or replaced by a symlink) fails the call closed.
+// mount namespace (private since the root was built: nothing reaches the host). A
+// .git is bound read-only before the masks inside it. A path gone since it was found
+// is skipped; one that cannot be masked fails the call closed.
 func applyMasks(workspace string, masks []Mask) error {
-	if err := syscall.Mount("none", "/", "", syscall.MS_REC|syscall.MS_PRIVATE, ""); err != nil {
-		return err
-	}
 	for _, m := range masks {
 		p := filepath.Join(workspace, m.Rel)
 		var err error

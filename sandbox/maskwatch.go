@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"path/filepath"
+	"sync/atomic"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -22,10 +23,23 @@ type watcher struct {
 const watchEvents = unix.IN_CREATE | unix.IN_DELETE | unix.IN_MOVED_FROM | unix.IN_MOVED_TO | unix.IN_DELETE_SELF | unix.IN_MOVE_SELF |
 	unix.IN_ONLYDIR | unix.IN_DONT_FOLLOW | unix.IN_EXCL_UNLINK
 
-// newWatcher watches nothing yet; nil where inotify is not to be had.
+// maxWatchers caps the inotify instances this process takes (one per workspace): a
+// user has 128 by default, shared with every other program running as that user;
+// workspaces past the cap compare ctimes.
+const maxWatchers = 32
+
+var watchers atomic.Int32 // inotify instances open (process-wide, like the limit)
+
+// newWatcher watches nothing yet; nil where inotify is not to be had, or the cap is
+// reached.
 func newWatcher(root string) *watcher {
+	if watchers.Add(1) > maxWatchers {
+		watchers.Add(-1)
+		return nil
+	}
 	fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
 	if err != nil {
+		watchers.Add(-1)
 		return nil
 	}
 	return &watcher{fd: fd, root: root, rels: map[int32]string{}, wds: map[string]int32{}, buf: make([]byte, 64<<10)}
@@ -80,4 +94,7 @@ func (w *watcher) changed() (dirty map[string]bool, all bool) {
 	}
 }
 
-func (w *watcher) close() { unix.Close(w.fd) }
+func (w *watcher) close() {
+	unix.Close(w.fd)
+	watchers.Add(-1)
+}
