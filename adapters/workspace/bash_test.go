@@ -24,11 +24,7 @@ func TestAllowlistModeReachesOnlyAllowedHosts(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "module list") }))
 	defer srv.Close()
 	b := setup(t)
-	ws, err := sandbox.OpenWorkspace(b.dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ws.Close()
+	ws := openWorkspace(t, b.dir)
 	access := &policy.Engine{Mode: policy.ModeNetworkAllowlist, Workspace: b.dir, Mechanism: testMechanism(t), Rules: []policy.Rule{
 		{Name: "go-proxy", Decision: policy.Allow, Agents: []string{"coder"}, Domains: []string{"proxy.golang.org"}},
 	}}

@@ -29,3 +29,14 @@ func testMechanism(t *testing.T) string {
 	}
 	return m
 }
+
+// openWorkspace opens dir as a workspace for the test.
+func openWorkspace(t *testing.T, dir string) *sandbox.Workspace {
+	t.Helper()
+	ws, err := sandbox.OpenWorkspace(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ws.Close() })
+	return ws
+}

@@ -63,11 +63,7 @@ timeout 3 openssl s_client -connect 127.0.0.1:%[1]d </dev/null >/dev/null 2>&1 &
 true`, port)
 	for _, mode := range policy.Modes {
 		b := setup(t)
-		ws, err := sandbox.OpenWorkspace(b.dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer ws.Close()
+		ws := openWorkspace(t, b.dir)
 		access := &policy.Engine{Mode: mode, Workspace: b.dir, Mechanism: testMechanism(t)}
 		res := bashResult(t, workspace.Bash(workspace.SpecFor(ws, access), access, nil), context.Background(), attacks)
 		if strings.Contains(res.Stdout, "CONNECTED") {
@@ -92,11 +88,7 @@ func TestAddressesPassOnlyWhenNamed(t *testing.T) {
 	var mu sync.Mutex
 	var dialed []string
 	b := setup(t)
-	ws, err := sandbox.OpenWorkspace(b.dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ws.Close()
+	ws := openWorkspace(t, b.dir)
 	access := &policy.Engine{Mode: policy.ModeNetworkAllowlist, Workspace: b.dir, Mechanism: testMechanism(t), Rules: []policy.Rule{
 		{Name: "anything", Decision: policy.Allow, Domains: []string{"*"}},
 		{Name: "these-addresses", Decision: policy.Allow, Domains: []string{"127.0.0.7", "127.0.0.8"}},
@@ -149,11 +141,7 @@ func TestApprovedNetworkCallGetsTheProxy(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "packages") }))
 	defer srv.Close()
 	b := setup(t)
-	ws, err := sandbox.OpenWorkspace(b.dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ws.Close()
+	ws := openWorkspace(t, b.dir)
 	access := &policy.Engine{Mode: policy.ModeWorkspaceWrite, Workspace: b.dir, Mechanism: testMechanism(t), Rules: []policy.Rule{
 		{Name: "registry", Decision: policy.Allow, Domains: []string{"registry.npmjs.org"}},
 	}}
