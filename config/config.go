@@ -62,19 +62,6 @@ type LLM struct {
 	Conversation       string `yaml:"conversation"`
 }
 
-// Tool configures a Go function tool the binary offers.
-type Tool struct {
-	Function   string `yaml:"function"`
-	Idempotent bool   `yaml:"idempotent"`
-	Timeout    string `yaml:"timeout"`
-	MaxCalls   int    `yaml:"max_calls"`
-	ShowErrors bool   `yaml:"show_errors"`
-	// NeedsApproval suspends a turn before the tool runs until a person answers.
-	NeedsApproval bool `yaml:"needs_approval"`
-	// ExpiresIn rejects an approval nobody gave in time (e.g. 30m).
-	ExpiresIn string `yaml:"expires_in"`
-}
-
 // Agent is one agent.
 type Agent struct {
 	LLM          string         `yaml:"llm"`
@@ -172,6 +159,8 @@ type Options struct {
 	Memory memory.Store
 	// HTTPClient, when set, is what embeddings and MCP clients use (tests).
 	HTTPClient *http.Client
+	// HTTPTransport, when set, carries HTTP tools' requests (tests).
+	HTTPTransport http.RoundTripper
 	// MCP holds the sessions of the apps' MCP servers; the caller closes it (nil: a
 	// pool nobody closes — the servers end with the process).
 	MCP *mcpclient.Pool
@@ -271,7 +260,7 @@ func (b builder) app(name string, c App, policy *fsm.GuardrailPolicy) (*fsm.App,
 	}
 	tools := map[string]fsm.Tool{}
 	for _, tn := range sortedKeys(c.Tools) {
-		t, err := b.tool(at+".tools."+tn, tn, c.Tools[tn])
+		t, err := b.tool(at+".tools."+tn, tn, c.Tools[tn], c)
 		if err != nil {
 			return nil, err
 		}
@@ -395,44 +384,6 @@ func (b builder) openaiModel(at string, c LLM) (fsm.Model, error) {
 		return nil, b.errAt(at, "%v", err)
 	}
 	return m, nil
-}
-
-func (b builder) tool(at, name string, c Tool) (fsm.Tool, error) {
-	fn := c.Function
-	if fn == "" {
-		fn = name
-	}
-	base, ok := b.opts.Functions[fn]
-	if !ok {
-		return nil, b.errAt(at+".function", "no function tool %q in this binary (known: %s)", fn, strings.Join(sortedKeys(b.opts.Functions), ", "))
-	}
-	spec := base.Spec()
-	spec.Name = name
-	spec.Idempotent = c.Idempotent
-	spec.ShowErrors = c.ShowErrors
-	spec.NeedsApproval = c.NeedsApproval
-	if c.ExpiresIn != "" {
-		d, err := time.ParseDuration(c.ExpiresIn)
-		if err != nil || d <= 0 {
-			return nil, b.errAt(at+".expires_in", "must be a positive duration such as 30m, got %q", c.ExpiresIn)
-		}
-		if !c.NeedsApproval {
-			return nil, b.errAt(at+".expires_in", "goes only with needs_approval: true")
-		}
-		spec.ExpiresIn = d
-	}
-	if c.MaxCalls < 0 {
-		return nil, b.errAt(at+".max_calls", "must not be negative")
-	}
-	spec.MaxCalls = c.MaxCalls
-	if c.Timeout != "" {
-		d, err := time.ParseDuration(c.Timeout)
-		if err != nil || d <= 0 {
-			return nil, b.errAt(at+".timeout", "must be a positive duration such as 2s, got %q", c.Timeout)
-		}
-		spec.Timeout = d
-	}
-	return &configuredTool{Tool: base, spec: spec}, nil
 }
 
 func (b builder) agent(at, name string, c Agent, models map[string]fsm.Model, tools map[string]fsm.Tool) (*fsm.Agent, error) {
@@ -559,22 +510,6 @@ func (b builder) guardrails(at string, cs []Guardrail, models map[string]fsm.Mod
 		out = append(out, g)
 	}
 	return out, nil
-}
-
-// configuredTool is a function tool with the settings agent.yaml gives it.
-type configuredTool struct {
-	fsm.Tool
-	spec fsm.ToolSpec
-}
-
-func (t *configuredTool) Spec() fsm.ToolSpec { return t.spec }
-
-// ValidateArguments passes a reviewer's edited arguments to the tool's own check.
-func (t *configuredTool) ValidateArguments(args json.RawMessage) error {
-	if v, ok := t.Tool.(fsm.ArgumentsValidator); ok {
-		return v.ValidateArguments(args)
-	}
-	return nil
 }
 
 func sortedKeys[V any](m map[string]V) []string {

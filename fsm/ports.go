@@ -59,8 +59,10 @@ type ArgumentsValidator interface {
 	ValidateArguments(args json.RawMessage) error
 }
 
-// Tool runs one call. Arguments are canonical JSON. A returned error (or a panic) is
-// a tool error the model sees; an *ArgumentsError names the offending field.
+// Tool runs one call. Arguments are canonical JSON. The output is JSON; a JSON string
+// reaches the model as its text. A returned error (or a panic) is a tool error the
+// model sees; an *ArgumentsError names the offending field, a *ToolError carries its
+// own kind and the text the model may read.
 type Tool interface {
 	Spec() ToolSpec
 	Call(ctx context.Context, args json.RawMessage) (json.RawMessage, error)
@@ -73,6 +75,18 @@ type ArgumentsError struct {
 }
 
 func (e *ArgumentsError) Error() string { return "invalid arguments: " + e.Field + ": " + e.Message }
+
+// ToolError is a tool's own account of a failure: its kind (ToolErrFailed when
+// empty), a message, and whether the model is shown the message even where the tool
+// does not show its errors (a receiver's answer written for the model, a reason the
+// model can act on).
+type ToolError struct {
+	Kind    string
+	Message string
+	Public  bool
+}
+
+func (e *ToolError) Error() string { return e.Message }
 
 // Store is what the engine needs from persistence: the log and the read models.
 type Store interface {

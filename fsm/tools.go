@@ -20,6 +20,10 @@ const (
 	ToolErrTimeout          = "timeout"
 	ToolErrUnknownTool      = "unknown_tool"
 	ToolErrInvalidOutput    = "invalid_output"
+	// ToolErrOutcomeUnknown: the tool may or may not have acted (a request that got no
+	// answer); calling it again may act twice.
+	ToolErrOutcomeUnknown = "outcome_unknown"
+	ToolErrCanceled       = "canceled"
 )
 
 // LoopHint is what the model is told when it repeats a call.
@@ -311,11 +315,18 @@ func (r *run) execute(s *toolSlot) *events.ToolResulted {
 		return finish()
 	}
 	var argErr *ArgumentsError
+	var toolErr *ToolError
 	switch {
 	case o.panic != nil:
 		setToolError(tr, ToolErrPanicked, fmt.Sprint(o.panic), spec.ShowErrors)
 	case errors.As(o.err, &argErr):
 		setToolError(tr, ToolErrInvalidArguments, argErr.Field+": "+argErr.Message, true)
+	case errors.As(o.err, &toolErr):
+		kind := toolErr.Kind
+		if kind == "" {
+			kind = ToolErrFailed
+		}
+		setToolError(tr, kind, toolErr.Message, toolErr.Public || spec.ShowErrors)
 	case errors.Is(o.err, context.DeadlineExceeded) && spec.Timeout > 0:
 		setToolError(tr, ToolErrTimeout, fmt.Sprintf("the tool did not finish within %s", spec.Timeout), true)
 	case o.err != nil:
@@ -329,9 +340,21 @@ func (r *run) execute(s *toolSlot) *events.ToolResulted {
 			setToolError(tr, ToolErrInvalidOutput, err.Error(), true)
 			break
 		}
-		tr.Output = string(canon)
+		tr.Output = outputText(canon)
 	}
 	return finish()
+}
+
+// outputText is what the model reads of a canonical output: a JSON string's text as
+// it is, anything else as canonical JSON.
+func outputText(canon json.RawMessage) string {
+	if len(canon) > 0 && canon[0] == '"' {
+		var text string
+		if json.Unmarshal(canon, &text) == nil {
+			return text
+		}
+	}
+	return string(canon)
 }
 
 // toolErrorText is the fixed text a model sees for a kind when the tool does not opt
@@ -342,6 +365,8 @@ func toolErrorText(kind string) string {
 		return "the tool failed"
 	case ToolErrPanicked:
 		return "the tool crashed"
+	case ToolErrOutcomeUnknown:
+		return "the tool's outcome is unknown: it may have acted; do not call it again for the same purpose without checking"
 	}
 	return ""
 }

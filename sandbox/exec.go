@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -21,6 +22,9 @@ import (
 // the network. The zero limits mean the defaults.
 type Spec struct {
 	Workspace string `json:"workspace"` // the command's working directory
+	// Env adds NAME=value entries to the allowlisted environment (variables a tool's
+	// configuration names); turnlog's own sandbox variables cannot be set.
+	Env []string `json:"-"`
 	// WorkspaceReadOnly closes the workspace to writes too (mode read-only).
 	WorkspaceReadOnly bool `json:"workspace_read_only,omitempty"`
 	Network           bool `json:"network"` // false: a network namespace of its own (nothing to connect to)
@@ -123,6 +127,19 @@ const (
 // memory, file-size and process-count limits, an environment from an allowlist, a timeout, and
 // output kept head and tail. If any of that cannot be applied, it fails closed.
 func Run(ctx context.Context, spec Spec, command string) (*Result, error) {
+	return run(ctx, spec, []string{"bash", "-c", command, "bash"}, nil)
+}
+
+// RunProgram is Run for a program and its arguments, with stdin as its standard
+// input (a command tool's arguments).
+func RunProgram(ctx context.Context, spec Spec, argv []string, stdin []byte) (*Result, error) {
+	if len(argv) == 0 {
+		return nil, &Error{Msg: "no program to run"}
+	}
+	return run(ctx, spec, argv, stdin)
+}
+
+func run(ctx context.Context, spec Spec, argv []string, stdin []byte) (*Result, error) {
 	spec = withDefaults(spec)
 	groups, err := commandCgroups(spec, "")
 	if err != nil {
@@ -132,9 +149,12 @@ func Run(ctx context.Context, spec Spec, command string) (*Result, error) {
 	spec.CgroupProcs = groups.procs()
 	behindProxy := !spec.Network && spec.AllowHost != nil
 	// Behind the proxy the helper is started inside the proxy's network namespace.
-	cmd, err := helperCommand(spec, []string{"bash", "-c", command, "bash"}, !spec.Network && !behindProxy)
+	cmd, err := helperCommand(spec, argv, !spec.Network && !behindProxy)
 	if err != nil {
 		return nil, err
+	}
+	if stdin != nil {
+		cmd.Stdin = bytes.NewReader(stdin)
 	}
 	defer closeExtraFiles(cmd) // on every path: the helper holds its own copies once started
 	reportR, reportW, err := os.Pipe()
@@ -333,7 +353,12 @@ func helperCommand(spec Spec, argv []string, ownNetwork bool) (*exec.Cmd, error)
 	cmd := exec.Command(exe, argv...)
 	cmd.ExtraFiles = []*os.File{userns, masksFile}
 	cmd.Dir = spec.Workspace
-	cmd.Env = append(allowedEnv(), "HOME="+spec.Workspace, helperEnv+"="+helperOn, usernsEnv+"=3", masksEnv+"=4")
+	for _, kv := range spec.Env {
+		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" || strings.HasPrefix(k, "TURNLOG_SANDBOX") {
+			return nil, &Error{Msg: fmt.Sprintf("the environment entry %q cannot be given to a command", k)}
+		}
+	}
+	cmd.Env = append(append(allowedEnv(), spec.Env...), "HOME="+spec.Workspace, helperEnv+"="+helperOn, usernsEnv+"=3", masksEnv+"=4")
 	flags := uintptr(syscall.CLONE_NEWPID | syscall.CLONE_NEWNS)
 	if ownNetwork {
 		flags |= syscall.CLONE_NEWNET

@@ -34,10 +34,14 @@ func SpecFor(ws *sandbox.Workspace, access *policy.Engine, neverDial ...string) 
 }
 
 // allowHost lets the proxy through to the hosts the policy allows the calling agent.
-func allowHost(access *policy.Engine) sandbox.HostCheck {
+func allowHost(access *policy.Engine) sandbox.HostCheck { return AllowHost(access, "bash") }
+
+// AllowHost lets a tool's proxy through to the hosts the policy allows the calling
+// agent with that tool.
+func AllowHost(access *policy.Engine, tool string) sandbox.HostCheck {
 	return func(ctx context.Context, host string) error {
 		call, _ := fsm.CallInfoFrom(ctx)
-		v := access.Host(policy.Subject{Agent: call.Agent, Tool: "bash"}, host)
+		v := access.Host(policy.Subject{Agent: call.Agent, Tool: tool}, host)
 		if v.Decision != policy.Allow {
 			return errors.New(v.Reason)
 		}
