@@ -195,3 +195,87 @@ func TestHTTPToolExactlyOnceAcrossACrash(t *testing.T) {
 		t.Fatalf("recorded output %q, %v", output, err)
 	}
 }
+
+const summarizePy = `import json, os, sys
+args = json.load(sys.stdin)
+if args.get("fail"):
+    print("cannot summarize: " + args["text"], file=sys.stderr)
+    sys.exit(3)
+if args.get("plain"):
+    print("a summary in words")
+    sys.exit(0)
+seen = {}
+for name, path in (("config", sys.argv[1]), ("db", sys.argv[2])):
+    try:
+        open(path).read(1)
+        seen[name] = "read"
+    except OSError as e:
+        seen[name] = type(e).__name__
+try:
+    open("scratch.txt", "w").write("x")
+    seen["own_folder"] = "written"
+except OSError as e:
+    seen["own_folder"] = type(e).__name__
+seen["secret"] = os.environ.get("SHOP_SECRET", "unset")
+seen["given"] = os.environ.get("SHOP_REGION", "unset")
+print(json.dumps({"words": len(args["text"].split()), "seen": seen}))
+`
+
+// TestCommandToolInTheSandbox: a Python script as a tool — arguments on stdin, JSON
+// or text on stdout, a failing exit is a tool error with stderr's tail — run in the
+// sandbox: it reads its own folder, cannot write it, and never sees the config, the
+// database or a variable its config does not name.
+func TestCommandToolInTheSandbox(t *testing.T) {
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "tools"), 0o755)
+	os.WriteFile(filepath.Join(dir, "tools", "summarize.py"), []byte(summarizePy), 0o644)
+	cfg := filepath.Join(dir, "agent.yaml")
+	db := filepath.Join(dir, "t.db")
+	t.Setenv("SHOP_SECRET", "s3cr3t") // in turnlog's environment, never named by the tool
+	t.Setenv("SHOP_REGION", "eu")
+	os.WriteFile(cfg, []byte(fmt.Sprintf(`apps:
+  shop:
+    start_agent: clerk
+    llms:
+      script:
+        provider: scripted
+        rules:
+          - when: {after_tool: summarize}
+            reply: "summary: {{output}}"
+          - when: {input: '^sum (\w+) (.+)'}
+            tools: [{name: summarize, arguments: '{"text": "{{match.2}}", "{{match.1}}": true}'}]
+          - reply: hello
+    tools:
+      summarize:
+        command: [python3, tools/summarize.py, %q, %q]
+        description: Count the words of a text
+        env: [SHOP_REGION]
+        show_errors: true
+        parameters: {type: object, properties: {text: {type: string}, fail: {type: boolean}, plain: {type: boolean}, json: {type: boolean}}, required: [text]}
+    agents:
+      clerk: {llm: script, tools: [summarize]}
+    policy:
+      mode: workspace-write
+      workspace: %s
+`, cfg, db, filepath.Join(dir, "ws"))), 0o644)
+	os.MkdirAll(filepath.Join(dir, "ws"), 0o755)
+	for input, want := range map[string]string{
+		"sum json three little words": `summary: {"seen":{"config":"FileNotFoundError","db":"FileNotFoundError","given":"eu","own_folder":"OSError","secret":"unset"},"words":3}`,
+		"sum plain some words":        "summary: a summary in words\n",
+		"sum fail this text":          `"kind":"failed","message":"the program exited with status 3: cannot summarize: this text"`,
+	} {
+		out, errOut, err := runCLI(t, "run", "--config", cfg, "--app", "shop", "--db", db, input)
+		if err != nil || !strings.Contains(out, want) {
+			t.Errorf("%s: %v\n%s%s\nwant %s", input, err, out, errOut, want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "tools", "scratch.txt")); err == nil {
+		t.Fatal("the tool wrote into its folder")
+	}
+	os.WriteFile(filepath.Join(dir, "summarize.py"), []byte(summarizePy), 0o644)
+	raw, _ := os.ReadFile(cfg)
+	os.WriteFile(cfg, []byte(strings.Replace(string(raw), "tools/summarize.py", "summarize.py", 1)), 0o644)
+	if _, _, err := runCLI(t, "run", "--config", cfg, "--app", "shop", "--db", db, "hi"); err == nil || !strings.Contains(err.Error(), "holds the config") {
+		t.Fatalf("a tool in the config's folder: %v", err)
+	}
+}

@@ -235,12 +235,23 @@ type builder struct {
 // errAt builds an error at a dotted YAML path, with the line of that node if found.
 func (b builder) errAt(path, format string, args ...any) error {
 	e := &Error{File: b.name, Path: path, Msg: fmt.Sprintf(format, args...)}
-	if p, err := yaml.PathString("$." + path); err == nil {
-		if file, err := parser.ParseBytes(b.data, 0); err == nil {
+	file, err := parser.ParseBytes(b.data, 0)
+	if err != nil {
+		return e
+	}
+	// A field that is missing has no line: the nearest enclosing node's is given.
+	for at := path; at != ""; {
+		if p, err := yaml.PathString("$." + at); err == nil {
 			if node, err := p.FilterFile(file); err == nil && node != nil {
 				e.Line = node.GetToken().Position.Line
+				break
 			}
 		}
+		i := strings.LastIndexAny(at, ".[")
+		if i < 0 {
+			break
+		}
+		at = at[:i]
 	}
 	return e
 }

@@ -298,8 +298,8 @@ func (b builder) commandTool(at, name string, c Tool, app App) (fsm.Tool, error)
 		if arg == "" {
 			return nil, b.errAt(fmt.Sprintf("%s.command[%d]", at, i), "is empty")
 		}
-		if filepath.IsAbs(arg) || !strings.Contains(arg, "/") {
-			continue
+		if filepath.IsAbs(arg) || (i == 0 && !strings.Contains(arg, "/")) {
+			continue // a path already, or a program found on PATH
 		}
 		p := filepath.Join(base, arg)
 		if fi, err := os.Stat(p); err != nil || fi.IsDir() {
