@@ -10,8 +10,9 @@ import (
 	"time"
 
 	"github.com/turnlog/turnlog/adapters/sqlite"
-	"github.com/turnlog/turnlog/config"
 	"github.com/turnlog/turnlog/fsm"
+	"github.com/turnlog/turnlog/pkg/turnlog"
+	"github.com/turnlog/turnlog/pkg/turnlog/turnlogtest"
 )
 
 const coderConfig = `
@@ -91,12 +92,12 @@ func TestApprovedCommandRunsInTheSandbox(t *testing.T) {
 	ws := filepath.Join(dir, "ws")
 	os.MkdirAll(filepath.Join(ws, "build"), 0o755)
 	os.WriteFile(filepath.Join(ws, "build", "out.bin"), []byte("x"), 0o644)
-	apps, err := config.Load("agent.yaml", []byte(strings.Replace(coderConfig, "WORKSPACE", ws, 1)), config.Options{Functions: defaultWiring().functions})
+	apps, err := turnlogtest.LoadApps(t, "agent.yaml", []byte(strings.Replace(coderConfig, "WORKSPACE", ws, 1)), turnlog.Options{Functions: defaultWiring().functions})
 	if err != nil {
 		t.Fatal(err)
 	}
 	store, _ := sqlite.MustOpen(t, sqlite.Options{Synchronous: "OFF"})
-	e, err := fsm.New(store, apps, fsm.Options{Clock: time.Now, NewID: newIDs()})
+	e, err := fsm.New(store, apps, fsm.Options{Clock: time.Now, NewID: turnlog.NewULIDs()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,12 +153,12 @@ func TestWorkspacePerUser(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
 	cfg := strings.Replace(strings.Replace(coderConfig, "WORKSPACE", root, 1), "      workspace_scope: shared\n", "", 1)
-	apps, err := config.Load("agent.yaml", []byte(cfg), config.Options{Functions: defaultWiring().functions})
+	apps, err := turnlogtest.LoadApps(t, "agent.yaml", []byte(cfg), turnlog.Options{Functions: defaultWiring().functions})
 	if err != nil {
 		t.Fatal(err)
 	}
 	store, _ := sqlite.MustOpen(t, sqlite.Options{Synchronous: "OFF"})
-	e, err := fsm.New(store, apps, fsm.Options{Clock: time.Now, NewID: newIDs()})
+	e, err := fsm.New(store, apps, fsm.Options{Clock: time.Now, NewID: turnlog.NewULIDs()})
 	if err != nil {
 		t.Fatal(err)
 	}

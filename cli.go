@@ -10,8 +10,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/turnlog/turnlog/adapters/mcpclient"
-	"github.com/turnlog/turnlog/adapters/memory"
 	"github.com/turnlog/turnlog/events"
 )
 
@@ -46,16 +44,19 @@ func commands() map[string]command {
 type cliContext struct {
 	stdout, stderr io.Writer
 	wiring         wiring
-	workspace      string          // overrides the apps' policy workspace (run --workspace)
-	memory         *memory.Binding // the store agents' memory tools use, bound once it is open
-	mcp            *mcpclient.Pool // the apps' MCP server sessions
-	neverDial      []string        // turnlog's own listeners, which no sandboxed command may reach
-	protected      []string        // turnlog's own files, which no sandbox may see
+	workspace      string         // overrides the apps' policy workspace (run --workspace)
+	closers        []func() error // what the command holds open: the apps' MCP servers
+	neverDial      []string       // turnlog's own listeners, which no sandboxed command may reach
+	protected      []string       // turnlog's own files, which no sandbox may see
 }
 
 func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, w wiring) error {
-	c := &cliContext{stdout: stdout, stderr: stderr, wiring: w, memory: &memory.Binding{}, mcp: &mcpclient.Pool{}}
-	defer c.mcp.Close() // MCP servers the apps started end with the command
+	c := &cliContext{stdout: stdout, stderr: stderr, wiring: w}
+	defer func() {
+		for _, close := range c.closers {
+			close()
+		}
+	}()
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		usage(stdout)
 		if len(args) == 0 {

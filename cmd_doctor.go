@@ -30,7 +30,7 @@ func cmdDoctor(ctx context.Context, c *cliContext, args []string) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", ch.Mechanism, status, ch.Detail)
 	}
 	tw.Flush()
-	apps, err := c.loadApps(f.config)
+	apps, err := c.loadApps(ctx, f.config)
 	if err != nil {
 		return err
 	}

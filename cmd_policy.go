@@ -28,7 +28,7 @@ const (
 // cmdPolicy runs `turnlog policy check`: the decision the app's policy gives a shell
 // command (or another tool's call), every command found in it, and the rule that
 // fired. Exit status 0 allow, 3 require_approval, 4 deny.
-func cmdPolicy(_ context.Context, c *cliContext, args []string) error {
+func cmdPolicy(ctx context.Context, c *cliContext, args []string) error {
 	if len(args) == 0 || args[0] != "check" {
 		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
 			newFlagSet(c, "policy", nil, false).Usage()
@@ -47,7 +47,7 @@ func cmdPolicy(_ context.Context, c *cliContext, args []string) error {
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
-	apps, err := c.loadApps(f.config)
+	apps, err := c.loadApps(ctx, f.config)
 	if err != nil {
 		return err
 	}

@@ -5,9 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"time"
 
-	"github.com/turnlog/turnlog/adapters/sqlite"
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/fsm"
 )
@@ -31,10 +29,6 @@ func cmdReplay(ctx context.Context, c *cliContext, args []string) error {
 // replayFixture replays fixtures/<name>/events.jsonl under its agent.yaml into a
 // fresh temporary store.
 func (c *cliContext) replayFixture(ctx context.Context, dir string) (*fsm.ReplayReport, error) {
-	apps, err := c.loadApps(filepath.Join(dir, "agent.yaml"))
-	if err != nil {
-		return nil, err
-	}
 	recorded, err := readFixture(filepath.Join(dir, "events.jsonl"))
 	if err != nil {
 		return nil, err
@@ -44,16 +38,12 @@ func (c *cliContext) replayFixture(ctx context.Context, dir string) (*fsm.Replay
 		return nil, err
 	}
 	defer os.RemoveAll(tmp)
-	store, err := sqlite.Open(ctx, filepath.Join(tmp, "replay.db"), sqlite.Options{Synchronous: "OFF"})
+	tl, err := c.open(ctx, commonFlags{config: filepath.Join(dir, "agent.yaml"), db: filepath.Join(tmp, "replay.db"), synchronous: "OFF"})
 	if err != nil {
 		return nil, err
 	}
-	defer store.Close()
-	e, err := fsm.New(store, apps, fsm.Options{Clock: time.Now, NewID: newIDs()})
-	if err != nil {
-		return nil, err
-	}
-	return e.Replay(ctx, recorded)
+	defer tl.Close()
+	return tl.Engine.Replay(ctx, recorded)
 }
 
 // readFixture reads a fixture's events.jsonl.

@@ -32,11 +32,12 @@ func cmdRun(ctx context.Context, c *cliContext, args []string) error {
 		f.db = db
 		fmt.Fprintf(c.stderr, "database %s\n", db)
 	}
-	store, engine, err := c.openEngine(ctx, f)
+	tl, err := c.open(ctx, f)
 	if err != nil {
 		return err
 	}
-	defer store.Close()
+	defer tl.Close()
+	store, engine := tl.Store, tl.Engine
 	if err := recoverTurns(ctx, c, engine); err != nil {
 		return err
 	}

@@ -2,19 +2,15 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/rs/zerolog"
-	"github.com/turnlog/turnlog/adapters/metrics"
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/fsm"
-	"github.com/turnlog/turnlog/httpapi"
+	"github.com/turnlog/turnlog/pkg/turnlog"
 	"github.com/turnlog/turnlog/policy"
 )
 
@@ -65,39 +61,24 @@ func cmdServe(ctx context.Context, c *cliContext, args []string) error {
 	}
 	defer ln.Close()
 	c.neverDial = []string{ln.Addr().String()}
-	m := metrics.New()
-	store, engine, err := c.openEngine(ctx, f, m)
+	tl, err := c.open(ctx, f)
 	if err != nil {
 		return err
 	}
-	defer store.Close()
-	if err := checkHostNetwork(c, engine.Apps(), *dev); err != nil {
+	defer tl.Close()
+	if err := checkHostNetwork(c, tl.Apps(), *dev); err != nil {
 		return err
 	}
-	if err := recoverTurns(ctx, c, engine); err != nil {
+	if err := recoverTurns(ctx, c, tl.Engine); err != nil {
 		return err
 	}
-	logger := zerolog.New(c.stderr).With().Timestamp().Logger()
-	api := httpapi.New(httpapi.Config{Engine: engine, Reader: store, Keys: keys, Dev: *dev,
-		Ready: store.Ready, Metrics: m.Handler(), Meter: m, Logger: logger})
 	if *dev {
 		fmt.Fprintln(c.stderr, "turnlog: WARNING: --dev mode: requests need no API key and act as user \"dev\"; do not expose this server")
 	}
 	fmt.Fprintf(c.stderr, "turnlog: serving on http://%s (database %s)\n", ln.Addr(), f.db)
-	go expireApprovals(ctx, engine, logger)
-	srv := &http.Server{Handler: api.Handler(), ReadHeaderTimeout: 10 * time.Second}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	select {
-	case err := <-errc:
+	logger := zerolog.New(c.stderr).With().Timestamp().Logger()
+	if err := tl.Serve(ctx, ln, turnlog.ServeOptions{Keys: keys, Dev: *dev, Logger: logger}); err != nil {
 		return err
-	case <-ctx.Done():
-	}
-	api.Stop() // live streams end; in-flight turns finish (or are recovered at the next start)
-	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(shutdownCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return fmt.Errorf("shutdown: %w", err)
 	}
 	fmt.Fprintln(c.stderr, "turnlog: stopped")
 	return nil
@@ -133,25 +114,4 @@ func parseKeys(spec string) (map[string]string, error) {
 		keys[key] = user
 	}
 	return keys, nil
-}
-
-// expireApprovals rejects approvals whose expires_in has passed, once a second, until
-// ctx ends.
-func expireApprovals(ctx context.Context, e *fsm.Engine, log zerolog.Logger) {
-	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-			results, err := e.ExpireDue(ctx)
-			if err != nil {
-				log.Error().Err(err).Msg("expire approvals")
-			}
-			for _, r := range results {
-				log.Info().Str("session", r.Session).Str("turn", r.TurnID).Str("status", r.Status).Msg("approval expired; turn resumed")
-			}
-		}
-	}
 }

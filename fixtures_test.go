@@ -12,6 +12,7 @@ import (
 	"github.com/turnlog/turnlog/adapters/sqlite"
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/fsm"
+	"github.com/turnlog/turnlog/pkg/turnlog"
 )
 
 func fixtureDirs(t *testing.T) []string {
@@ -78,7 +79,7 @@ func TestRebuildEqualsIncremental(t *testing.T) {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
 			t.Parallel()
 			c := &cliContext{wiring: defaultWiring()}
-			apps, err := c.loadApps(filepath.Join(dir, "agent.yaml"))
+			apps, err := c.loadApps(ctx, filepath.Join(dir, "agent.yaml"))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -88,7 +89,7 @@ func TestRebuildEqualsIncremental(t *testing.T) {
 			}
 			clock := func() time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) }
 			store, _ := sqlite.MustOpen(t, sqlite.Options{Clock: clock, Synchronous: "OFF"})
-			e, err := fsm.New(store, apps, fsm.Options{Clock: clock, NewID: newIDs()})
+			e, err := fsm.New(store, apps, fsm.Options{Clock: clock, NewID: turnlog.NewULIDs()})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -127,7 +127,7 @@ func TestHTTPToolExactlyOnceAcrossACrash(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		if err := httptool.Verify([][]byte{[]byte(secret)}, r.Header, r.Method, r.URL.RequestURI(), body, time.Now(), 5*time.Minute); err != nil {
-			http.Error(w, err.Error(), 401)
+			http.Error(w, err.Error(), http.StatusUnauthorized)
 			return
 		}
 		key := r.Header.Get("Idempotency-Key")

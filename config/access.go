@@ -51,30 +51,33 @@ type AccessRule struct {
 	Alternative string   `yaml:"alternative"`
 }
 
-func (b builder) access(at string, c *Access) (*policy.Engine, error) {
+// Access is the policy engine of an app's policy section at at (nil: the app has no
+// tool policy, its tools run as configured); workspace, when set, replaces the
+// section's (turnlog run --workspace).
+func (d *Doc) Access(at string, c *Access, workspace string) (*policy.Engine, error) {
 	if c == nil {
-		return nil, nil // no tool policy: tools run as configured
+		return nil, nil
 	}
 	dir := c.Workspace
-	if b.opts.Workspace != "" {
-		dir = b.opts.Workspace
+	if workspace != "" {
+		dir = workspace
 	}
 	e := &policy.Engine{Mode: policy.ModeWorkspaceWrite, Workspace: dir}
 	if dir != "" {
 		ws, err := filepath.Abs(dir)
 		if err != nil {
-			return nil, b.errAt(at+".workspace", "%v", err)
+			return nil, d.ErrAt(at+".workspace", "%v", err)
 		}
 		e.Workspace = ws
 	}
 	if c.Mode != "" {
 		if !slices.Contains(policy.Modes, policy.Mode(c.Mode)) {
-			return nil, b.errAt(at+".mode", "unknown mode %q (%v)", c.Mode, policy.Modes)
+			return nil, d.ErrAt(at+".mode", "unknown mode %q (%v)", c.Mode, policy.Modes)
 		}
 		e.Mode = policy.Mode(c.Mode)
 	}
 	if c.Sandbox != "" && !slices.Contains(sandbox.Mechanisms, c.Sandbox) {
-		return nil, b.errAt(at+".sandbox", "unknown sandbox %q (%v)", c.Sandbox, sandbox.Mechanisms)
+		return nil, d.ErrAt(at+".sandbox", "unknown sandbox %q (%v)", c.Sandbox, sandbox.Mechanisms)
 	}
 	e.Mechanism = c.Sandbox
 	switch c.Git {
@@ -82,17 +85,17 @@ func (b builder) access(at string, c *Access) (*policy.Engine, error) {
 	case "write":
 		e.GitWrites = true
 	default:
-		return nil, b.errAt(at+".git", "unknown git setting %q (read-only or write)", c.Git)
+		return nil, d.ErrAt(at+".git", "unknown git setting %q (read-only or write)", c.Git)
 	}
 	if c.Network != "" {
 		n := policy.Network(c.Network)
 		switch mode := e.EffectiveMode(); {
 		case !slices.Contains(policy.Networks, n):
-			return nil, b.errAt(at+".network", "unknown network %q (%v)", c.Network, policy.Networks)
+			return nil, d.ErrAt(at+".network", "unknown network %q (%v)", c.Network, policy.Networks)
 		case n != policy.NetworkOff && (mode == policy.ModeNetworkOff || mode == policy.ModeFullIsolated || mode == policy.ModeReadOnly):
-			return nil, b.errAt(at+".network", "mode %s has no network; network: %s contradicts it", mode, n)
+			return nil, d.ErrAt(at+".network", "mode %s has no network; network: %s contradicts it", mode, n)
 		case n == policy.NetworkHost && mode == policy.ModeNetworkAllowlist:
-			return nil, b.errAt(at+".network", "mode network-allowlist goes through the proxy; network: host contradicts it")
+			return nil, d.ErrAt(at+".network", "mode network-allowlist goes through the proxy; network: host contradicts it")
 		}
 		e.Network = n
 	}
@@ -101,32 +104,32 @@ func (b builder) access(at string, c *Access) (*policy.Engine, error) {
 		here := fmt.Sprintf("%s.rules[%d]", at, i)
 		switch {
 		case rc.Name == "":
-			return nil, b.errAt(here+".name", "every rule needs a name")
+			return nil, d.ErrAt(here+".name", "every rule needs a name")
 		case seen[rc.Name]:
-			return nil, b.errAt(here+".name", "%q is used twice", rc.Name)
+			return nil, d.ErrAt(here+".name", "%q is used twice", rc.Name)
 		}
 		seen[rc.Name] = true
 		r := policy.Rule{Name: rc.Name, Decision: policy.Decision(rc.Decision), Agents: rc.Agents, Skills: rc.Skills, Tools: rc.Tools,
 			Paths: rc.Paths, Commands: rc.Commands, Domains: rc.Domains, Alternative: rc.Alternative}
 		if !slices.Contains([]policy.Decision{policy.Allow, policy.Deny, policy.RequireApproval}, r.Decision) {
-			return nil, b.errAt(here+".decision", "must be allow, deny or require_approval, not %q", rc.Decision)
+			return nil, d.ErrAt(here+".decision", "must be allow, deny or require_approval, not %q", rc.Decision)
 		}
 		for j, a := range rc.Actions {
 			act := policy.Action(a)
 			if !slices.Contains([]policy.Action{policy.ActRead, policy.ActWrite, policy.ActExecute, policy.ActNetwork, policy.ActDelete}, act) {
-				return nil, b.errAt(fmt.Sprintf("%s.actions[%d]", here, j), "unknown action %q (read, write, execute, network, delete)", a)
+				return nil, d.ErrAt(fmt.Sprintf("%s.actions[%d]", here, j), "unknown action %q (read, write, execute, network, delete)", a)
 			}
 			r.Actions = append(r.Actions, act)
 		}
 		for j, p := range append(append([]string{}, rc.Paths...), rc.Domains...) {
 			if !doublestar.ValidatePattern(p) {
-				return nil, b.errAt(here, "pattern %d (%q) is not a valid glob", j, p)
+				return nil, d.ErrAt(here, "pattern %d (%q) is not a valid glob", j, p)
 			}
 		}
 		if rc.MaxLevel != "" {
 			l, ok := policy.ParseLevel(rc.MaxLevel)
 			if !ok {
-				return nil, b.errAt(here+".max_level", "must be L0 … L5, not %q", rc.MaxLevel)
+				return nil, d.ErrAt(here+".max_level", "must be L0 … L5, not %q", rc.MaxLevel)
 			}
 			r.MaxLevel = &l
 		}

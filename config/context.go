@@ -29,9 +29,9 @@ type Context struct {
 var layerByName = map[string]contextmgr.Layer{"rules": contextmgr.LayerRules, "goal": contextmgr.LayerGoal, "tools": contextmgr.LayerTools,
 	"files": contextmgr.LayerFiles, "trace": contextmgr.LayerTrace, "summary": contextmgr.LayerSummary}
 
-// context turns an agent's context section into the manager's config, and finds its
-// summariser. Errors name the field.
-func (b builder) context(at string, c *Context, ag *fsm.Agent, llms map[string]LLM, models map[string]fsm.Model) error {
+// Context turns an agent's context section into the manager's config on ag, and
+// finds its summariser among models. Errors name the field.
+func (d *Doc) Context(at string, c *Context, ag *fsm.Agent, llms map[string]LLM, models map[string]fsm.Model) error {
 	if c == nil {
 		return nil
 	}
@@ -43,26 +43,26 @@ func (b builder) context(at string, c *Context, ag *fsm.Agent, llms map[string]L
 	for name, share := range c.Budgets {
 		l, ok := layerByName[name]
 		if !ok {
-			return b.errAt(at+".budgets."+name, "is not a layer (rules, goal, tools, files, trace, summary)")
+			return d.ErrAt(at+".budgets."+name, "is not a layer (rules, goal, tools, files, trace, summary)")
 		}
 		cfg.Budgets[l] = share
 	}
 	if len(c.Budgets) > 0 && len(c.Budgets) < len(layerByName) {
-		return b.errAt(at+".budgets", "give every layer its share (rules, goal, tools, files, trace, summary), or none for the defaults")
+		return d.ErrAt(at+".budgets", "give every layer its share (rules, goal, tools, files, trace, summary), or none for the defaults")
 	}
 	checked, err := cfg.WithDefaults()
 	if err != nil {
 		field, msg, _ := strings.Cut(err.Error(), ": ")
-		return b.errAt(at+"."+field, "%s", msg)
+		return d.ErrAt(at+"."+field, "%s", msg)
 	}
 	if _, err := contextmgr.NewCounter(checked.Encoding); err != nil {
-		return b.errAt(at+".encoding", "%v", err)
+		return d.ErrAt(at+".encoding", "%v", err)
 	}
 	ag.Context = &cfg
 	if c.Summarizer != "" {
 		m, ok := models[c.Summarizer]
 		if !ok {
-			return b.errAt(at+".summarizer", "names no registered llm (%q)", c.Summarizer)
+			return d.ErrAt(at+".summarizer", "names no registered llm (%q)", c.Summarizer)
 		}
 		ag.SummaryModel, ag.SummaryLLM = m, c.Summarizer
 	}

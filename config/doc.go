@@ -1,8 +1,9 @@
-// Package config reads agent.yaml strictly (unknown fields are errors with line and
-// column) and assembles the apps it describes: agents, registered models (llms),
-// tools and limits, wired to model providers and to the Go function tools the
-// binary offers.
+// Package config decodes agent.yaml strictly — unknown fields, duplicate keys and
+// wrong types are errors with line and column — into its types, and turns the parts
+// that need nothing outside the file into checked values (the guardrail policy, an
+// app's tool policy, an agent's context window), with errors naming the field and
+// its line (Doc.ErrAt, which the assembly uses for everything it builds).
 //
-// It is a real concept of its own because both `serve` and `run`, `replay` and the
-// tests build apps the same way. It must never run a turn or open a store.
+// It must never import an adapter, build a model or a tool, connect to anything,
+// run a turn or open a store: pkg/turnlog assembles apps from what it decodes.
 package config

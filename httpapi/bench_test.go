@@ -15,11 +15,12 @@ import (
 	"time"
 
 	"github.com/turnlog/turnlog/adapters/sqlite"
-	"github.com/turnlog/turnlog/config"
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/examples/demo"
 	"github.com/turnlog/turnlog/fsm"
 	"github.com/turnlog/turnlog/httpapi"
+	"github.com/turnlog/turnlog/pkg/turnlog"
+	"github.com/turnlog/turnlog/pkg/turnlog/turnlogtest"
 )
 
 // benchServer serves the demo app in dev mode over loopback on a durable store that
@@ -30,7 +31,7 @@ func benchServer(b *testing.B) (*sqlite.Store, *httptest.Server) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { store.Close() })
-	apps, err := config.Load("demo", demo.Config, config.Options{Functions: demo.Functions()})
+	apps, err := turnlogtest.LoadApps(b, "demo", demo.Config, turnlog.Options{Functions: demo.Functions()})
 	if err != nil {
 		b.Fatal(err)
 	}

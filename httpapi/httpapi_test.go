@@ -18,11 +18,12 @@ import (
 	"github.com/turnlog/turnlog/adapters/functool"
 	"github.com/turnlog/turnlog/adapters/metrics"
 	"github.com/turnlog/turnlog/adapters/sqlite"
-	"github.com/turnlog/turnlog/config"
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/examples/demo"
 	"github.com/turnlog/turnlog/fsm"
 	"github.com/turnlog/turnlog/httpapi"
+	"github.com/turnlog/turnlog/pkg/turnlog"
+	"github.com/turnlog/turnlog/pkg/turnlog/turnlogtest"
 )
 
 type testBundle struct {
@@ -112,7 +113,7 @@ func setup(t *testing.T) testBundle {
 func setupWith(t *testing.T, wrap func(string, fsm.Model) fsm.Model) testBundle {
 	t.Helper()
 	store, path := sqlite.MustOpen(t, sqlite.Options{Synchronous: "OFF"})
-	apps, err := config.Load("demo", demo.Config, config.Options{Functions: demo.Functions(), WrapModel: wrap})
+	apps, err := turnlogtest.LoadApps(t, "demo", demo.Config, turnlog.Options{Functions: demo.Functions(), WrapModel: wrap})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -286,7 +287,7 @@ func TestConcurrentTurnOnOneSessionIs409(t *testing.T) {
 func TestDevModeActsAsDev(t *testing.T) {
 	t.Parallel()
 	store, _ := sqlite.MustOpen(t, sqlite.Options{Synchronous: "OFF"})
-	apps, _ := config.Load("demo", demo.Config, config.Options{Functions: demo.Functions()})
+	apps, _ := turnlogtest.LoadApps(t, "demo", demo.Config, turnlog.Options{Functions: demo.Functions()})
 	e, _ := fsm.New(store, apps, fsm.Options{Clock: time.Now, NewID: func() string { return "s1" }})
 	srv := httptest.NewServer(httpapi.New(httpapi.Config{Engine: e, Reader: store, Dev: true}).Handler())
 	defer srv.Close()

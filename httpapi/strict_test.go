@@ -13,10 +13,11 @@ import (
 	"time"
 
 	"github.com/turnlog/turnlog/adapters/sqlite"
-	"github.com/turnlog/turnlog/config"
 	"github.com/turnlog/turnlog/examples/demo"
 	"github.com/turnlog/turnlog/fsm"
 	"github.com/turnlog/turnlog/httpapi"
+	"github.com/turnlog/turnlog/pkg/turnlog"
+	"github.com/turnlog/turnlog/pkg/turnlog/turnlogtest"
 )
 
 // TestTheAPIReadsExactlyWhatTheClientWrote: a key that differs only in case is an
@@ -94,7 +95,7 @@ func TestTheAPIReadsExactlyWhatTheClientWrote(t *testing.T) {
 func TestDevAnswersOnlyLoopbackHosts(t *testing.T) {
 	t.Parallel()
 	store, _ := sqlite.MustOpen(t, sqlite.Options{Synchronous: "OFF"})
-	apps, _ := config.Load("demo", demo.Config, config.Options{Functions: demo.Functions()})
+	apps, _ := turnlogtest.LoadApps(t, "demo", demo.Config, turnlog.Options{Functions: demo.Functions()})
 	var n atomic.Int64
 	e, _ := fsm.New(store, apps, fsm.Options{Clock: time.Now, NewID: func() string { return fmt.Sprintf("s%d", n.Add(1)) }})
 	srv := httptest.NewServer(httpapi.New(httpapi.Config{Engine: e, Reader: store, Dev: true}).Handler())

@@ -33,10 +33,9 @@ type received struct {
 
 // receiver answers with handle and keeps every request it got.
 type receiver struct {
-	mu   sync.Mutex
-	got  []received
-	srv  *httptest.Server
-	hits int
+	mu  sync.Mutex
+	got []received
+	srv *httptest.Server
 }
 
 func newReceiver(t *testing.T, handle func(n int, w http.ResponseWriter, r *http.Request)) *receiver {

@@ -19,11 +19,11 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/turnlog/turnlog/adapters/mcpclient"
 	"github.com/turnlog/turnlog/adapters/sqlite"
-	"github.com/turnlog/turnlog/config"
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/fsm"
+	"github.com/turnlog/turnlog/pkg/turnlog"
+	"github.com/turnlog/turnlog/pkg/turnlog/turnlogtest"
 	"github.com/turnlog/turnlog/policy"
 )
 
@@ -87,9 +87,7 @@ func appYAML(server string) string {
 // the answer and the recorded tool results.
 func runTurn(t *testing.T, yaml, input string) (string, map[string]*events.ToolResulted) {
 	t.Helper()
-	pool := &mcpclient.Pool{}
-	t.Cleanup(func() { pool.Close() })
-	apps, err := config.Load(filepath.Join(t.TempDir(), "agent.yaml"), []byte(yaml), config.Options{MCP: pool})
+	apps, err := turnlogtest.LoadApps(t, filepath.Join(t.TempDir(), "agent.yaml"), []byte(yaml), turnlog.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +144,7 @@ func TestStdioServer(t *testing.T) {
 		t.Fatalf("the stdio server's environment: %s", out)
 	}
 	notAllowed := strings.Replace(appYAML(server), "TOOLS", "[everything__get-env]", 1)
-	if _, err := config.Load("agent.yaml", []byte(notAllowed), config.Options{MCP: &mcpclient.Pool{}}); err == nil || !strings.Contains(err.Error(), `names no tool of this app ("everything__get-env")`) {
+	if _, err := turnlogtest.LoadApps(t, "agent.yaml", []byte(notAllowed), turnlog.Options{}); err == nil || !strings.Contains(err.Error(), `names no tool of this app ("everything__get-env")`) {
 		t.Fatalf("a tool not in allowed_tools: %v", err)
 	}
 }
@@ -199,7 +197,7 @@ func TestStreamableHTTPServer(t *testing.T) {
 func TestUnreachableServerStopsTheStart(t *testing.T) {
 	t.Parallel()
 	server := fmt.Sprintf("        down:\n          url: http://127.0.0.1:%d/mcp\n          timeout_seconds: 5", freePort(t))
-	_, err := config.Load("agent.yaml", []byte(strings.Replace(appYAML(server), "TOOLS", "[]", 1)), config.Options{MCP: &mcpclient.Pool{}})
+	_, err := turnlogtest.LoadApps(t, "agent.yaml", []byte(strings.Replace(appYAML(server), "TOOLS", "[]", 1)), turnlog.Options{})
 	if err == nil || !strings.Contains(err.Error(), "apps.a.mcp.servers.down") || !strings.Contains(err.Error(), "mcp server down is unreachable") {
 		t.Fatalf("%v", err)
 	}
@@ -271,11 +269,9 @@ func TestServerHintsRaiseThePolicy(t *testing.T) {
 	srv.AddTool(&mcp.Tool{Name: "plain", InputSchema: empty}, ok)
 	h := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
 	defer h.Close()
-	pool := &mcpclient.Pool{}
-	defer pool.Close()
 	yaml := strings.Replace(appYAML("        local:\n          url: "+h.URL), "TOOLS", "[local__wipe, local__fetch, local__peek, local__plain]", 1)
 	yaml = strings.Replace(yaml, "    mcp:\n", "    policy:\n      mode: workspace-write\n    mcp:\n", 1)
-	apps, err := config.Load(filepath.Join(t.TempDir(), "agent.yaml"), []byte(yaml), config.Options{MCP: pool})
+	apps, err := turnlogtest.LoadApps(t, filepath.Join(t.TempDir(), "agent.yaml"), []byte(yaml), turnlog.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,8 +2,7 @@ package memory
 
 import (
 	"context"
-	"fmt"
-	"sync"
+	"errors"
 
 	"github.com/turnlog/turnlog/projection"
 )
@@ -27,59 +26,21 @@ type Store interface {
 	SessionOwner(ctx context.Context, session string) (app, owner string, err error)
 }
 
-// Binding is a Store bound after the tools are built (config loads before the
-// database opens).
-type Binding struct {
-	mu    sync.RWMutex
-	store Store
-}
+// NoStore is the store of commands that run no turn (doctor, policy check): the tools
+// exist, so the apps load the same, and a call says why it cannot work.
+type NoStore struct{}
 
-// Bind sets the store the tools use.
-func (b *Binding) Bind(s Store) {
-	b.mu.Lock()
-	b.store = s
-	b.mu.Unlock()
-}
+var errNoStore = errors.New("memory: this command has no database open")
 
-func (b *Binding) get() (Store, error) {
-	b.mu.RLock()
-	defer b.mu.RUnlock()
-	if b.store == nil {
-		return nil, fmt.Errorf("memory: no store is bound here")
-	}
-	return b.store, nil
+func (NoStore) SaveMemory(context.Context, Memory) (int64, bool, error) { return 0, false, errNoStore }
+func (NoStore) SearchMemory(context.Context, string, string, string, int) ([]Hit, error) {
+	return nil, errNoStore
 }
-
-func (b *Binding) SaveMemory(ctx context.Context, m Memory) (int64, bool, error) {
-	s, err := b.get()
-	if err != nil {
-		return 0, false, err
-	}
-	return s.SaveMemory(ctx, m)
+func (NoStore) MemoryVectors(context.Context, string, string, int) ([]Hit, error) {
+	return nil, errNoStore
 }
-
-func (b *Binding) SearchMemory(ctx context.Context, app, owner, text string, limit int) ([]Hit, error) {
-	s, err := b.get()
-	if err != nil {
-		return nil, err
-	}
-	return s.SearchMemory(ctx, app, owner, text, limit)
-}
-
-func (b *Binding) MemoryVectors(ctx context.Context, app, owner string, limit int) ([]Hit, error) {
-	s, err := b.get()
-	if err != nil {
-		return nil, err
-	}
-	return s.MemoryVectors(ctx, app, owner, limit)
-}
-
-func (b *Binding) SessionOwner(ctx context.Context, session string) (string, string, error) {
-	s, err := b.get()
-	if err != nil {
-		return "", "", err
-	}
-	return s.SessionOwner(ctx, session)
+func (NoStore) SessionOwner(context.Context, string) (string, string, error) {
+	return "", "", errNoStore
 }
 
 // Embedder turns texts into vectors (an OpenAI-compatible /embeddings endpoint).

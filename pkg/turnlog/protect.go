@@ -1,4 +1,4 @@
-package config
+package turnlog
 
 import (
 	"os"
@@ -21,9 +21,9 @@ func (b builder) exposes(at, dir, what string) error {
 		return nil // a directory that cannot be opened fails where it is used
 	}
 	own := append([]string(nil), b.opts.Protected...)
-	if b.name != "" {
-		if fi, err := os.Stat(b.name); err == nil && fi.Mode().IsRegular() {
-			own = append(own, b.name)
+	if b.doc.Name != "" {
+		if fi, err := os.Stat(b.doc.Name); err == nil && fi.Mode().IsRegular() {
+			own = append(own, b.doc.Name)
 		}
 	}
 	for _, f := range own {
@@ -32,7 +32,7 @@ func (b builder) exposes(at, dir, what string) error {
 			continue
 		}
 		if rel, err := filepath.Rel(seen, p); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
-			return b.errAt(at, "%s %s holds turnlog's own file %s, which its commands could read and change: keep the database, the config and the API keys outside every directory a sandbox sees", what, seen, p)
+			return b.doc.ErrAt(at, "%s %s holds turnlog's own file %s, which its commands could read and change: keep the database, the config and the API keys outside every directory a sandbox sees", what, seen, p)
 		}
 	}
 	return nil

@@ -1,4 +1,4 @@
-package config_test
+package turnlog_test
 
 import (
 	"os"
@@ -6,7 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/turnlog/turnlog/config"
+	"github.com/turnlog/turnlog/pkg/turnlog"
+	"github.com/turnlog/turnlog/pkg/turnlog/turnlogtest"
 )
 
 const oneAgent = `apps:
@@ -31,7 +32,7 @@ func TestContextMemorySkillsConfig(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "bad", "two", "SKILL.md"), []byte("---\nname: two\ndescription: x\nwhen: never\n---\n"), 0o644)
 	build := func(extra string) string { return strings.Replace(oneAgent, "EXTRA", extra, 1) }
 	good := build("context: {window: 8000, budgets: {rules: 10, goal: 15, tools: 15, files: 40, trace: 10, summary: 10}}\n        memory: true\n        skills: [skills]")
-	apps, err := config.Load(filepath.Join(dir, "agent.yaml"), []byte(good), config.Options{Functions: functions()})
+	apps, err := turnlogtest.LoadApps(t, filepath.Join(dir, "agent.yaml"), []byte(good), turnlog.Options{Functions: functions()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +57,7 @@ func TestContextMemorySkillsConfig(t *testing.T) {
 		"skills: [missing]": "apps.a.agents.helper.skills: skills root",
 		"skills: [bad]":     "bad/two/SKILL.md:4",
 	} {
-		if _, err := config.Load(filepath.Join(dir, "agent.yaml"), []byte(build(bad)), config.Options{Functions: functions()}); err == nil || !strings.Contains(err.Error(), want) {
+		if _, err := turnlogtest.LoadApps(t, filepath.Join(dir, "agent.yaml"), []byte(build(bad)), turnlog.Options{Functions: functions()}); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want %q", bad, err, want)
 		}
 	}

@@ -1,17 +1,18 @@
-package config_test
+package turnlog_test
 
 import (
 	"strings"
 	"testing"
 
-	"github.com/turnlog/turnlog/config"
 	"github.com/turnlog/turnlog/examples/demo"
+	"github.com/turnlog/turnlog/pkg/turnlog"
+	"github.com/turnlog/turnlog/pkg/turnlog/turnlogtest"
 )
 
 func TestExampleOpenAIConfigsLoad(t *testing.T) {
 	t.Setenv("OPENAI_API_KEY", "sk-test")
-	for _, path := range []string{"../examples/openai.yaml", "../examples/ollama.yaml"} {
-		if _, err := config.LoadFile(path, config.Options{Functions: demo.Functions()}); err != nil {
+	for _, path := range []string{"../../examples/openai.yaml", "../../examples/ollama.yaml"} {
+		if _, err := turnlogtest.LoadFile(t, path, turnlog.Options{Functions: demo.Functions()}); err != nil {
 			t.Fatalf("%s: %v", path, err)
 		}
 	}
@@ -52,7 +53,7 @@ func TestOpenAIConfigRefusals(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			src := strings.Replace(openaiApp, tc.old, tc.new, 1)
-			_, err := config.Load("agent.yaml", []byte(src), config.Options{})
+			_, err := turnlogtest.LoadApps(t, "agent.yaml", []byte(src), turnlog.Options{})
 			if err == nil {
 				t.Fatalf("config loaded:\n%s", src)
 			}
@@ -63,7 +64,7 @@ func TestOpenAIConfigRefusals(t *testing.T) {
 			}
 		})
 	}
-	if _, err := config.Load("agent.yaml", []byte(openaiApp), config.Options{}); err != nil {
+	if _, err := turnlogtest.LoadApps(t, "agent.yaml", []byte(openaiApp), turnlog.Options{}); err != nil {
 		t.Fatal(err)
 	}
 }

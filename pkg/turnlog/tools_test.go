@@ -1,4 +1,4 @@
-package config_test
+package turnlog_test
 
 import (
 	"os"
@@ -6,7 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/turnlog/turnlog/config"
+	"github.com/turnlog/turnlog/pkg/turnlog"
+	"github.com/turnlog/turnlog/pkg/turnlog/turnlogtest"
 )
 
 func toolConfig(decl string) string {
@@ -59,7 +60,7 @@ func TestOwnToolErrorsNameTheField(t *testing.T) {
 	for decl, want := range cases {
 		path := filepath.Join(dir, "agent.yaml")
 		os.WriteFile(path, []byte(toolConfig(decl)), 0o644)
-		_, err := config.LoadFile(path, config.Options{Functions: functions()})
+		_, err := turnlogtest.LoadFile(t, path, turnlog.Options{Functions: functions()})
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s:\n got %v\nwant %s", decl, err, want)
 			continue
@@ -77,7 +78,7 @@ func TestHTTPToolSettings(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "schema.json"), []byte(`{"type": "object", "properties": {"q": {"type": "string"}}}`), 0o644)
 	path := filepath.Join(dir, "agent.yaml")
 	os.WriteFile(path, []byte(toolConfig(`{url: "http://127.0.0.1:1/x", description: look up, parameters: schema.json, secret_env: TOOL_SECRET, dedupe: idempotency_key, timeout: 5s, total_timeout: 30s, needs_approval: true, expires_in: 1h, max_calls: 2}`)), 0o644)
-	apps, err := config.LoadFile(path, config.Options{})
+	apps, err := turnlogtest.LoadFile(t, path, turnlog.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,94 @@
+// Command embed is a Go program with turnlog inside: it offers a typed Go function as
+// a tool, loads agent.yaml, opens the log and runs a turn in-process — or, with
+// -serve, serves turnlog's REST API. The turnlog binary is assembled the same way.
+//
+//	go run ./examples/embed 'weather in Oslo'
+//	go run ./examples/embed -serve 127.0.0.1:8090
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/turnlog/turnlog/adapters/functool"
+	"github.com/turnlog/turnlog/pkg/turnlog"
+)
+
+type weatherArgs struct {
+	City string `json:"city" jsonschema:"minLength=1,description=The city to give the weather of"`
+}
+
+// getWeather is the program's own tool: a string result reaches the model as text.
+func getWeather(_ context.Context, a weatherArgs) (any, error) {
+	if strings.EqualFold(a.City, "Atlantis") {
+		return nil, errors.New("no weather station there")
+	}
+	return fmt.Sprintf("%s: 18°C, light rain", a.City), nil
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "embed:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("embed", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	config := fs.String("config", "examples/embed/agent.yaml", "agent.yaml (relative paths in it start from its folder)")
+	db := fs.String("db", filepath.Join(os.TempDir(), "turnlog-embed.db"), "the SQLite file of the log")
+	workspace := fs.String("workspace", filepath.Join(os.TempDir(), "turnlog-embed-workspace"), "the folder bash works in (shared by every session)")
+	serve := fs.String("serve", "", "serve the REST API on this address instead of running one turn")
+	key := fs.String("key", "embed-key", "the API key -serve accepts (acting as user ana)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(*workspace, 0o755); err != nil {
+		return err
+	}
+	tl, err := turnlog.Open(ctx, turnlog.Options{
+		Config:    *config,
+		DB:        *db,
+		Workspace: *workspace,
+		Functions: turnlog.Functions{
+			"get_weather": functool.MustNew("get_weather", "The weather in a city now.", getWeather),
+		},
+	})
+	if err != nil {
+		return err
+	}
+	defer tl.Close()
+	if *serve != "" {
+		ln, err := net.Listen("tcp", *serve)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "serving on http://%s\n", ln.Addr())
+		return tl.Serve(ctx, ln, turnlog.ServeOptions{Keys: map[string]string{*key: "ana"}})
+	}
+	session, err := tl.Engine.CreateSession(ctx, "weather", "ana", nil)
+	if err != nil {
+		return err
+	}
+	res, err := tl.Engine.RunTurn(ctx, session.ID, strings.Join(fs.Args(), " "))
+	if err != nil {
+		return err
+	}
+	if res.Error != nil {
+		return fmt.Errorf("turn %s: %s: %s", res.Status, res.Error.Code, res.Error.Message)
+	}
+	_, err = fmt.Fprintln(stdout, res.Output)
+	return err
+}

@@ -1,0 +1,75 @@
+package turnlog_test
+
+import (
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/turnlog/turnlog"
+
+// imports lists, per package directory of the module (non-test files), the module's
+// packages it imports.
+func imports(t *testing.T) map[string][]string {
+	t.Helper()
+	root := filepath.Join("..", "..")
+	out := map[string][]string{}
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == "node_modules" || d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".")) && path != root {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		dir, _ := filepath.Rel(root, filepath.Dir(path))
+		for _, imp := range f.Imports {
+			p, _ := strconv.Unquote(imp.Path.Value)
+			if rest, ok := strings.CutPrefix(p, module+"/"); ok {
+				out[filepath.ToSlash(dir)] = append(out[filepath.ToSlash(dir)], rest)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestImportRules: the package graph docs/architecture.md draws. One assembly
+// (pkg/turnlog) builds apps and is the only importer of httpapi; the binary is built
+// on it; config decodes without adapters; the core imports no adapter.
+func TestImportRules(t *testing.T) {
+	t.Parallel()
+	graph := imports(t)
+	if len(graph["pkg/turnlog"]) == 0 || len(graph["."]) == 0 {
+		t.Fatalf("the module was not found: %v", graph)
+	}
+	for pkg, deps := range graph {
+		for _, dep := range deps {
+			switch {
+			case dep == "httpapi" && pkg != "pkg/turnlog":
+				t.Errorf("%s imports httpapi: only pkg/turnlog may", pkg)
+			case pkg == "config" && (strings.HasPrefix(dep, "adapters/") || dep == "pkg/turnlog" || dep == "httpapi"):
+				t.Errorf("config imports %s: it decodes and validates, the assembly builds", dep)
+			case pkg == "." && (dep == "config" || (strings.HasPrefix(dep, "adapters/") && dep != "adapters/sqlite")):
+				t.Errorf("the binary imports %s: it assembles apps only through pkg/turnlog", dep)
+			case (pkg == "fsm" || pkg == "events" || pkg == "projection" || pkg == "policy" || pkg == "contextmgr") && strings.HasPrefix(dep, "adapters/"):
+				t.Errorf("%s imports the adapter %s", pkg, dep)
+			case pkg == "events" && dep != "":
+				t.Errorf("events imports %s: it imports no other turnlog package", dep)
+			}
+		}
+	}
+}

@@ -1,0 +1,97 @@
+package turnlog
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+	"github.com/turnlog/turnlog/adapters/metrics"
+	"github.com/turnlog/turnlog/adapters/sqlite"
+	"github.com/turnlog/turnlog/fsm"
+)
+
+// Turnlog is an open log with the engine that runs turns on it: run turns in-process
+// with Engine, or serve the REST API with Serve.
+type Turnlog struct {
+	// Store is the SQLite log and its read models.
+	Store *sqlite.Store
+	// Engine runs, resumes, cancels and branches turns.
+	Engine  *fsm.Engine
+	apps    *Apps
+	metrics *metrics.Metrics
+}
+
+// Open opens (or creates) the log at opts.DB and builds the config's apps on it. The
+// database and its -wal and -shm must lie outside every folder a sandbox sees, or
+// the apps do not load. Close it when done.
+func Open(ctx context.Context, opts Options) (*Turnlog, error) {
+	if opts.DB == "" {
+		return nil, errors.New("no database: set Options.DB to the SQLite file of the log")
+	}
+	opts.Protected = append(append([]string{}, opts.Protected...), opts.DB, opts.DB+"-wal", opts.DB+"-shm")
+	m := metrics.New()
+	var observers multiObserver = []fsm.Observer{m}
+	if opts.Observer != nil {
+		observers = append(observers, opts.Observer)
+	}
+	_, statErr := os.Stat(opts.DB)
+	// Not cut short by ctx: a migration is applied whole, and a config that refuses
+	// to load says why even when the caller is already stopping.
+	store, err := sqlite.Open(context.WithoutCancel(ctx), opts.DB, sqlite.Options{Synchronous: opts.Synchronous, OnCommit: func(n int) {
+		m.Committed(n)
+		if opts.OnCommit != nil {
+			opts.OnCommit(n)
+		}
+	}})
+	if err != nil {
+		return nil, err
+	}
+	opts.Memory = store
+	apps, err := LoadApps(ctx, opts)
+	if err != nil {
+		store.Close()
+		if errors.Is(statErr, os.ErrNotExist) { // nothing was ever in it: leave no file behind
+			for _, f := range []string{opts.DB, opts.DB + "-wal", opts.DB + "-shm"} {
+				os.Remove(f)
+			}
+		}
+		return nil, err
+	}
+	eopts := fsm.Options{Clock: opts.Clock, NewID: opts.NewID, Observer: observers}
+	if eopts.Clock == nil {
+		eopts.Clock = time.Now
+	}
+	if eopts.NewID == nil {
+		eopts.NewID = NewULIDs()
+	}
+	engine, err := fsm.New(store, apps.List, eopts)
+	if err != nil {
+		apps.Close()
+		store.Close()
+		return nil, err
+	}
+	return &Turnlog{Store: store, Engine: engine, apps: apps, metrics: m}, nil
+}
+
+// Apps are the apps it runs.
+func (t *Turnlog) Apps() []*fsm.App { return t.apps.List }
+
+// Close ends the apps' MCP servers and closes the log.
+func (t *Turnlog) Close() error {
+	return errors.Join(t.apps.Close(), t.Store.Close())
+}
+
+// NewULIDs returns a goroutine-safe source of monotonic ULIDs.
+func NewULIDs() func() string {
+	var mu sync.Mutex
+	entropy := ulid.Monotonic(rand.Reader, 0)
+	return func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		return ulid.MustNew(ulid.Timestamp(time.Now()), entropy).String()
+	}
+}

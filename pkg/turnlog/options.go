@@ -1,0 +1,48 @@
+package turnlog
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/turnlog/turnlog/adapters/memory"
+	"github.com/turnlog/turnlog/fsm"
+)
+
+// Options say how to assemble turnlog: where its apps are described, which Go
+// function tools the program offers them, where the log is kept.
+type Options struct {
+	// Config is agent.yaml's path; relative paths in it start from its folder.
+	Config string
+	// ConfigData, when set, is agent.yaml's content (Config then only names it).
+	ConfigData []byte
+	// Functions are the Go function tools the apps may name (functool.New).
+	Functions Functions
+	// DB is the SQLite file of the log (Open creates it).
+	DB string
+	// Synchronous is SQLite's synchronous setting: FULL (the default, durable),
+	// NORMAL or OFF.
+	Synchronous string
+	// Workspace, when set, replaces the policy workspace of every app that has one.
+	Workspace string
+	// NeverDial are addresses (host:port) no sandboxed command may reach, even where
+	// a rule names them: the program's own listeners.
+	NeverDial []string
+	// Protected are files no sandbox may see (the API keys file); the database (with
+	// its -wal and -shm) and the config are protected without being named.
+	Protected []string
+	// Memory is the store of agents' memory tools; Open sets it to the log's store.
+	Memory memory.Store
+	// WrapModel, when set, wraps every registered model (call counting, gating).
+	WrapModel func(llmID string, m fsm.Model) fsm.Model
+	// HTTPClient, when set, is what embeddings and MCP clients use (tests).
+	HTTPClient *http.Client
+	// HTTPTransport, when set, carries HTTP tools' requests (tests).
+	HTTPTransport http.RoundTripper
+	// Observer hears the engine (metrics); OnCommit the store's commits.
+	Observer fsm.Observer
+	OnCommit func(events int)
+	// Clock and NewID are the engine's time and ID source (default: the wall clock
+	// and monotonic ULIDs).
+	Clock func() time.Time
+	NewID func() string
+}

@@ -1,0 +1,86 @@
+package turnlog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/turnlog/turnlog/fsm"
+	"github.com/turnlog/turnlog/httpapi"
+)
+
+// ServeOptions say who may call the REST API.
+type ServeOptions struct {
+	// Keys maps bearer API keys to the users they act as.
+	Keys map[string]string
+	// Dev serves without keys, every request acting as the user "dev" (loopback
+	// Host headers only).
+	Dev bool
+	// Logger writes the request log and what the approval expiry does.
+	Logger zerolog.Logger
+	// ShutdownGrace is how long in-flight requests get once ctx ends (default 30s).
+	ShutdownGrace time.Duration
+}
+
+// Handler is the REST API (docs/api.md) over this log, with /metrics, and a function
+// that ends its live streams (call it before shutting the HTTP server down).
+func (t *Turnlog) Handler(s ServeOptions) (http.Handler, func()) {
+	api := httpapi.New(httpapi.Config{Engine: t.Engine, Reader: t.Store, Keys: s.Keys, Dev: s.Dev,
+		Ready: t.Store.Ready, Metrics: t.metrics.Handler(), Meter: t.metrics, Logger: s.Logger})
+	return api.Handler(), api.Stop
+}
+
+// Serve serves the REST API on ln until ctx ends, rejecting approvals whose
+// expires_in has passed meanwhile; then live streams end and in-flight requests get
+// ShutdownGrace. Turns still running then are recovered at the next Open.
+func (t *Turnlog) Serve(ctx context.Context, ln net.Listener, s ServeOptions) error {
+	if len(s.Keys) == 0 && !s.Dev {
+		return errors.New("no API keys: set ServeOptions.Keys (or Dev for a development server)")
+	}
+	handler, stop := t.Handler(s)
+	go expireApprovals(ctx, t.Engine, s.Logger)
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	stop()
+	grace := s.ShutdownGrace
+	if grace <= 0 {
+		grace = 30 * time.Second
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), grace)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	return nil
+}
+
+// expireApprovals rejects approvals whose expires_in has passed, once a second, until
+// ctx ends.
+func expireApprovals(ctx context.Context, e *fsm.Engine, log zerolog.Logger) {
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			results, err := e.ExpireDue(ctx)
+			if err != nil {
+				log.Error().Err(err).Msg("expire approvals")
+			}
+			for _, r := range results {
+				log.Info().Str("session", r.Session).Str("turn", r.TurnID).Str("status", r.Status).Msg("approval expired; turn resumed")
+			}
+		}
+	}
+}
