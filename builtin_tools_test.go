@@ -187,3 +187,91 @@ func TestWorkspacePerUser(t *testing.T) {
 		t.Fatalf("alice's next session lost her workspace: %s", out)
 	}
 }
+
+const editorConfig = `
+apps:
+  editor:
+    start_agent: editor
+    llms:
+      script:
+        provider: scripted
+        rules:
+          - when: {after_tool: "*", output: '"error"'}
+            reply: "refused: {{output.error.message}}"
+          - when: {after_tool: read_file}
+            reply: "read {{output.path}}"
+          - when: {after_tool: edit_file}
+            reply: "edited {{output.path}}"
+          - when: {input: '^read (\S+)'}
+            tools: [{name: read_file, arguments: '{"path": "{{match.1}}"}'}]
+          - when: {input: '^edit (\S+) (\w+) (\w+)'}
+            tools: [{name: edit_file, arguments: '{"path": "{{match.1}}", "old_string": "{{match.2}}", "new_string": "{{match.3}}"}'}]
+          - reply: hello
+    TOOLS
+    agents:
+      editor: {llm: script, tools: [read_file, edit_file]}
+    policy:
+      mode: workspace-write
+      workspace: WORKSPACE
+      workspace_scope: shared
+`
+
+// TestEditFileAcrossRestarts: edit_file knows what the session read from the log, so
+// an edit after a restart (every run here is a new process's worth of tools) works on
+// a file read before it — and is refused, with the reason the model sees, when the
+// file changed since or old_string does not match once.
+func TestEditFileAcrossRestarts(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	ws := filepath.Join(dir, "ws")
+	os.MkdirAll(ws, 0o755)
+	os.WriteFile(filepath.Join(ws, "notes.txt"), []byte("buy milk\nbuy bread\n"), 0o644)
+	os.WriteFile(filepath.Join(ws, "todo.txt"), []byte("call mum\n"), 0o644)
+	cfg := filepath.Join(dir, "agent.yaml")
+	os.WriteFile(cfg, []byte(strings.NewReplacer("WORKSPACE", ws, "TOOLS", "").Replace(editorConfig)), 0o644)
+	db := filepath.Join(dir, "t.db")
+	session := ""
+	turn := func(input string) string {
+		args := []string{"run", "--config", cfg, "--app", "editor", "--db", db}
+		if session != "" {
+			args = append(args, "--session", session)
+		}
+		out, errOut, err := runCLI(t, append(args, input)...)
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", input, err, errOut)
+		}
+		if session == "" {
+			_, rest, _ := strings.Cut(errOut, "session ")
+			session, _, _ = strings.Cut(rest, "\n")
+		}
+		return strings.TrimSpace(out)
+	}
+	steps := []struct{ input, want string }{
+		{"read notes.txt", "read notes.txt"},
+		{"read todo.txt", "read todo.txt"},
+		{"edit notes.txt milk tea", "edited notes.txt"},
+		{"edit notes.txt buy sell", "refused: 2 matches for old_string in notes.txt; include more context so it matches once"},
+		{"edit notes.txt coffee tea", "refused: 0 matches for old_string in notes.txt; read the file again and copy the text exactly"},
+		{"edit todo.txt mum dad", "refused: the file changed since it was read: todo.txt is not what this session last read or wrote; read it again"},
+	}
+	for i, s := range steps {
+		if i == 5 {
+			os.WriteFile(filepath.Join(ws, "todo.txt"), []byte("call mum today\n"), 0o644)
+		}
+		if got := turn(s.input); got != s.want {
+			t.Fatalf("%s: got %q, want %q", s.input, got, s.want)
+		}
+	}
+	if raw, _ := os.ReadFile(filepath.Join(ws, "notes.txt")); string(raw) != "buy tea\nbuy bread\n" {
+		t.Fatalf("notes.txt = %q", raw)
+	}
+	// show_errors: false on a built-in keeps its reason from the model.
+	os.WriteFile(cfg, []byte(strings.NewReplacer("WORKSPACE", ws, "TOOLS", "tools:\n      edit_file: {show_errors: false}").Replace(editorConfig)), 0o644)
+	if got := turn("edit notes.txt coffee tea"); got != "refused: the tool failed" {
+		t.Fatalf("show_errors: false: got %q", got)
+	}
+	os.WriteFile(cfg, []byte(strings.NewReplacer("WORKSPACE", ws, "TOOLS", "tools:\n      edit_file: {description: mine}").Replace(editorConfig)), 0o644)
+	if _, _, err := runCLI(t, "run", "--config", cfg, "--app", "editor", "--db", db, "hi"); err == nil || !strings.Contains(err.Error(), "apps.editor.tools.edit_file.description: a built-in tool takes settings only") {
+		t.Fatalf("a built-in with a description: %v", err)
+	}
+}

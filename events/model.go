@@ -40,10 +40,14 @@ type ModelResponse struct {
 }
 
 // ToolCall is one function call a model asked for; Arguments is canonical JSON.
+// When what the model sent was not JSON (or not JSON turnlog can keep exactly),
+// Arguments holds it as {"unparsed_arguments": "..."} and Invalid says why: the call
+// is answered with an invalid_arguments error and nothing runs.
 type ToolCall struct {
 	ID        string          `json:"id"`
 	Name      string          `json:"name"`
 	Arguments json.RawMessage `json:"arguments"`
+	Invalid   string          `json:"invalid,omitempty"`
 }
 
 // Usage counts tokens.

@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -35,6 +36,7 @@ type run struct {
 	loopCount  int
 	committed  bool
 	cancel     <-chan struct{} // closed when a person cancels the turn
+	callIDs    map[string]bool // the tool call ids this run's model calls used
 
 	// prefix is where a nested agent's activities live: "<caller>/tool/<call id>/";
 	// empty for the turn's own agent. A nested run answers its caller instead of
@@ -233,6 +235,7 @@ func (r *run) modelStep() (events.ModelResponse, []events.Event, *ResultError) {
 			return events.ModelResponse{}, nil, &ResultError{Code: events.CodeNondeterminism, Path: path, Message: nd.Error()}
 		}
 		r.usage = r.usage.Add(mc.Usage)
+		r.claimCallIDs(&mc.Response, false)
 		return mc.Response, append(compacted, ev), nil
 	}
 
@@ -249,10 +252,15 @@ func (r *run) modelStep() (events.ModelResponse, []events.Event, *ResultError) {
 	}
 	var policy []events.PolicyMatch
 	resp.Text, policy = r.app.Policy.transformText(TargetModelOutput, resp.Text, nil)
+	r.claimCallIDs(&resp.ModelResponse, true)
 	for i, c := range resp.ToolCalls {
 		canon, err := events.Canonicalize(c.Arguments)
 		if err != nil {
 			canon = events.MustMarshal(map[string]string{"unparsed_arguments": string(c.Arguments)})
+			resp.ToolCalls[i].Invalid = err.Error()
+			if ce := (*events.CanonicalError)(nil); errors.As(err, &ce) {
+				resp.ToolCalls[i].Invalid = ce.Path + ": " + ce.Reason
+			}
 		}
 		if canon, policy, err = r.app.Policy.transformJSON(TargetToolInput, canon, policy); err != nil {
 			return events.ModelResponse{}, nil, &ResultError{Code: events.CodeInternal, Path: path, Message: err.Error()}
@@ -266,6 +274,30 @@ func (r *run) modelStep() (events.ModelResponse, []events.Event, *ResultError) {
 	}
 	r.usage = r.usage.Add(resp.Usage)
 	return resp.ModelResponse, append(compacted, ev), nil
+}
+
+// claimCallIDs keeps tool call ids unique within the run: a live response's id that
+// is empty or was already used in this turn is renamed (<id>_2, <id>_3, …) before it
+// is recorded, so a replay reads the renamed ids back and claims them the same way.
+func (r *run) claimCallIDs(resp *events.ModelResponse, rename bool) {
+	if r.callIDs == nil {
+		r.callIDs = map[string]bool{}
+	}
+	for i := range resp.ToolCalls {
+		id := resp.ToolCalls[i].ID
+		if rename {
+			base := id
+			if base == "" {
+				base = "call"
+				id = base
+			}
+			for n := 2; r.callIDs[id]; n++ {
+				id = fmt.Sprintf("%s_%d", base, n)
+			}
+			resp.ToolCalls[i].ID = id
+		}
+		r.callIDs[id] = true
+	}
 }
 
 func specsOf(tools []Tool) []ToolSpec {

@@ -38,7 +38,7 @@ type toolSlot struct {
 	result  *events.ToolResulted // recorded or produced
 	run     bool
 	waiting *Interrupt // the call waits for a person
-	handoff bool       // a handoff or a skill load: its output is derived, nothing runs
+	handoff bool       // a handoff, a skill load, arguments that are not JSON: its output is derived, nothing runs
 	nested  *Agent     // an agent tool: this agent runs under the call's path
 	offer   *AgentTool // ... as the caller offers it
 	stop    *nestedStop
@@ -114,6 +114,10 @@ func (r *run) toolStep(resp events.ModelResponse, pending []events.Event) (*Resu
 		} else {
 			r.loopKey, r.loopCount = key, 1
 		}
+		if c.Invalid != "" { // not JSON: answered here, nothing is scheduled or runs
+			s.handoff, s.result = true, &events.ToolResulted{CallID: c.ID, Tool: c.Name}
+			setToolError(s.result, ToolErrInvalidArguments, "the arguments are not valid JSON ("+c.Invalid+"); send one JSON object that fits the tool's parameters", true)
+		}
 		switch {
 		case r.loopCount >= ag.LoopFail:
 			ev := events.MustNew(r.turn, s.path+"/loop", &events.LoopDetected{Tool: c.Name, Repeats: r.loopCount, Action: "fail"})
@@ -121,6 +125,9 @@ func (r *run) toolStep(resp events.ModelResponse, pending []events.Event) (*Resu
 		case r.loopCount == LoopHintRepeats:
 			pending = append(pending, events.MustNew(r.turn, s.path+"/loop", &events.LoopDetected{Tool: c.Name, Repeats: r.loopCount, Action: "hint"}))
 			hint = fmt.Sprintf(LoopHint, c.Name, r.loopCount)
+		}
+		if s.result != nil {
+			continue // arguments that are not JSON
 		}
 		if r.app.Access != nil {
 			if pending = r.decide(s, pending); s.result != nil {

@@ -24,6 +24,7 @@ type readResult struct {
 	EndLine   int    `json:"end_line"` // the last line returned (start_line - 1 when none)
 	Content   string `json:"content"`  // each line as "<number>\t<text>"
 	NextLine  int    `json:"next_start_line,omitempty"`
+	SHA256    string `json:"sha256"` // of the whole file, what edit_file checks it against
 	Truncation
 }
 
@@ -78,7 +79,7 @@ func readFile(ws *sandbox.Workspace, st *seen) func(context.Context, readArgs) (
 			res.EndLine = n
 		}
 		res.Content = b.String()
-		if err := st.rememberRead(ctx, f, rel); err != nil { // what edit_file checks the file against
+		if res.SHA256, err = st.rememberRead(ctx, f, rel); err != nil {
 			return nil, err
 		}
 		return res, nil

@@ -21,9 +21,10 @@ const (
 )
 
 // Tools returns the built-in file tools, each call working in the workspace wss
-// gives it.
-func Tools(wss *Workspaces) []fsm.Tool {
-	st := &seen{files: map[string]seenFile{}}
+// gives it; recall (nil: none) is how edit_file learns what a session read before
+// this process ran.
+func Tools(wss *Workspaces, recall Recall) []fsm.Tool {
+	st := &seen{files: map[string]seenFile{}, recall: recall}
 	return []fsm.Tool{
 		&target[readArgs]{functool.MustNew("read_file", "Read a text file of the workspace, with line numbers. Pages with start_line/end_line and a byte cap; binary files are refused.",
 			inWorkspace(wss, func(ws *sandbox.Workspace) func(context.Context, readArgs) (any, error) { return readFile(ws, st) })),

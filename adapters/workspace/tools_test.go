@@ -30,7 +30,7 @@ func setup(t *testing.T) bundle {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ws.Close() })
-	for _, tool := range workspace.Tools(workspace.Shared(ws)) {
+	for _, tool := range workspace.Tools(workspace.Shared(ws), nil) {
 		b.tools[tool.Spec().Name] = tool
 	}
 	return b
@@ -233,11 +233,11 @@ func TestEditFile(t *testing.T) {
 		{name: "adds lines", old: "func B() int { return 1 }\n", new: "func B() int { return 1 }\n\nfunc C() {}\n", read: true,
 			changed: "[[5 7]]", diff: "@@ -6 +6 @@\n+\n+func C() {}\n"},
 		{name: "deletes", old: "\nfunc B() int { return 1 }\n", new: "", read: true, changed: "[[4 3]]", diff: "@@ -4 +4 @@\n-\n-func B() int { return 1 }\n"},
-		{name: "zero matches", old: "func Z()", new: "x", read: true, err: "matches nothing"},
-		{name: "two matches", old: "return 1", new: "return 3", read: true, err: "matches 2 times"},
+		{name: "zero matches", old: "func Z()", new: "x", read: true, err: "0 matches for old_string in a.go; read the file again"},
+		{name: "two matches", old: "return 1", new: "return 3", read: true, err: "2 matches for old_string in a.go; include more context"},
 		{name: "not read", old: "package a", new: "package b", err: "has not been read in this session"},
 		{name: "read in another session", old: "package a", new: "package b", read: true, session: "other", err: "has not been read in this session"},
-		{name: "changed since read", old: "package a", new: "package b", read: true, touch: true, err: "changed on disk since"},
+		{name: "changed since read", old: "package a", new: "package b", read: true, touch: true, err: "the file changed since it was read"},
 	} {
 		b := setup(t)
 		b.write(t, "a.go", src)

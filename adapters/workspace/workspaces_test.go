@@ -26,7 +26,7 @@ func TestUsersDoNotSeeEachOthersWorkspaces(t *testing.T) {
 	access := &policy.Engine{Mode: policy.ModeWorkspaceWrite, Workspace: root, Mechanism: testMechanism(t)}
 	bash := workspace.Bash(workspace.SpecFor(wss.Root(), access), access, wss)
 	tools := map[string]fsm.Tool{}
-	for _, tool := range workspace.Tools(wss) {
+	for _, tool := range workspace.Tools(wss, nil) {
 		tools[tool.Spec().Name] = tool
 	}
 	as := func(user, session string) context.Context {

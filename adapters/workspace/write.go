@@ -22,6 +22,7 @@ type writeResult struct {
 	Path    string `json:"path"`
 	Bytes   int    `json:"bytes"`
 	Created bool   `json:"created"`
+	SHA256  string `json:"sha256"` // of the content written
 	Diff    string `json:"diff"`
 	Truncation
 }
@@ -67,7 +68,7 @@ func writeFile(ws *sandbox.Workspace, st *seen) func(context.Context, writeArgs)
 		}
 		st.remember(ctx, rel, written(ws, rel, a.Content))
 		diff, cut := Diff(rel, old, a.Content)
-		res := writeResult{Path: rel, Bytes: len(a.Content), Created: !existed, Diff: diff}
+		res := writeResult{Path: rel, Bytes: len(a.Content), Created: !existed, SHA256: hashOf(a.Content), Diff: diff}
 		if cut {
 			res.Truncated, res.Reason = true, "the diff is longer than its cap; the file was written whole"
 		}

@@ -10,18 +10,30 @@ import (
 	"github.com/turnlog/turnlog/policy"
 )
 
-// BuiltinTools are the tool names an agent may list without declaring them: the
+// builtinNames are the tool names an agent may list without declaring them: the
 // workspace's file tools and bash (sandboxed as the policy's mode says).
-var BuiltinTools = []string{"read_file", "write_file", "edit_file", "glob", "grep", "bash"}
+func builtinNames() []string {
+	return []string{"read_file", "write_file", "edit_file", "glob", "grep", "bash"}
+}
+
+// builtinSettings says whether an app's tools entry only configures a built-in tool
+// (show_errors, timeout, needs_approval, …): it names one, is no tool of its own
+// kind, and the program offers no Go function of that name.
+func (b builder) builtinSettings(name string, c config.Tool) bool {
+	_, fn := b.opts.Functions[name]
+	return slices.Contains(builtinNames(), name) && !fn && c.Function == "" && c.URL == "" && len(c.Command) == 0
+}
 
 // builtinTools adds the built-in file tools an app's agents list (and the app does not
-// declare itself), working in the app's workspace. An app that uses them must have a
-// policy, so every call of them is decided and recorded.
+// declare itself), working in the app's workspace, with the settings the app's tools
+// section gives them; they show the model their errors unless it says show_errors:
+// false. An app that uses them must have a policy, so every call of them is decided
+// and recorded.
 func (b builder) builtinTools(at string, c config.App, access *policy.Engine, tools map[string]fsm.Tool) error {
 	wanted := ""
 	for _, an := range config.SortedKeys(c.Agents) {
 		for i, ref := range c.Agents[an].Tools {
-			if _, declared := tools[ref.Tool]; !declared && slices.Contains(BuiltinTools, ref.Tool) && wanted == "" {
+			if _, declared := tools[ref.Tool]; !declared && slices.Contains(builtinNames(), ref.Tool) && wanted == "" {
 				wanted = fmt.Sprintf("%s.agents.%s.tools[%d]", at, an, i)
 			}
 		}
@@ -54,10 +66,36 @@ func (b builder) builtinTools(at string, c config.App, access *policy.Engine, to
 		return b.doc.ErrAt(at+".policy.workspace", "%v", err)
 	}
 	access.Workspace = wss.Root().Dir()
-	for _, t := range append(workspace.Tools(wss), workspace.Bash(workspace.SpecFor(wss.Root(), access, b.opts.NeverDial...), access, wss)) {
-		if _, declared := tools[t.Spec().Name]; !declared {
-			tools[t.Spec().Name] = t
+	for _, t := range append(workspace.Tools(wss, b.recall()), workspace.Bash(workspace.SpecFor(wss.Root(), access, b.opts.NeverDial...), access, wss)) {
+		name := t.Spec().Name
+		if _, declared := tools[name]; declared {
+			continue
 		}
+		settings, given := c.Tools[name]
+		if !given || !b.builtinSettings(name, settings) {
+			settings = config.Tool{}
+		}
+		if err := b.onlySettings(at+".tools."+name, settings, "a built-in tool takes settings only (show_errors, timeout, max_calls, needs_approval, expires_in)"); err != nil {
+			return err
+		}
+		if settings.ShowErrors == nil {
+			show := true
+			settings.ShowErrors = &show
+		}
+		configured, err := b.configure(at+".tools."+name, name, t, settings)
+		if err != nil {
+			return err
+		}
+		tools[name] = configured
 	}
 	return nil
+}
+
+// recall is how edit_file reads what a session saw before this process ran: from the
+// open log (none when the apps are built without one).
+func (b builder) recall() workspace.Recall {
+	if b.opts.log == nil {
+		return nil
+	}
+	return recallReads(b.opts.log)
 }

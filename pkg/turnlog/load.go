@@ -100,6 +100,9 @@ func (b builder) app(name string, c config.App, policy *fsm.GuardrailPolicy) (*f
 	}
 	tools := map[string]fsm.Tool{}
 	for _, tn := range config.SortedKeys(c.Tools) {
+		if b.builtinSettings(tn, c.Tools[tn]) {
+			continue // settings of a built-in tool: builtinTools applies them
+		}
 		t, err := b.tool(at+".tools."+tn, tn, c.Tools[tn], c)
 		if err != nil {
 			return nil, err

@@ -50,7 +50,7 @@ func Open(ctx context.Context, opts Options) (*Turnlog, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts.Memory = store
+	opts.Memory, opts.log = store, store
 	apps, err := LoadApps(ctx, opts)
 	if err != nil {
 		store.Close()

@@ -45,4 +45,6 @@ type Options struct {
 	// and monotonic ULIDs).
 	Clock func() time.Time
 	NewID func() string
+
+	log sessionLog // the open log, set by Open
 }

@@ -43,6 +43,12 @@ func (b builder) tool(at, name string, c config.Tool, app config.App) (fsm.Tool,
 	if err != nil {
 		return nil, err
 	}
+	return b.configure(at, name, base, c)
+}
+
+// configure gives a tool the settings agent.yaml declares for it.
+func (b builder) configure(at, name string, base fsm.Tool, c config.Tool) (fsm.Tool, error) {
+	var err error
 	spec := base.Spec()
 	spec.Name = name
 	spec.Idempotent = spec.Idempotent || c.Idempotent
@@ -69,6 +75,9 @@ func (b builder) tool(at, name string, c config.Tool, app config.App) (fsm.Tool,
 			return nil, err
 		}
 	}
+	if _, ok := base.(fsm.PolicyTarget); ok {
+		return &configuredTarget{configuredTool{Tool: base, spec: spec}}, nil
+	}
 	return &configuredTool{Tool: base, spec: spec}, nil
 }
 
@@ -80,14 +89,22 @@ func (b builder) duration(at, s, example string) (time.Duration, error) {
 	return d, nil
 }
 
+// onlySettings refuses the fields of HTTP and command tools in the entry of a tool
+// that only takes settings (a Go function, a built-in).
+func (b builder) onlySettings(at string, c config.Tool, why string) error {
+	for _, f := range []setField{{"description", c.Description != ""}, {"parameters", c.Parameters != nil}, {"headers", c.Headers != nil}, {"secret_env", c.SecretEnv != ""}, {"next_secret_env", c.NextSecretEnv != ""}, {"dedupe", c.Dedupe != ""}, {"total_timeout", c.TotalTimeout != ""}, {"max_attempts", c.MaxAttempts != 0}, {"max_response_bytes", c.MaxResponseBytes != 0}, {"dir", c.Dir != ""}, {"env", c.Env != nil}} {
+		field, set := f.name, f.set
+		if set {
+			return b.doc.ErrAt(at+"."+field, "%s", why)
+		}
+	}
+	return nil
+}
+
 // functionTool is a Go function the binary offers.
 func (b builder) functionTool(at, name string, c config.Tool) (fsm.Tool, error) {
-	for field, set := range map[string]bool{"description": c.Description != "", "parameters": c.Parameters != nil, "headers": c.Headers != nil,
-		"secret_env": c.SecretEnv != "", "next_secret_env": c.NextSecretEnv != "", "dedupe": c.Dedupe != "", "total_timeout": c.TotalTimeout != "",
-		"max_attempts": c.MaxAttempts != 0, "max_response_bytes": c.MaxResponseBytes != 0, "dir": c.Dir != "", "env": c.Env != nil} {
-		if set {
-			return nil, b.doc.ErrAt(at+"."+field, "is for HTTP (url) or command tools; a Go function tool declares its own")
-		}
+	if err := b.onlySettings(at, c, "is for HTTP (url) or command tools; a Go function tool declares its own"); err != nil {
+		return nil, err
 	}
 	fn := c.Function
 	if fn == "" {
@@ -104,7 +121,8 @@ var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
 
 // httpTool is an HTTP endpoint.
 func (b builder) httpTool(at, name string, c config.Tool) (fsm.Tool, error) {
-	for field, set := range map[string]bool{"dir": c.Dir != "", "env": c.Env != nil} {
+	for _, f := range []setField{{"dir", c.Dir != ""}, {"env", c.Env != nil}} {
+		field, set := f.name, f.set
 		if set {
 			return nil, b.doc.ErrAt(at+"."+field, "is for command tools")
 		}
@@ -228,6 +246,13 @@ type configuredTool struct {
 
 func (t *configuredTool) Spec() fsm.ToolSpec { return t.spec }
 
+// configuredTarget is a configured tool that tells the policy what a call acts on.
+type configuredTarget struct{ configuredTool }
+
+func (t *configuredTarget) PolicyCall(args json.RawMessage) fsm.PolicyCall {
+	return t.Tool.(fsm.PolicyTarget).PolicyCall(args)
+}
+
 // ValidateArguments passes a reviewer's edited arguments to the tool's own check.
 func (t *configuredTool) ValidateArguments(args json.RawMessage) error {
 	if v, ok := t.Tool.(fsm.ArgumentsValidator); ok {
@@ -238,8 +263,8 @@ func (t *configuredTool) ValidateArguments(args json.RawMessage) error {
 
 // commandTool is a program run in the sandbox, its folder the only one it sees.
 func (b builder) commandTool(at, name string, c config.Tool, app config.App) (fsm.Tool, error) {
-	for field, set := range map[string]bool{"headers": c.Headers != nil, "secret_env": c.SecretEnv != "", "next_secret_env": c.NextSecretEnv != "",
-		"dedupe": c.Dedupe != "", "total_timeout": c.TotalTimeout != "", "max_attempts": c.MaxAttempts != 0} {
+	for _, f := range []setField{{"headers", c.Headers != nil}, {"secret_env", c.SecretEnv != ""}, {"next_secret_env", c.NextSecretEnv != ""}, {"dedupe", c.Dedupe != ""}, {"total_timeout", c.TotalTimeout != ""}, {"max_attempts", c.MaxAttempts != 0}} {
+		field, set := f.name, f.set
 		if set {
 			return nil, b.doc.ErrAt(at+"."+field, "is for HTTP (url) tools")
 		}
@@ -336,4 +361,11 @@ func (b builder) ownFolder(at, dir string) error {
 		}
 	}
 	return b.exposes(at+".dir", dir, "the tool's folder")
+}
+
+// setField is a field of a tool entry and whether it is given, in the order errors
+// about them are reported.
+type setField struct {
+	name string
+	set  bool
 }
