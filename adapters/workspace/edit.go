@@ -114,7 +114,7 @@ type editArgs struct {
 
 type editResult struct {
 	Path    string   `json:"path"`
-	SHA256  string   `json:"sha256"` // of the whole new file
+	SHA256  string   `json:"sha256"`        // of the whole new file
 	Changed [][2]int `json:"changed_lines"` // [first, last] line ranges of the new file that changed (last < first: lines removed before first)
 	Diff    string   `json:"diff"`
 	Truncation
