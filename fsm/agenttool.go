@@ -79,7 +79,7 @@ func (r *run) runNested(s *toolSlot) (*events.ToolResulted, *nestedStop, events.
 	}
 	child := &run{e: r.e, ctx: r.ctx, app: r.app, agent: s.nested, session: r.session, owner: r.owner, turn: r.turn, log: r.log,
 		conv: &conversation{}, rec: r.rec, logged: r.logged, m: NewMachine(StateGuardingInput),
-		modelCalls: map[string]int{}, toolCalls: map[string]int{}, cancel: r.cancel, prefix: s.path + "/"}
+		modelCalls: map[string]int{}, toolCalls: map[string]int{}, cancel: r.cancel, stopper: r.stopper, prefix: s.path + "/"}
 	child.conv.append(events.UserMessage(args.Input))
 	answer, stop := child.driveNested()
 	if stop != nil {
@@ -105,7 +105,7 @@ func failed(code events.Code, path, msg string) *nestedStop {
 func (r *run) driveNested() (string, *nestedStop) {
 	for {
 		if r.canceled() {
-			return "", failed(events.CodeCanceled, "", "canceled by request")
+			return "", failed(events.CodeCanceled, "", r.cancelReason())
 		}
 		if err := r.fire(TriggerCallModel); err != nil {
 			return "", failed(events.CodeInternal, "", err.Error())

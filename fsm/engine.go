@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/projection"
@@ -24,7 +25,16 @@ type Options struct {
 	// Requests, when set, sees every model request an agent's call is built from, live
 	// or replayed (for debugging and tests; the model's own streaming hook is unset).
 	Requests func(path string, req ModelRequest)
+	// CancelGrace is how long a canceled turn waits for a tool that ignores its
+	// context before it records the call as abandoned and ends (default 5s).
+	CancelGrace time.Duration
 }
+
+// DefaultCancelGrace is the default of Options.CancelGrace.
+const DefaultCancelGrace = 5 * time.Second
+
+// DefaultCancelReason is what TurnCanceled says when the caller gives no reason.
+const DefaultCancelReason = "canceled by request"
 
 // Engine runs turns of configured apps against a Store.
 type Engine struct {
@@ -41,13 +51,19 @@ type Engine struct {
 
 // runHandle lets a person cancel the turn running on a session.
 type runHandle struct {
-	turn     string // set once TurnStarted is durable
+	turn     string // set once TurnStarted is durable (under Engine.mu)
 	cancel   chan struct{}
+	reason   string // why it was canceled: written before cancel is closed
 	once     sync.Once
 	finished chan struct{}
 }
 
-func (h *runHandle) stop() { h.once.Do(func() { close(h.cancel) }) }
+func (h *runHandle) stop(reason string) {
+	h.once.Do(func() {
+		h.reason = reason
+		close(h.cancel)
+	})
+}
 
 type sessionCache struct {
 	lastCommitSeq int64
@@ -58,6 +74,9 @@ type sessionCache struct {
 func New(store Store, apps []*App, opts Options) (*Engine, error) {
 	if opts.Clock == nil || opts.NewID == nil {
 		return nil, fmt.Errorf("engine: Clock and NewID are required")
+	}
+	if opts.CancelGrace <= 0 {
+		opts.CancelGrace = DefaultCancelGrace
 	}
 	if opts.CacheSessions <= 0 {
 		opts.CacheSessions = 1024
@@ -321,7 +340,7 @@ func (e *Engine) prepareTurn(ctx context.Context, session, input string, h *runH
 	}
 	e.setRunningTurn(h, turn)
 	r := e.newRun(ctx, app, agent, session, s.Owner, turn, out[0].Seq, conv, nil, nil)
-	r.cancel = h.cancel
+	r.cancel, r.stopper = h.cancel, h
 	r.input = input // as recorded: after redaction
 	return r, nil
 }
@@ -386,7 +405,7 @@ func (e *Engine) recoverTurn(ctx context.Context, t projection.Turn) (*Result, e
 	}
 	rec := newRecording(evs)
 	r := e.newRun(ctx, app, agent, t.Session, s.Owner, t.ID, seq, conv, rec, rec)
-	r.cancel = h.cancel
+	r.cancel, r.stopper = h.cancel, h
 	if agent == nil {
 		r.conv.append(events.UserMessage(t.Input))
 		return r.fail(events.CodeInvalid, fmt.Sprintf("app %q or agent %q is no longer configured", s.App, t.Agent), "")
@@ -394,20 +413,23 @@ func (e *Engine) recoverTurn(ctx context.Context, t projection.Turn) (*Result, e
 	return r.begin(t.Input)
 }
 
-// Cancel stops a running or suspended turn of session: a run records TurnCanceled at
-// its next step (a tool already running finishes and is recorded first) and Cancel
-// returns once it has. A suspended turn, or one a crash left running, is canceled
+// Cancel stops a running or suspended turn of session: the context of every tool
+// running in it ends (bash and command tools lose their PID namespace, HTTP and MCP
+// requests are cut, Go functions see ctx.Done()), each stopped call is recorded as
+// canceled — or, for one that ignores its context past Options.CancelGrace, as
+// abandoned —, then TurnCanceled with reason; Cancel returns once it is recorded. A suspended turn, or one a crash left running, is canceled
 // directly. Errors: not_found,
 // conflict (the turn has already ended).
 func (e *Engine) Cancel(ctx context.Context, session, turn, reason string) (projection.Turn, error) {
 	if reason == "" {
-		reason = "canceled by request"
+		reason = DefaultCancelReason
 	}
 	e.mu.Lock()
 	h := e.running[session]
+	running := h != nil && h.turn == turn // read under the lock setRunningTurn writes under
 	e.mu.Unlock()
-	if h != nil && h.turn == turn {
-		h.stop()
+	if running {
+		h.stop(reason)
 		select {
 		case <-h.finished:
 		case <-ctx.Done():

@@ -36,6 +36,7 @@ type run struct {
 	loopCount  int
 	committed  bool
 	cancel     <-chan struct{} // closed when a person cancels the turn
+	stopper    *runHandle      // ... and why: its reason
 	callIDs    map[string]bool // the tool call ids this run's model calls used
 
 	// prefix is where a nested agent's activities live: "<caller>/tool/<call id>/";
@@ -76,12 +77,20 @@ func (r *run) canceled() bool {
 	}
 }
 
+// cancelReason is what the person who canceled the turn said.
+func (r *run) cancelReason() string {
+	if r.stopper != nil && r.canceled() && r.stopper.reason != "" {
+		return r.stopper.reason
+	}
+	return DefaultCancelReason
+}
+
 // cancelTurn ends the turn as canceled, recording what is pending first.
 func (r *run) cancelTurn(pending ...events.Event) (*Result, error) {
 	if err := r.fire(TriggerCancel); err != nil {
 		return nil, err
 	}
-	const reason = "canceled by request"
+	reason := r.cancelReason()
 	ev, err := events.New(r.turn, "", &events.TurnCanceled{Reason: reason, Usage: r.usage})
 	if err != nil {
 		return nil, err

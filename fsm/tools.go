@@ -23,7 +23,10 @@ const (
 	// ToolErrOutcomeUnknown: the tool may or may not have acted (a request that got no
 	// answer); calling it again may act twice.
 	ToolErrOutcomeUnknown = "outcome_unknown"
-	ToolErrCanceled       = "canceled"
+	// ToolErrCanceled: the turn was canceled while the tool ran, and it stopped;
+	// ToolErrAbandoned: it did not stop within the grace period.
+	ToolErrCanceled  = "canceled"
+	ToolErrAbandoned = "abandoned"
 )
 
 // LoopHint is what the model is told when it repeats a call.
@@ -293,7 +296,11 @@ func (r *run) execute(s *toolSlot) *events.ToolResulted {
 		return finish()
 	}
 	spec := s.tool.Spec()
-	ctx := WithCallInfo(r.ctx, CallInfo{Session: r.session, User: r.owner, Turn: r.turn, Agent: r.agent.Name, Path: s.path, Approved: s.needsApproval()})
+	// The tool's context ends when a person cancels the turn: bash loses its PID
+	// namespace, HTTP and MCP requests are cut, a Go function sees ctx.Done().
+	ctx, stop := r.cancelContext()
+	defer stop()
+	ctx = WithCallInfo(ctx, CallInfo{Session: r.session, User: r.owner, Turn: r.turn, Agent: r.agent.Name, Path: s.path, Approved: s.needsApproval()})
 	if spec.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, spec.Timeout)
@@ -318,12 +325,26 @@ func (r *run) execute(s *toolSlot) *events.ToolResulted {
 	select {
 	case o = <-ch:
 	case <-ctx.Done():
-		setToolError(tr, ToolErrTimeout, fmt.Sprintf("the tool did not finish within %s", spec.Timeout), true)
-		return finish()
+		if !r.canceled() {
+			setToolError(tr, ToolErrTimeout, fmt.Sprintf("the tool did not finish within %s", spec.Timeout), true)
+			return finish()
+		}
+		// Canceled: a tool that honours its context returns at once; one that does
+		// not gets the grace period, then is left behind.
+		grace := time.NewTimer(r.e.opts.CancelGrace)
+		defer grace.Stop()
+		select {
+		case o = <-ch:
+		case <-grace.C:
+			setToolError(tr, ToolErrAbandoned, fmt.Sprintf("the turn was canceled (%s) and the tool did not stop within %s; turnlog stopped waiting for it, and it may still be running", r.cancelReason(), r.e.opts.CancelGrace), true)
+			return finish()
+		}
 	}
 	var argErr *ArgumentsError
 	var toolErr *ToolError
 	switch {
+	case r.canceled() && (o.err != nil || o.panic != nil):
+		setToolError(tr, ToolErrCanceled, fmt.Sprintf("the turn was canceled (%s) while the tool ran; it was stopped", r.cancelReason()), true)
 	case o.panic != nil:
 		setToolError(tr, ToolErrPanicked, fmt.Sprint(o.panic), spec.ShowErrors)
 	case errors.As(o.err, &argErr):

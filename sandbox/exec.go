@@ -99,8 +99,11 @@ type Result struct {
 	Stderr     string `json:"stderr"`
 	DurationMS int64  `json:"duration_ms"`
 	TimedOut   bool   `json:"timed_out,omitempty"`
-	Truncated  bool   `json:"truncated"`
-	Reason     string `json:"truncated_reason,omitempty"`
+	// Canceled: the caller's context ended and the command was killed with every
+	// process it started.
+	Canceled  bool   `json:"canceled,omitempty"`
+	Truncated bool   `json:"truncated"`
+	Reason    string `json:"truncated_reason,omitempty"`
 	// Network lists the hosts the command asked the proxy for (network-allowlist).
 	Network []HostDecision `json:"network,omitempty"`
 	// Changes are what the command changed in the workspace (applied after it ended),
@@ -223,6 +226,7 @@ func run(ctx context.Context, spec Spec, argv []string, stdin []byte) (*Result, 
 		res.TimedOut = true
 		err = stopHelper(cmd, done)
 	case <-ctx.Done():
+		res.Canceled = true
 		err = stopHelper(cmd, done)
 	}
 	res.DurationMS = time.Since(began).Milliseconds()

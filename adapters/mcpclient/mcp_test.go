@@ -83,9 +83,9 @@ func appYAML(server string) string {
 `
 }
 
-// runTurn loads the config (connecting to its servers), runs one turn and returns
-// the answer and the recorded tool results.
-func runTurn(t *testing.T, yaml, input string) (string, map[string]*events.ToolResulted) {
+// engineFor loads the config (connecting to its servers) into an engine on a fresh
+// store.
+func engineFor(t *testing.T, yaml string) (*fsm.Engine, *sqlite.Store) {
 	t.Helper()
 	apps, err := turnlogtest.LoadApps(t, filepath.Join(t.TempDir(), "agent.yaml"), []byte(yaml), turnlog.Options{})
 	if err != nil {
@@ -97,6 +97,14 @@ func runTurn(t *testing.T, yaml, input string) (string, map[string]*events.ToolR
 	if err != nil {
 		t.Fatal(err)
 	}
+	return e, store
+}
+
+// runTurn loads the config (connecting to its servers), runs one turn and returns
+// the answer and the recorded tool results.
+func runTurn(t *testing.T, yaml, input string) (string, map[string]*events.ToolResulted) {
+	t.Helper()
+	e, store := engineFor(t, yaml)
 	ctx := context.Background()
 	s, _ := e.CreateSession(ctx, "a", "alice", nil)
 	res, err := e.RunTurn(ctx, s.ID, input)
@@ -298,4 +306,58 @@ func TestServerHintsRaiseThePolicy(t *testing.T) {
 			t.Errorf("%s: the policy says %s, want %s", name, v.Decision, wantDecision)
 		}
 	}
+}
+
+// TestCancelReachesAnMCPCall: canceling a turn while an MCP tool runs sends the
+// protocol's notifications/cancelled — the server's handler sees its context end —
+// and the call is recorded as canceled.
+func TestCancelReachesAnMCPCall(t *testing.T) {
+	t.Parallel()
+	srv := mcp.NewServer(&mcp.Implementation{Name: "local", Version: "1"}, nil)
+	entered, serverSawCancel := make(chan struct{}), make(chan struct{})
+	srv.AddTool(&mcp.Tool{Name: "wait", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		close(entered)
+		select {
+		case <-ctx.Done():
+			close(serverSawCancel)
+			return nil, ctx.Err()
+		case <-time.After(time.Minute):
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "too late"}}}, nil
+		}
+	})
+	h := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	defer h.Close()
+	yaml := strings.Replace(appYAML("        local:\n          url: "+h.URL), "TOOLS", "[local__wait]", 1)
+	yaml = strings.Replace(yaml, "          - when: {input: 'env'}", "          - when: {input: 'wait'}\n            tools: [{name: local__wait, arguments: '{}'}]\n          - when: {input: 'env'}", 1)
+	e, store := engineFor(t, yaml)
+	ctx := context.Background()
+	s, _ := e.CreateSession(ctx, "a", "u", nil)
+	done := make(chan *fsm.Result, 1)
+	go func() {
+		res, _ := e.RunTurn(ctx, s.ID, "wait")
+		done <- res
+	}()
+	<-entered
+	running, _ := store.RunningTurns(ctx)
+	if _, err := e.Cancel(ctx, s.ID, running[0].ID, "no longer needed"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-serverSawCancel:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the server never heard of the cancel")
+	}
+	if res := <-done; res.Error == nil || res.Error.Code != events.CodeCanceled {
+		t.Fatalf("result = %+v", res)
+	}
+	evs, _ := store.Events(ctx, s.ID, 0)
+	for _, ev := range evs {
+		if ev.Type == events.TypeToolResulted {
+			if tr, _ := events.DecodeAs[*events.ToolResulted](ev); tr.ErrorKind != fsm.ToolErrCanceled {
+				t.Fatalf("the MCP call was recorded as %+v", tr)
+			}
+			return
+		}
+	}
+	t.Fatal("no result recorded for the MCP call")
 }

@@ -3,6 +3,7 @@ package workspace
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/turnlog/turnlog/fsm"
@@ -72,6 +73,10 @@ func Bash(spec sandbox.Spec, access *policy.Engine, wss *Workspaces) fsm.Tool {
 			if a.TimeoutSeconds > 0 {
 				s.Timeout = min(time.Duration(a.TimeoutSeconds)*time.Second, MaxCommandTimeout)
 			}
-			return sandbox.Run(ctx, s, a.Command)
+			res, err := sandbox.Run(ctx, s, a.Command)
+			if err == nil && res.Canceled {
+				return nil, fmt.Errorf("the command was stopped (every process it started was killed): %w", context.Cause(ctx))
+			}
+			return res, err
 		}), func(a bashArgs) fsm.PolicyCall { return fsm.PolicyCall{Shell: a.Command} }}
 }
