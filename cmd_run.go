@@ -10,6 +10,7 @@ import (
 
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/fsm"
+	"github.com/turnlog/turnlog/pkg/turnlog"
 )
 
 func cmdRun(ctx context.Context, c *cliContext, args []string) error {
@@ -73,17 +74,9 @@ func flagGiven(fs *flag.FlagSet, name string) bool {
 // user's state directory ($XDG_STATE_HOME/turnlog, else ~/.local/state/turnlog),
 // outside any workspace.
 func stateDatabase() (string, error) {
-	dir := os.Getenv("XDG_STATE_HOME")
-	if dir == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			return "", fmt.Errorf("no state directory for the database (set --db): %w", err)
-		}
-		dir = filepath.Join(home, ".local", "state")
-	}
-	dir = filepath.Join(dir, "turnlog")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", fmt.Errorf("state directory: %w", err)
+	dir, err := turnlog.StateDir()
+	if err != nil {
+		return "", fmt.Errorf("%w (or set --db)", err)
 	}
 	return filepath.Join(dir, "turnlog.db"), nil
 }

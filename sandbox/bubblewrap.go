@@ -69,6 +69,10 @@ func bubblewrapArgv(spec Spec, argv []string, seccompFD int) ([]string, error) {
 	if spec.WorkspaceReadOnly {
 		bind = "--ro-bind"
 	}
-	args = append(args, bind, spec.Workspace, spec.Workspace, "--chdir", spec.Workspace, "--seccomp", fmt.Sprint(seccompFD), "--")
+	args = append(args, bind, spec.Workspace, spec.Workspace)
+	if spec.DataDir != "" {
+		args = append(args, "--bind", spec.DataDir, spec.DataDir)
+	}
+	args = append(args, "--chdir", spec.Workspace, "--seccomp", fmt.Sprint(seccompFD), "--")
 	return append(args, argv...), nil
 }

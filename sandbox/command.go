@@ -1,9 +1,11 @@
 package sandbox
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"net"
 	"os/exec"
 	"strings"
 )
@@ -20,8 +22,23 @@ const (
 // to run in the sandbox — the same namespaces, Landlock, limits and environment as
 // Run's commands — and leaves starting it, and its stdin and stdout, to the caller.
 // Killing the process ends every process it started. The network is either off (a
-// namespace of its own) or the machine's: a proxied allowlist is for commands only.
+// namespace of its own) or the machine's: behind the allowlist proxy, use NewServer.
 func Command(spec Spec, argv []string) (*exec.Cmd, error) {
+	if spec.AllowHost != nil {
+		return nil, &Error{Msg: "a network allowlist needs the proxy: use NewServer"}
+	}
+	cmd, spec, err := prepareServer(spec, argv, !spec.Network)
+	if err != nil {
+		return nil, err
+	}
+	raw, _ := json.Marshal(spec)
+	cmd.Env = append(cmd.Env, specEnv+"="+string(raw))
+	return cmd, nil
+}
+
+// prepareServer is the helper set up for a long-lived program, without the spec in
+// its environment yet, and the spec completed (defaults, cgroups).
+func prepareServer(spec Spec, argv []string, ownNetwork bool) (*exec.Cmd, Spec, error) {
 	if spec.CPUSeconds == 0 {
 		spec.CPUSeconds = ServerCPUSeconds
 	}
@@ -32,25 +49,76 @@ func Command(spec Spec, argv []string) (*exec.Cmd, error) {
 		spec.TreeMemoryBytes = ServerTreeMemory
 	}
 	spec = withDefaults(spec)
-	if spec.AllowHost != nil {
-		return nil, &Error{Msg: "a network allowlist needs the proxy, which only commands get"}
-	}
 	if len(argv) == 0 {
-		return nil, &Error{Msg: "no program to run"}
+		return nil, spec, &Error{Msg: "no program to run"}
 	}
 	// A server's groups are named after it, so that a restart reuses them (they
 	// outlive its process, which the caller waits for).
 	sum := sha256.Sum256([]byte(spec.Workspace + "\x00" + strings.Join(argv, "\x00")))
 	groups, err := commandCgroups(spec, "turnlog-server-"+hex.EncodeToString(sum[:8]))
 	if err != nil {
-		return nil, err
+		return nil, spec, err
 	}
 	spec.CgroupProcs = groups.procs()
-	cmd, err := helperCommand(spec, argv, !spec.Network)
+	cmd, err := helperCommand(spec, argv, ownNetwork)
+	return cmd, spec, err
+}
+
+// Server is a long-lived program in the sandbox whose network may also be the
+// allowlist proxy, which then lives as long as the program: set Cmd's stdin and
+// stdout up, Start it, and Close it once the program has ended.
+type Server struct {
+	Cmd     *exec.Cmd
+	spec    Spec
+	behind  bool
+	env     []string
+	proxied *proxy
+	ln      net.Listener
+	release func()
+}
+
+// NewServer sets a long-lived program up as Command does, with the spec's network:
+// off, the machine's, or — with AllowHost — the proxy, asked about each host with
+// the context Start is given.
+func NewServer(spec Spec, argv []string) (*Server, error) {
+	if spec.Network || spec.AllowHost == nil {
+		spec.AllowHost = nil // the machine's network needs no proxy
+		cmd, err := Command(spec, argv)
+		return &Server{Cmd: cmd}, err
+	}
+	cmd, spec, err := prepareServer(spec, argv, false) // started in the proxy's namespace
 	if err != nil {
 		return nil, err
 	}
-	raw, _ := json.Marshal(spec)
-	cmd.Env = append(cmd.Env, specEnv+"="+string(raw))
-	return cmd, nil
+	return &Server{Cmd: cmd, spec: spec, behind: true, env: cmd.Env}, nil
+}
+
+// Start starts the program; behind the proxy, ctx is what its host checks see.
+func (s *Server) Start(ctx context.Context) error {
+	if !s.behind {
+		err := s.Cmd.Start()
+		closeExtraFiles(s.Cmd)
+		return err
+	}
+	ln, release, err := startBehindProxy(s.Cmd, func(port int) { s.Cmd.Env = withSpec(s.env, &s.spec, port) })
+	closeExtraFiles(s.Cmd)
+	if err != nil {
+		return &Error{Msg: "cannot start a program behind the network proxy: " + err.Error()}
+	}
+	s.ln, s.release = ln, release
+	s.proxied = newProxy(ctx, s.spec)
+	go s.proxied.serve(ln)
+	return nil
+}
+
+// Close ends the proxy (once the program has ended) and says which hosts it asked
+// for.
+func (s *Server) Close() []HostDecision {
+	if s.proxied == nil {
+		return nil
+	}
+	hosts := s.proxied.close(s.ln)
+	s.release()
+	s.proxied = nil
+	return hosts
 }

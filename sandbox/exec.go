@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -22,6 +23,10 @@ import (
 // the network. The zero limits mean the defaults.
 type Spec struct {
 	Workspace string `json:"workspace"` // the command's working directory
+	// DataDir is a long-lived program's own directory, read-write, outside every
+	// workspace (an MCP server's data): bound as it is, writes landing at once, set
+	// as HOME and TURNLOG_DATA_DIR. It must belong to CommandUID.
+	DataDir string `json:"data_dir,omitempty"`
 	// Env adds NAME=value entries to the allowlisted environment (variables a tool's
 	// configuration names); turnlog's own sandbox variables cannot be set.
 	Env []string `json:"-"`
@@ -170,17 +175,7 @@ func run(ctx context.Context, spec Spec, argv []string, stdin []byte) (*Result, 
 	stdout, stderr := newHeadTail(spec.OutputBytes), newHeadTail(spec.OutputBytes)
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	cmd.WaitDelay = 2 * time.Second
-	prepare := func(port int) {
-		spec.ProxyPort = port
-		if port != 0 {
-			url := fmt.Sprintf("http://127.0.0.1:%d", port)
-			for _, k := range []string{"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"} {
-				env = append(env, k+"="+url)
-			}
-		}
-		raw, _ := json.Marshal(spec)
-		cmd.Env = append(env, specEnv+"="+string(raw))
-	}
+	prepare := func(port int) { cmd.Env = withSpec(env, &spec, port) }
 	began := time.Now()
 	var proxied *proxy
 	var ln net.Listener
@@ -269,6 +264,21 @@ func run(ctx context.Context, spec Spec, argv []string, stdin []byte) (*Result, 
 		res.Truncated, res.Reason = true, strings.Join(cut, "; ")
 	}
 	return res, nil
+}
+
+// withSpec is env with the proxy's address (when port is not 0) and the spec the
+// helper reads, which then knows the port too.
+func withSpec(env []string, spec *Spec, port int) []string {
+	spec.ProxyPort = port
+	env = append([]string{}, env...)
+	if port != 0 {
+		url := fmt.Sprintf("http://127.0.0.1:%d", port)
+		for _, k := range []string{"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"} {
+			env = append(env, k+"="+url)
+		}
+	}
+	raw, _ := json.Marshal(spec)
+	return append(env, specEnv+"="+string(raw))
 }
 
 // commandCgroups makes a command's groups (see cgroup.go), or says why it cannot: the
@@ -362,7 +372,15 @@ func helperCommand(spec Spec, argv []string, ownNetwork bool) (*exec.Cmd, error)
 			return nil, &Error{Msg: fmt.Sprintf("the environment entry %q cannot be given to a command", k)}
 		}
 	}
-	cmd.Env = append(append(allowedEnv(), spec.Env...), "HOME="+spec.Workspace, helperEnv+"="+helperOn, usernsEnv+"=3", masksEnv+"=4")
+	home := spec.Workspace
+	if spec.DataDir != "" {
+		if err := checkDataDir(spec.DataDir); err != nil {
+			return nil, err
+		}
+		home = spec.DataDir
+		spec.Env = append(spec.Env, "TURNLOG_DATA_DIR="+spec.DataDir)
+	}
+	cmd.Env = append(append(allowedEnv(), spec.Env...), "HOME="+home, helperEnv+"="+helperOn, usernsEnv+"=3", masksEnv+"=4")
 	flags := uintptr(syscall.CLONE_NEWPID | syscall.CLONE_NEWNS)
 	if ownNetwork {
 		flags |= syscall.CLONE_NEWNET
@@ -448,4 +466,39 @@ func (h *headTail) String() string {
 		return string(h.head) + fmt.Sprintf("\n…[%d bytes cut]…\n", n) + string(tail)
 	}
 	return string(h.head) + string(tail)
+}
+
+// checkDataDir refuses a data directory that is not a directory of CommandUID's own
+// (not a symlink, not shared with anyone else).
+func checkDataDir(dir string) error {
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return &Error{Msg: "the data directory: " + err.Error()}
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	switch {
+	case !fi.IsDir():
+		return &Error{Msg: fmt.Sprintf("the data directory %s is not a directory", dir)}
+	case !ok || st.Uid != CommandUID || fi.Mode().Perm()&0o077 != 0:
+		return &Error{Msg: fmt.Sprintf("the data directory %s must belong to uid %d with mode 0700 (PrepareDataDir makes it so)", dir, CommandUID)}
+	}
+	return nil
+}
+
+// PrepareDataDir makes dir a data directory: created if missing (its parents 0711,
+// so only a path that is known reaches it), owned by CommandUID, mode 0700.
+func PrepareDataDir(dir string) error {
+	if err := os.MkdirAll(filepath.Dir(dir), 0o711); err != nil {
+		return err
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil && !os.IsExist(err) {
+		return err
+	}
+	if fi, err := os.Lstat(dir); err != nil || !fi.IsDir() {
+		return fmt.Errorf("data directory %s is not a directory", dir)
+	}
+	if err := os.Lchown(dir, CommandUID, CommandUID); err != nil {
+		return err
+	}
+	return os.Chmod(dir, 0o700)
 }

@@ -347,3 +347,44 @@ func TestNothingOfTheHelpersReachesTheCommand(t *testing.T) {
 		t.Fatalf("the command holds more than its standard streams: %+v", res)
 	}
 }
+
+// TestDataDirIsWritableAndKept: a long-lived program's data directory is written at
+// once and stays, while its workspace stays read-only and nothing else is writable.
+func TestDataDirIsWritableAndKept(t *testing.T) {
+	t.Parallel()
+	ws, data := t.TempDir(), filepath.Join(t.TempDir(), "servers", "notes")
+	if err := sandbox.PrepareDataDir(data); err != nil {
+		t.Fatal(err)
+	}
+	for round, script := range []string{
+		`echo first > "$TURNLOG_DATA_DIR/state"; { echo ws > ws.txt; } 2>/dev/null && echo ws-written; echo "$HOME"`,
+		`cat "$HOME/state"; echo second >> "$TURNLOG_DATA_DIR/state"`,
+	} {
+		cmd, err := sandbox.Command(sandbox.Spec{Workspace: ws, WorkspaceReadOnly: true, DataDir: data, Mechanism: os.Getenv(mechanismEnv)}, []string{"bash", "-c", script})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("round %d: %v\n%s", round, err, out)
+		}
+		switch round {
+		case 0:
+			if strings.Contains(string(out), "ws-written") || strings.TrimSpace(string(out)) != data {
+				t.Fatalf("round 0: %q", out)
+			}
+		case 1:
+			if strings.TrimSpace(string(out)) != "first" {
+				t.Fatalf("round 1 read %q", out)
+			}
+		}
+	}
+	raw, err := os.ReadFile(filepath.Join(data, "state"))
+	if err != nil || string(raw) != "first\nsecond\n" {
+		t.Fatalf("data on the host: %q %v", raw, err)
+	}
+	os.Chmod(data, 0o755)
+	if _, err := sandbox.Command(sandbox.Spec{Workspace: ws, DataDir: data}, []string{"true"}); err == nil {
+		t.Fatal("a data directory others can read was accepted")
+	}
+}

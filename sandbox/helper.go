@@ -88,7 +88,7 @@ func HelperMain() {
 	if err := limitProcesses(spec.MaxProcesses); err != nil {
 		fail("cannot limit the number of processes: %v", err)
 	}
-	lay, err := enterPrivateRoot(spec.Workspace, spec.WorkspaceReadOnly, spec.ReadOnly, spec.WriteBytes, userns)
+	lay, err := enterPrivateRoot(spec, userns)
 	if err != nil {
 		fail("cannot set the command's filesystem up: %v", err)
 	}

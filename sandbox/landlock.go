@@ -23,6 +23,9 @@ func restrictWithLandlock(spec Spec) string {
 		ws = landlock.RODirs(spec.Workspace)
 	}
 	rules := []landlock.Rule{ws, landlock.RWDirs("/tmp"), landlock.RWFiles("/dev/null"), landlock.ROFiles("/dev/urandom", "/dev/zero")}
+	if spec.DataDir != "" {
+		rules = append(rules, landlock.RWDirs(spec.DataDir))
+	}
 	for _, d := range spec.ReadOnly {
 		if _, err := os.Stat(d); err == nil {
 			rules = append(rules, landlock.RODirs(d))

@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/turnlog/turnlog/sandbox"
 )
 
 // TestNetworkAllowlist: behind the proxy a command reaches an allowed host over
@@ -79,5 +82,50 @@ true`, port, port))
 	}
 	if strings.Join(got, ", ") != "allowed.test:80 true, allowed.test:443 true, evil.test:80 false, sneaky.test:80 false" {
 		t.Fatalf("network decisions %v", got)
+	}
+}
+
+// TestServerBehindTheProxy: a long-lived program started with NewServer and an
+// allowlist reaches an allowed host through the proxy, which lives as long as the
+// program, is refused another, and reaches nothing directly.
+func TestServerBehindTheProxy(t *testing.T) {
+	t.Parallel()
+	plain := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "hello from "+r.Host) }))
+	defer plain.Close()
+	s, _ := spec(t)
+	s.AllowHost = func(_ context.Context, host string) error {
+		if host == "allowed.test" {
+			return nil
+		}
+		return errors.New("rule only-allowed-test")
+	}
+	s.Resolve = func(context.Context, string) ([]net.IP, error) { return []net.IP{net.ParseIP("93.184.216.34")}, nil }
+	s.Dial = func(ctx context.Context, network, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, network, plain.Listener.Addr().String())
+	}
+	port := plain.Listener.Addr().(*net.TCPAddr).Port
+	srv, err := sandbox.NewServer(s, []string{"bash", "-c", fmt.Sprintf(`read line; curl -s -m 5 http://allowed.test/; echo
+curl -s -m 5 http://evil.test/; echo
+curl -s -m 3 --noproxy '*' http://127.0.0.1:%d/ && echo DIRECT; true`, port)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdin, _ := srv.Cmd.StdinPipe()
+	var out strings.Builder
+	srv.Cmd.Stdout = &out
+	if err := srv.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	io.WriteString(stdin, "go\n") // the program runs while the proxy serves it
+	stdin.Close()
+	if err := srv.Cmd.Wait(); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	hosts := srv.Close()
+	if !strings.Contains(out.String(), "hello from allowed.test") || !strings.Contains(out.String(), "network to evil.test denied: rule only-allowed-test") || strings.Contains(out.String(), "DIRECT") {
+		t.Fatalf("output: %s", out.String())
+	}
+	if len(hosts) != 2 || !hosts[0].Allowed || hosts[1].Allowed {
+		t.Fatalf("decisions %+v", hosts)
 	}
 }

@@ -27,8 +27,10 @@ var devices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/d
 // for the command: no daemon's socket (/run/docker.sock …), no other user's files.
 // The workspace is shown through mountWorkspace (the command owns its files; its
 // writes go to a layer of their own): the returned layers hold them. Landlock still
-// applies on top. Paths keep their host names.
-func enterPrivateRoot(workspace string, readOnly bool, systemDirs []string, writeBytes uint64, userns int) (*layers, error) {
+// applies on top. Paths keep their host names. A long-lived program's DataDir is
+// bound read-write as it is (its writes land at once, and stay).
+func enterPrivateRoot(spec Spec, userns int) (*layers, error) {
+	workspace, readOnly, systemDirs, writeBytes := spec.Workspace, spec.WorkspaceReadOnly, spec.ReadOnly, spec.WriteBytes
 	if err := syscall.Mount("none", "/", "", syscall.MS_REC|syscall.MS_PRIVATE, ""); err != nil {
 		return nil, fmt.Errorf("make mounts private: %w", err)
 	}
@@ -86,6 +88,14 @@ func enterPrivateRoot(workspace string, readOnly bool, systemDirs []string, writ
 	lay, err := mountWorkspace(workspace, base+workspace, readOnly, writeBytes, userns)
 	if err != nil {
 		return nil, err
+	}
+	if spec.DataDir != "" {
+		if err := mirror(base, spec.DataDir, false); err != nil {
+			return nil, err
+		}
+		if err := syscall.Mount("", base+spec.DataDir, "", syscall.MS_BIND|syscall.MS_REMOUNT|syscall.MS_NOSUID|syscall.MS_NODEV, ""); err != nil {
+			return nil, fmt.Errorf("data directory %s: %w", spec.DataDir, err)
+		}
 	}
 	// What a masked file is bound to: empty, read-only, a regular file (a device
 	// node would not open under bubblewrap's user namespace, where mounts are nodev).

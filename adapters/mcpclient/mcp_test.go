@@ -146,9 +146,11 @@ func TestStdioServer(t *testing.T) {
 	yaml := strings.Replace(appYAML(server), "TOOLS", "[everything__get-sum, everything__echo]", 1)
 	out, results := runTurn(t, yaml, "add 2 and 3")
 	checkEverything(t, out, results)
-	withEnv := strings.Replace(server, "[echo, get-sum]", "[echo, get-sum, get-env]", 1)
+	t.Setenv("SHOP_REGION", "eu-north")
+	withEnv := strings.Replace(server, "[echo, get-sum]", "[echo, get-sum, get-env]\n          env: [SHOP_REGION, \"GREETING=hej\"]", 1)
 	out, results = runTurn(t, strings.Replace(appYAML(withEnv), "TOOLS", "[everything__get-env]", 1), "env")
-	if env := results["everything__get-env"]; env == nil || env.IsError || !strings.Contains(out, "PATH") || strings.Contains(out, "sk-live") {
+	if env := results["everything__get-env"]; env == nil || env.IsError || !strings.Contains(out, "PATH") || strings.Contains(out, "sk-live") ||
+		!strings.Contains(out, "eu-north") || !strings.Contains(out, "hej") || !strings.Contains(out, "TURNLOG_DATA_DIR") {
 		t.Fatalf("the stdio server's environment: %s", out)
 	}
 	notAllowed := strings.Replace(appYAML(server), "TOOLS", "[everything__get-env]", 1)
@@ -360,4 +362,80 @@ func TestCancelReachesAnMCPCall(t *testing.T) {
 		}
 	}
 	t.Fatal("no result recorded for the MCP call")
+}
+
+// TestServersWriteTheirOwnData: @modelcontextprotocol/server-memory and
+// server-filesystem, run as stdio servers in the sandbox, write to the data
+// directory turnlog gives each (read-only everywhere else), and what they wrote is
+// there after a restart; a server gets only the environment its config names.
+func TestServersWriteTheirOwnData(t *testing.T) {
+	dir := everythingDir(t)
+	state := t.TempDir()
+	t.Setenv("MEMORY_NOTE", "from turnlog's environment")
+	yaml := fmt.Sprintf(`apps:
+  a:
+    start_agent: helper
+    llms:
+      m:
+        provider: scripted
+        rules:
+          - when: {after_tool: "*"}
+            reply: "{{outputs}}"
+          - when: {input: '^remember'}
+            tools: [{name: memory__create_entities, arguments: '{"entities": [{"name": "ana", "entityType": "person", "observations": ["likes tea"]}]}'}]
+          - when: {input: '^recall'}
+            tools: [{name: memory__read_graph, arguments: '{}'}]
+          - when: {input: '^write'}
+            tools: [{name: files__write_file, arguments: '{"path": "%[2]s/mcp/a/files/note.txt", "content": "hello from the sandbox"}'}]
+    mcp:
+      servers:
+        memory:
+          command: [node, node_modules/@modelcontextprotocol/server-memory/dist/index.js]
+          dir: %[1]s
+          env: ["MEMORY_FILE_PATH=${data_dir}/memory.jsonl", MEMORY_NOTE]
+          allowed_tools: [create_entities, read_graph]
+          timeout_seconds: 20
+        files:
+          command: [node, node_modules/@modelcontextprotocol/server-filesystem/dist/index.js, "${data_dir}"]
+          dir: %[1]s
+          allowed_tools: [write_file]
+          timeout_seconds: 20
+    agents:
+      helper:
+        llm: m
+        tools: [memory__create_entities, memory__read_graph, files__write_file]
+`, dir, state)
+	turn := func(input string) string {
+		apps, err := turnlogtest.LoadApps(t, filepath.Join(t.TempDir(), "agent.yaml"), []byte(yaml), turnlog.Options{StateDir: state})
+		if err != nil {
+			t.Fatal(err)
+		}
+		store, _ := sqlite.MustOpen(t, sqlite.Options{Synchronous: "OFF"})
+		e, err := fsm.New(store, apps, fsm.Options{Clock: time.Now, NewID: turnlog.NewULIDs()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, _ := e.CreateSession(context.Background(), "a", "u", nil)
+		res, err := e.RunTurn(context.Background(), s.ID, input)
+		if err != nil || res.Status != fsm.StatusCompleted {
+			t.Fatalf("%s: %+v %v", input, res, err)
+		}
+		return res.Output
+	}
+	if out := turn("remember ana"); strings.Contains(out, "error") || strings.Contains(out, "EROFS") {
+		t.Fatalf("create_entities: %s", out)
+	}
+	if out := turn("write a note"); strings.Contains(out, "error") || strings.Contains(out, "EROFS") {
+		t.Fatalf("write_file: %s", out)
+	}
+	raw, err := os.ReadFile(filepath.Join(state, "mcp", "a", "memory", "memory.jsonl"))
+	if err != nil || !strings.Contains(string(raw), "likes tea") {
+		t.Fatalf("server-memory's file on the host: %q %v", raw, err)
+	}
+	if raw, err := os.ReadFile(filepath.Join(state, "mcp", "a", "files", "note.txt")); err != nil || string(raw) != "hello from the sandbox" {
+		t.Fatalf("server-filesystem's file on the host: %q %v", raw, err)
+	}
+	if out := turn("recall ana"); !strings.Contains(out, "likes tea") { // a new process's worth of servers
+		t.Fatalf("after a restart: %s", out)
+	}
 }

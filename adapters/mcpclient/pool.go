@@ -76,11 +76,11 @@ func (p *Pool) Connect(ctx context.Context, s Server) ([]fsm.Tool, error) {
 		}
 		transport = &mcp.StreamableClientTransport{Endpoint: s.URL, HTTPClient: client, MaxRetries: -1}
 	case len(s.Command) > 0:
-		cmd, err := sandbox.Command(s.Sandbox, s.Command)
+		srv, err := sandbox.NewServer(s.Sandbox, s.Command)
 		if err != nil {
 			return nil, fmt.Errorf("mcp server %s: %w", s.Name, err)
 		}
-		transport = &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}
+		transport = stdioTransport{srv: srv, ctx: context.WithoutCancel(ctx)}
 	default:
 		return nil, fmt.Errorf("mcp server %s: give a url (streamable HTTP) or a command (stdio)", s.Name)
 	}

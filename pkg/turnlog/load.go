@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"time"
@@ -44,6 +45,10 @@ func LoadApps(ctx context.Context, opts Options) (*Apps, error) {
 	doc, err := opts.decode()
 	if err != nil {
 		return nil, err
+	}
+	if state, err := opts.stateDir(); err == nil && hasStdioServers(doc) {
+		// The servers' data: no workspace may hold it.
+		opts.Protected = append(append([]string{}, opts.Protected...), filepath.Join(state, "mcp"))
 	}
 	b := builder{ctx: ctx, doc: doc, opts: opts, mcp: &mcpclient.Pool{}}
 	policy, err := doc.GuardrailPolicy()
@@ -109,15 +114,11 @@ func (b builder) app(name string, c config.App, policy *fsm.GuardrailPolicy) (*f
 		}
 		tools[tn] = t
 	}
-	mechanism := ""
-	if c.Policy != nil {
-		mechanism = c.Policy.Sandbox
-	}
-	if err := b.mcpTools(at+".mcp", c.MCP, mechanism, tools); err != nil {
-		return nil, err
-	}
 	access, err := b.doc.Access(at+".policy", c.Policy, b.opts.Workspace)
 	if err != nil {
+		return nil, err
+	}
+	if err := b.mcpTools(at+".mcp", name, c.MCP, access, tools); err != nil {
 		return nil, err
 	}
 	if err := b.builtinTools(at, c, access, tools); err != nil {

@@ -1,20 +1,24 @@
 package turnlog
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 
 	"github.com/turnlog/turnlog/adapters/mcpclient"
+	"github.com/turnlog/turnlog/adapters/workspace"
 	"github.com/turnlog/turnlog/config"
 	"github.com/turnlog/turnlog/fsm"
+	"github.com/turnlog/turnlog/policy"
 	"github.com/turnlog/turnlog/sandbox"
 )
 
 // mcpTools connects to an app's MCP servers at load and adds their allowed tools to
 // tools. A server that cannot be reached stops the load, naming it.
-func (b builder) mcpTools(at string, c *config.MCP, mechanism string, tools map[string]fsm.Tool) error {
+func (b builder) mcpTools(at, app string, c *config.MCP, access *policy.Engine, tools map[string]fsm.Tool) error {
 	if c == nil {
 		return nil
 	}
@@ -25,7 +29,7 @@ func (b builder) mcpTools(at string, c *config.MCP, mechanism string, tools map[
 		if name == "" || strings.Contains(name, mcpclient.Separator) {
 			return b.doc.ErrAt(here, "a server name may not hold %q", mcpclient.Separator)
 		}
-		s := mcpclient.Server{Name: name, URL: sc.URL, Command: sc.Command, AllowedTools: sc.AllowedTools, HTTPClient: b.opts.HTTPClient}
+		s := mcpclient.Server{Name: name, URL: sc.URL, Command: append([]string{}, sc.Command...), AllowedTools: sc.AllowedTools, HTTPClient: b.opts.HTTPClient}
 		if sc.TimeoutSeconds < 0 {
 			return b.doc.ErrAt(here+".timeout_seconds", "must not be negative")
 		}
@@ -60,7 +64,14 @@ func (b builder) mcpTools(at string, c *config.MCP, mechanism string, tools map[
 			if err := b.exposes(here+".dir", abs, "the server's directory"); err != nil {
 				return err
 			}
-			s.Sandbox = sandbox.Spec{Workspace: abs, WorkspaceReadOnly: true, Network: sc.Network, Mechanism: mechanism}
+			spec, err := b.serverSandbox(here, app, name, sc, abs, access)
+			if err != nil {
+				return err
+			}
+			s.Sandbox = spec
+			for i, arg := range s.Command {
+				s.Command[i] = strings.ReplaceAll(arg, dataDirRef, spec.DataDir)
+			}
 		}
 		found, err := pool.Connect(b.ctx, s)
 		if err != nil {
@@ -76,3 +87,50 @@ func (b builder) mcpTools(at string, c *config.MCP, mechanism string, tools map[
 	}
 	return nil
 }
+
+// dataDirRef stands for a stdio server's data directory in its command and env.
+const dataDirRef = "${data_dir}"
+
+// serverSandbox is where a stdio server runs: its folder read-only, its data
+// directory read-write (made for it, owned by the sandbox's uid), the environment its
+// config names, and the app's network — none, the allowlist proxy (the hosts allow
+// rules name, for every tool or with the server's name in tools:) or the machine's.
+func (b builder) serverSandbox(at, app, name string, sc config.MCPServer, dir string, access *policy.Engine) (sandbox.Spec, error) {
+	spec := sandbox.Spec{Workspace: dir, WorkspaceReadOnly: true, Network: sc.Network, NeverDial: b.opts.NeverDial}
+	state, err := b.opts.stateDir()
+	if err != nil {
+		return spec, b.doc.ErrAt(at, "a data directory for the server: %v", err)
+	}
+	data := filepath.Join(state, "mcp", app, name)
+	if err := sandbox.PrepareDataDir(data); err != nil {
+		return spec, b.doc.ErrAt(at, "the server's data directory %s: %v", data, err)
+	}
+	spec.DataDir = data
+	for i, kv := range sc.Env {
+		k, v, literal := strings.Cut(kv, "=")
+		if !envName.MatchString(k) || strings.HasPrefix(k, "TURNLOG_") || k == "HOME" {
+			return spec, b.doc.ErrAt(fmt.Sprintf("%s.env[%d]", at, i), "%q is not a variable a server may be given", k)
+		}
+		if !literal {
+			var ok bool
+			if v, ok = os.LookupEnv(k); !ok {
+				return spec, b.doc.ErrAt(fmt.Sprintf("%s.env[%d]", at, i), "environment variable %s is not set", k)
+			}
+		}
+		spec.Env = append(spec.Env, k+"="+strings.ReplaceAll(v, dataDirRef, data))
+	}
+	if access != nil {
+		spec.Mechanism = access.Mechanism
+		switch access.EffectiveNetwork() {
+		case policy.NetworkHost:
+			spec.Network = true
+		case policy.NetworkAllowlist:
+			if !sc.Network {
+				spec.AllowHost = workspace.AllowHost(access, name) // rules name the server in tools:
+			}
+		}
+	}
+	return spec, nil
+}
+
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)

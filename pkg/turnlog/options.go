@@ -30,6 +30,10 @@ type Options struct {
 	// Protected are files no sandbox may see (the API keys file); the database (with
 	// its -wal and -shm) and the config are protected without being named.
 	Protected []string
+	// StateDir is where turnlog keeps what is its own besides the log — stdio MCP
+	// servers' data directories (default $XDG_STATE_HOME/turnlog, else
+	// ~/.local/state/turnlog). It must lie outside every workspace.
+	StateDir string
 	// Memory is the store of agents' memory tools; Open sets it to the log's store.
 	Memory memory.Store
 	// WrapModel, when set, wraps every registered model (call counting, gating).
