@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -31,13 +32,14 @@ func sleepers(marker string) []string {
 	return pids
 }
 
-// TestCancelStopsWhatIsRunning: a turn runs `sleep` in bash and a slow HTTP tool at
-// once; POST …/cancel with a reason stops both — the sleep's PID namespace is empty
-// and the HTTP request is cut — before either could have ended on its own, and the
-// log holds each call as canceled, then TurnCanceled with the reason.
+// TestCancelStopsWhatIsRunning: a turn runs `sleep` in bash, a slow HTTP tool and a
+// command tool that sleeps, at once; POST …/cancel with a reason stops all three —
+// the sleeps' PID namespaces are empty and the HTTP request is cut — before any could
+// have ended on its own, and the log holds each call as canceled, then TurnCanceled
+// with the reason.
 func TestCancelStopsWhatIsRunning(t *testing.T) {
 	t.Parallel()
-	const marker = "31.5" // sleep 31.5: a command line no other test runs
+	const marker, napMarker = "31.5", "33.5" // sleep 31.5, sleep 33.5: command lines no other test runs
 	httpEntered, httpCut := make(chan struct{}), make(chan struct{})
 	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.ReadAll(r.Body) // read whole, the server notices a client that goes away
@@ -62,16 +64,17 @@ func TestCancelStopsWhatIsRunning(t *testing.T) {
         rules:
           - when: {after_tool: "*"}
             reply: done
-          - tools: [{name: bash, arguments: '{"command": "sleep %s"}'}, {name: slow, arguments: '{}'}]
+          - tools: [{name: bash, arguments: '{"command": "sleep %s"}'}, {name: slow, arguments: '{}'}, {name: nap, arguments: '{}'}]
     tools:
       slow: {url: "%s/slow", description: a slow endpoint, timeout: 1m}
+      nap: {command: [sleep, "%s"], description: a slow program, timeout: 1m}
     agents:
-      worker: {llm: script, tools: [bash, slow]}
+      worker: {llm: script, tools: [bash, slow, nap]}
     policy:
       mode: workspace-write
       workspace: %s
       workspace_scope: shared
-`, marker, slow.URL, ws)), 0o644)
+`, marker, slow.URL, napMarker, ws)), 0o644)
 	ctx := context.Background()
 	tl, err := turnlog.Open(ctx, turnlog.Options{Config: cfg, DB: filepath.Join(dir, "t.db"), Synchronous: "OFF"})
 	if err != nil {
@@ -94,7 +97,7 @@ func TestCancelStopsWhatIsRunning(t *testing.T) {
 	}()
 	<-httpEntered
 	deadline := time.Now().Add(30 * time.Second)
-	for len(sleepers(marker)) == 0 {
+	for len(sleepers(marker)) == 0 || len(sleepers(napMarker)) == 0 {
 		if time.Now().After(deadline) {
 			t.Fatal("the sleep never started")
 		}
@@ -112,8 +115,10 @@ func TestCancelStopsWhatIsRunning(t *testing.T) {
 	}
 	res.Body.Close()
 	// Cancel answered: the turn's end is recorded, so what it ran is stopped.
-	if pids := sleepers(marker); len(pids) != 0 {
-		t.Fatalf("sleep %s still runs after the cancel: %v", marker, pids)
+	for _, m := range []string{marker, napMarker} {
+		if pids := sleepers(m); len(pids) != 0 {
+			t.Fatalf("sleep %s still runs after the cancel: %v", m, pids)
+		}
 	}
 	select { // the receiver hears of the closed connection on its own time
 	case <-httpCut:
@@ -141,8 +146,13 @@ func TestCancelStopsWhatIsRunning(t *testing.T) {
 			got = append(got, "canceled:"+reason)
 		}
 	}
-	if s := strings.Join(got, ","); s != "bash:canceled,slow:canceled,canceled:deploy window closed" && s != "slow:canceled,bash:canceled,canceled:deploy window closed" {
-		t.Fatalf("log = %s", s)
+	if len(got) != 4 || got[3] != "canceled:deploy window closed" {
+		t.Fatalf("log = %v", got)
+	}
+	results := append([]string{}, got[:3]...)
+	sort.Strings(results)
+	if strings.Join(results, ",") != "bash:canceled,nap:canceled,slow:canceled" {
+		t.Fatalf("tool results = %v", results)
 	}
 	var audit string
 	if err := db.QueryRow(`SELECT group_concat(outcome, ',') FROM audit WHERE session_id = ? AND tool IN ('bash', 'slow')`, s.ID).Scan(&audit); err != nil || !strings.Contains(audit, "canceled") {
