@@ -115,6 +115,9 @@ func (r *run) driveNested() (string, *nestedStop) {
 			if err := r.emit(called...); err != nil {
 				return "", failed(events.CodeInternal, "", err.Error())
 			}
+			if r.canceled() { // the model call failed because the turn was canceled
+				return "", failed(events.CodeCanceled, "", r.cancelReason())
+			}
 			return "", &nestedStop{failure: failure}
 		}
 		path := r.prefix + fmt.Sprintf("%s/model/%d", r.agent.Name, r.modelCalls[r.agent.Name])

@@ -189,3 +189,34 @@ func TestCancelWhileTurnsStart(t *testing.T) {
 	close(stop)
 	wg.Wait()
 }
+
+// TestCancelWhileAnAgentToolRuns: a cancel that lands while a nested agent's model
+// call runs ends the turn as canceled, with the caller's reason — not as a failed
+// agent tool.
+func TestCancelWhileAnAgentToolRuns(t *testing.T) {
+	t.Parallel()
+	nested := blockingModel{entered: make(chan struct{}, 1)}
+	caller := modelFunc(func(r fsm.ModelRequest) (fsm.ModelResponse, error) {
+		return fsm.ModelResponse{ModelResponse: events.ModelResponse{ToolCalls: []events.ToolCall{
+			{ID: "r1", Name: "research", Arguments: json.RawMessage(`{"input":"wait"}`)}}}}, nil
+	})
+	b := setupApp(t, &fsm.App{Name: "test", StartAgent: "lead", Agents: map[string]*fsm.Agent{
+		"lead":       {Name: "lead", LLM: "m", Model: caller, AgentTools: []fsm.AgentTool{{Agent: "researcher", Name: "research"}}},
+		"researcher": {Name: "researcher", LLM: "m", Model: nested},
+	}})
+	s, _ := b.engine.CreateSession(b.ctx, "test", "alice", nil)
+	done := make(chan *fsm.Result, 1)
+	go func() {
+		res, _ := b.engine.RunTurn(b.ctx, s.ID, "go")
+		done <- res
+	}()
+	<-nested.entered
+	running, _ := b.store.RunningTurns(b.ctx)
+	turn, err := b.engine.Cancel(b.ctx, s.ID, running[0].ID, "out of time")
+	if err != nil || turn.Status != projection.TurnCanceled || turn.ErrorMessage != "out of time" {
+		t.Fatalf("cancel = %+v, %v", turn, err)
+	}
+	if res := <-done; res.Error == nil || res.Error.Code != events.CodeCanceled || res.Error.Message != "out of time" {
+		t.Fatalf("result = %+v", res.Error)
+	}
+}

@@ -192,6 +192,9 @@ func (r *run) toolStep(resp events.ModelResponse, pending []events.Event) (*Resu
 	}
 	for _, s := range slots {
 		if s.stop != nil && s.stop.failure != nil {
+			if r.canceled() { // the nested agent stopped because the turn was canceled
+				return r.cancelTurn()
+			}
 			f := s.stop.failure
 			return r.fail(f.Code, fmt.Sprintf("agent tool %s (call %s) failed: %s", s.call.Name, s.call.ID, f.Message), f.Path)
 		}
@@ -343,7 +346,7 @@ func (r *run) execute(s *toolSlot) *events.ToolResulted {
 	var argErr *ArgumentsError
 	var toolErr *ToolError
 	switch {
-	case r.canceled() && (o.err != nil || o.panic != nil):
+	case r.canceled() && (errors.Is(o.err, context.Canceled) || isCanceledToolError(o.err)):
 		setToolError(tr, ToolErrCanceled, fmt.Sprintf("the turn was canceled (%s) while the tool ran; it was stopped", r.cancelReason()), true)
 	case o.panic != nil:
 		setToolError(tr, ToolErrPanicked, fmt.Sprint(o.panic), spec.ShowErrors)
@@ -371,6 +374,12 @@ func (r *run) execute(s *toolSlot) *events.ToolResulted {
 		tr.Output = outputText(canon)
 	}
 	return finish()
+}
+
+// isCanceledToolError: a tool's own account that it was canceled.
+func isCanceledToolError(err error) bool {
+	var te *ToolError
+	return errors.As(err, &te) && te.Kind == ToolErrCanceled
 }
 
 // outputText is what the model reads of a canonical output: a JSON string's text as

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strings"
 )
 
 // Mechanisms that confine a command's filesystem.
@@ -72,6 +73,10 @@ func bubblewrapArgv(spec Spec, argv []string, seccompFD int) ([]string, error) {
 	args = append(args, bind, spec.Workspace, spec.Workspace)
 	if spec.DataDir != "" {
 		args = append(args, "--bind", spec.DataDir, spec.DataDir)
+	}
+	for _, kv := range commandExtraEnv(spec) { // for the command alone, inside bwrap
+		k, v, _ := strings.Cut(kv, "=")
+		args = append(args, "--setenv", k, v)
 	}
 	args = append(args, "--chdir", spec.Workspace, "--seccomp", fmt.Sprint(seccompFD), "--")
 	return append(args, argv...), nil

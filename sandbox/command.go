@@ -54,7 +54,7 @@ func prepareServer(spec Spec, argv []string, ownNetwork bool) (*exec.Cmd, Spec, 
 	}
 	// A server's groups are named after it, so that a restart reuses them (they
 	// outlive its process, which the caller waits for).
-	sum := sha256.Sum256([]byte(spec.Workspace + "\x00" + strings.Join(argv, "\x00")))
+	sum := sha256.Sum256([]byte(spec.Workspace + "\x00" + spec.DataDir + "\x00" + strings.Join(argv, "\x00")))
 	groups, err := commandCgroups(spec, "turnlog-server-"+hex.EncodeToString(sum[:8]))
 	if err != nil {
 		return nil, spec, err

@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"os"
-	"os/exec"
 	"runtime"
 	"strings"
 	"syscall"
@@ -66,9 +65,9 @@ func confineAndStart(spec Spec, argv []string) (int, error) {
 			return 0, fmt.Errorf("cannot install the seccomp filter: %v", errno)
 		}
 	}
-	bash, err := exec.LookPath("bash")
+	bash, err := systemBash()
 	if err != nil {
-		return 0, fmt.Errorf("bash, which sets the command's limits: %v", err)
+		return 0, err
 	}
 	dir, err := os.Getwd()
 	if err != nil {
@@ -93,10 +92,40 @@ func confineAndStart(spec Spec, argv []string) (int, error) {
 func limitedArgv(spec Spec, argv []string) []string {
 	limits := fmt.Sprintf(`ulimit -t %d -v %d -f %d 2>/dev/null || { echo "%scannot set the command's resource limits" >&2; exit %d; }`,
 		spec.CPUSeconds, spec.MemoryBytes/1024, spec.FileBytes/1024, failPrefix, helperFail)
-	if len(argv) == 4 && argv[0] == "bash" && argv[1] == "-c" && argv[3] == "bash" {
+	extra := commandExtraEnv(spec)
+	if spec.Mechanism == MechanismBubblewrap {
+		extra = nil // bwrap sets them (--setenv) for what it runs
+	}
+	if len(extra) == 0 && len(argv) == 4 && argv[0] == "bash" && argv[1] == "-c" && argv[3] == "bash" {
 		return []string{"bash", "-c", limits + "\n" + argv[2]}
 	}
+	if len(extra) > 0 {
+		// Set only for the command, by env once the limits hold: nothing the config
+		// names (LD_PRELOAD, BASH_ENV, PATH) reaches this shell before its ulimit.
+		return append(append([]string{"bash", "-c", limits + `; exec env "$@"`, "turnlog-limits"}, extra...), argv...)
+	}
 	return append([]string{"bash", "-c", limits + `; exec "$@"`, "turnlog-limits"}, argv...)
+}
+
+// commandExtraEnv is what the command's environment gets beyond the allowlist: the
+// spec's Env and, for a long-lived program, TURNLOG_DATA_DIR.
+func commandExtraEnv(spec Spec) []string {
+	extra := append([]string{}, spec.Env...)
+	if spec.DataDir != "" {
+		extra = append(extra, "TURNLOG_DATA_DIR="+spec.DataDir)
+	}
+	return extra
+}
+
+// systemBash is the system's bash, by absolute path: never one found on a PATH a
+// command could have written to.
+func systemBash() (string, error) {
+	for _, p := range []string{"/usr/bin/bash", "/bin/bash"} {
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("no /usr/bin/bash or /bin/bash, which sets the command's limits")
 }
 
 // commandEnv is the helper's environment (already the allowlisted one) less the

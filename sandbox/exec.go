@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"os"
 	"os/exec"
@@ -27,9 +28,12 @@ type Spec struct {
 	// workspace (an MCP server's data): bound as it is, writes landing at once, set
 	// as HOME and TURNLOG_DATA_DIR. It must belong to CommandUID.
 	DataDir string `json:"data_dir,omitempty"`
-	// Env adds NAME=value entries to the allowlisted environment (variables a tool's
-	// configuration names); turnlog's own sandbox variables cannot be set.
-	Env []string `json:"-"`
+	// Env adds NAME=value entries to the command's environment (variables a tool's
+	// configuration names); turnlog's own sandbox variables cannot be set. They are
+	// set for the command alone, once it is confined and limited — never for the
+	// helper, which runs as root (LD_PRELOAD there would be root's), nor for the
+	// shell that sets the limits.
+	Env []string `json:"env,omitempty"`
 	// WorkspaceReadOnly closes the workspace to writes too (mode read-only).
 	WorkspaceReadOnly bool `json:"workspace_read_only,omitempty"`
 	Network           bool `json:"network"` // false: a network namespace of its own (nothing to connect to)
@@ -378,9 +382,8 @@ func helperCommand(spec Spec, argv []string, ownNetwork bool) (*exec.Cmd, error)
 			return nil, err
 		}
 		home = spec.DataDir
-		spec.Env = append(spec.Env, "TURNLOG_DATA_DIR="+spec.DataDir)
 	}
-	cmd.Env = append(append(allowedEnv(), spec.Env...), "HOME="+home, helperEnv+"="+helperOn, usernsEnv+"=3", masksEnv+"=4")
+	cmd.Env = append(allowedEnv(), "HOME="+home, helperEnv+"="+helperOn, usernsEnv+"=3", masksEnv+"=4")
 	flags := uintptr(syscall.CLONE_NEWPID | syscall.CLONE_NEWNS)
 	if ownNetwork {
 		flags |= syscall.CLONE_NEWNET
@@ -486,7 +489,10 @@ func checkDataDir(dir string) error {
 }
 
 // PrepareDataDir makes dir a data directory: created if missing (its parents 0711,
-// so only a path that is known reaches it), owned by CommandUID, mode 0700.
+// so only a path that is known reaches it), owned by CommandUID, mode 0700 — changed
+// through a descriptor opened without following a symlink, so a link planted in its
+// place changes nothing else. What a program left there with a setuid or setgid bit
+// loses it (the directory is mounted nosuid for the program too).
 func PrepareDataDir(dir string) error {
 	if err := os.MkdirAll(filepath.Dir(dir), 0o711); err != nil {
 		return err
@@ -494,11 +500,39 @@ func PrepareDataDir(dir string) error {
 	if err := os.Mkdir(dir, 0o700); err != nil && !os.IsExist(err) {
 		return err
 	}
-	if fi, err := os.Lstat(dir); err != nil || !fi.IsDir() {
-		return fmt.Errorf("data directory %s is not a directory", dir)
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("data directory %s: %w (a directory, not a symlink, is required)", dir, err)
 	}
-	if err := os.Lchown(dir, CommandUID, CommandUID); err != nil {
+	defer unix.Close(fd)
+	if err := unix.Fchown(fd, CommandUID, CommandUID); err != nil {
 		return err
 	}
-	return os.Chmod(dir, 0o700)
+	if err := unix.Fchmod(fd, 0o700); err != nil {
+		return err
+	}
+	return stripSetID(dir)
+}
+
+// stripSetID clears setuid and setgid bits below dir, following no symlink.
+func stripSetID(dir string) error {
+	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.Type()&fs.ModeSymlink != 0 {
+			return nil
+		}
+		fi, err := d.Info()
+		if err != nil || !fi.Mode().IsRegular() || fi.Mode()&(fs.ModeSetuid|fs.ModeSetgid) == 0 {
+			return nil
+		}
+		fd, err := unix.Open(p, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return nil // gone, or swapped for a link: nothing of ours to change
+		}
+		defer unix.Close(fd)
+		var st unix.Stat_t
+		if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+			return nil
+		}
+		return unix.Fchmod(fd, st.Mode&0o777)
+	})
 }

@@ -388,3 +388,40 @@ func TestDataDirIsWritableAndKept(t *testing.T) {
 		t.Fatal("a data directory others can read was accepted")
 	}
 }
+
+// TestConfiguredEnvironmentIsTheCommandsAlone: variables a tool's configuration gives
+// reach the command only once it is confined and limited — not the helper (root in
+// its namespaces), not the shell that sets the limits: a BASH_ENV, a PATH to a
+// planted bash, an LD_PRELOAD change nothing before the command runs.
+func TestConfiguredEnvironmentIsTheCommandsAlone(t *testing.T) {
+	t.Parallel()
+	ws, data := t.TempDir(), filepath.Join(t.TempDir(), "srv")
+	if err := sandbox.PrepareDataDir(data); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(data, "bin")
+	os.MkdirAll(bin, 0o755)
+	os.WriteFile(filepath.Join(bin, "bash"), []byte("#!/bin/sh\necho planted >> "+data+"/planted-bash-ran\nexec /bin/sh \"$@\"\n"), 0o755)
+	os.WriteFile(filepath.Join(data, "bashenv"), []byte("echo ran >> "+data+"/bashenv-ran\n"), 0o644)
+	for _, p := range []string{data, bin, filepath.Join(bin, "bash"), filepath.Join(data, "bashenv")} {
+		os.Chown(p, sandbox.CommandUID, sandbox.CommandUID)
+	}
+	spec := sandbox.Spec{Workspace: ws, WorkspaceReadOnly: true, DataDir: data, Mechanism: os.Getenv(mechanismEnv),
+		Env: []string{"PATH=" + bin + ":/usr/bin:/bin", "BASH_ENV=" + data + "/bashenv", "LD_PRELOAD=/nonexistent/turnlog-test.so", "GREETING=hej"}}
+	cmd, err := sandbox.Command(spec, []string{"/bin/sh", "-c", `ulimit -t; echo "$GREETING $TURNLOG_DATA_DIR"`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if got := strings.Fields(string(out)); len(got) != 3 || got[0] != fmt.Sprint(sandbox.ServerCPUSeconds) || got[1] != "hej" || got[2] != data {
+		t.Fatalf("the command saw %q", out)
+	}
+	for _, marker := range []string{"planted-bash-ran", "bashenv-ran"} {
+		if _, err := os.Stat(filepath.Join(data, marker)); err == nil {
+			t.Errorf("%s: a configured variable acted before the command was limited", marker)
+		}
+	}
+}

@@ -94,7 +94,7 @@ func New(c Config) (*Tool, error) {
 		c.TotalTimeout = max(DefaultTotalTimeout, c.Timeout)
 	}
 	if c.TotalTimeout < c.Timeout {
-		return nil, fmt.Errorf("total_timeout (%s) is shorter than one attempt's timeout (%s)", c.TotalTimeout, c.Timeout)
+		return nil, fmt.Errorf("total_timeout: %s is shorter than one attempt's timeout (%s)", c.TotalTimeout, c.Timeout)
 	}
 	if c.MaxAttempts <= 0 || !c.Retry {
 		c.MaxAttempts = map[bool]int{true: DefaultMaxAttempts, false: 1}[c.Retry]
@@ -170,6 +170,11 @@ func (t *Tool) attempt(ctx context.Context, call fsm.CallInfo, key string, attem
 	req, err := http.NewRequestWithContext(actx, http.MethodPost, t.c.URL, bytes.NewReader(body))
 	if err != nil {
 		return nil, &failure{kind: fsm.ToolErrFailed, msg: err.Error()}
+	}
+	if !t.c.Retry {
+		// net/http resends a request with an Idempotency-Key on its own when a reused
+		// connection breaks; a call that must be sent once must not be resent.
+		req.GetBody = nil
 	}
 	for k, v := range t.c.Headers {
 		req.Header.Set(k, v)

@@ -338,3 +338,49 @@ func TestConfigErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestCallThatMustBeSentOnceIsSentOnce: when the receiver drops a reused connection
+// after reading a request, the HTTP client must not resend it by itself for a tool
+// that is neither idempotent nor dedupes; one that may be resent is, with its key.
+func TestCallThatMustBeSentOnceIsSentOnce(t *testing.T) {
+	for _, retry := range []bool{false, true} {
+		var mu sync.Mutex
+		seen := 0
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			io.ReadAll(r.Body)
+			mu.Lock()
+			seen++
+			n := seen
+			mu.Unlock()
+			if n == 2 { // the second request, on the kept-alive connection: dropped unanswered
+				conn, _, err := w.(http.Hijacker).Hijack()
+				if err == nil {
+					conn.Close()
+				}
+				return
+			}
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{}`)
+		}))
+		tool := newTool(t, srv.URL, func(c *Config) { c.Retry = retry })
+		if _, err := tool.Call(callCtx(), json.RawMessage(`{"order_id":1}`)); err != nil {
+			t.Fatal(err)
+		}
+		_, err := tool.Call(fsm.WithCallInfo(context.Background(), fsm.CallInfo{Session: "s1", Turn: "t1", Path: "a/tool/c2"}), json.RawMessage(`{"order_id":2}`))
+		srv.Close()
+		mu.Lock()
+		got := seen
+		mu.Unlock()
+		switch {
+		case !retry && (got != 2 || err == nil):
+			t.Fatalf("a call to send once: %d requests in all, err %v; want the second sent once and failing", got, err)
+		case retry && (got != 3 || err != nil):
+			t.Fatalf("a call that may be resent: %d requests in all, err %v; want it resent and answered", got, err)
+		}
+		if !retry {
+			if te := toolErr(t, err); te.Kind != fsm.ToolErrOutcomeUnknown {
+				t.Fatalf("error = %+v, want outcome_unknown", te)
+			}
+		}
+	}
+}

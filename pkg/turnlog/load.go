@@ -15,6 +15,7 @@ import (
 	"github.com/turnlog/turnlog/config"
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/fsm"
+	"github.com/turnlog/turnlog/sandbox"
 	"github.com/turnlog/turnlog/skills"
 )
 
@@ -50,7 +51,7 @@ func LoadApps(ctx context.Context, opts Options) (*Apps, error) {
 		// The servers' data: no workspace may hold it.
 		opts.Protected = append(append([]string{}, opts.Protected...), filepath.Join(state, "mcp"))
 	}
-	b := builder{ctx: ctx, doc: doc, opts: opts, mcp: &mcpclient.Pool{}}
+	b := builder{ctx: ctx, doc: doc, opts: opts, mcp: &mcpclient.Pool{}, sandboxed: new(bool)}
 	policy, err := doc.GuardrailPolicy()
 	if err != nil {
 		return nil, err
@@ -63,6 +64,12 @@ func LoadApps(ctx context.Context, opts Options) (*Apps, error) {
 			return nil, err
 		}
 		apps.List = append(apps.List, a)
+	}
+	if *b.sandboxed {
+		if err := ownFilesUnreadable(doc.Name, opts.Protected, sandbox.SystemDirs); err != nil {
+			apps.Close()
+			return nil, err
+		}
 	}
 	return apps, nil
 }
@@ -88,10 +95,21 @@ type builder struct {
 	doc  *config.Doc
 	opts Options
 	mcp  *mcpclient.Pool
+	// folders are the app's command tools' and stdio servers' folders, which no
+	// workspace may overlap.
+	folders *[]sandboxFolder
+	// sandboxed says an app runs programs in the sandbox (built-in tools, command
+	// tools, stdio servers).
+	sandboxed *bool
 }
+
+// sandboxFolder is a folder a program of the app runs from, and where the config
+// names it.
+type sandboxFolder struct{ at, dir, what string }
 
 func (b builder) app(name string, c config.App, policy *fsm.GuardrailPolicy) (*fsm.App, error) {
 	at := "apps." + name
+	b.folders = &[]sandboxFolder{}
 	models := map[string]fsm.Model{}
 	for _, id := range config.SortedKeys(c.LLMs) {
 		m, err := b.model(at+".llms."+id, c.LLMs[id])
@@ -123,6 +141,12 @@ func (b builder) app(name string, c config.App, policy *fsm.GuardrailPolicy) (*f
 	}
 	if err := b.builtinTools(at, c, access, tools); err != nil {
 		return nil, err
+	}
+	if err := b.foldersOutsideWorkspace(at, access); err != nil {
+		return nil, err
+	}
+	if len(*b.folders) > 0 || (access != nil && tools["bash"] != nil) {
+		*b.sandboxed = true
 	}
 	app := &fsm.App{Name: name, StartAgent: c.StartAgent, Agents: map[string]*fsm.Agent{}, Policy: policy, Access: access}
 	if len(c.Agents) == 0 {

@@ -29,6 +29,10 @@ func (b builder) mcpTools(at, app string, c *config.MCP, access *policy.Engine, 
 		if name == "" || strings.Contains(name, mcpclient.Separator) {
 			return b.doc.ErrAt(here, "a server name may not hold %q", mcpclient.Separator)
 		}
+		if len(sc.Command) > 0 && (!safeName.MatchString(name) || !safeName.MatchString(app)) {
+			return b.doc.ErrAt(here, "the app's and the server's names make its data directory's path: letters, digits, - and _ only (%q, %q)", app, name)
+		}
+
 		s := mcpclient.Server{Name: name, URL: sc.URL, Command: append([]string{}, sc.Command...), AllowedTools: sc.AllowedTools, HTTPClient: b.opts.HTTPClient}
 		if sc.TimeoutSeconds < 0 {
 			return b.doc.ErrAt(here+".timeout_seconds", "must not be negative")
@@ -64,6 +68,7 @@ func (b builder) mcpTools(at, app string, c *config.MCP, access *policy.Engine, 
 			if err := b.exposes(here+".dir", abs, "the server's directory"); err != nil {
 				return err
 			}
+			*b.folders = append(*b.folders, sandboxFolder{at: here, dir: abs, what: "the server's directory"})
 			spec, err := b.serverSandbox(here, app, name, sc, abs, access)
 			if err != nil {
 				return err
@@ -133,4 +138,7 @@ func (b builder) serverSandbox(at, app, name string, sc config.MCPServer, dir st
 	return spec, nil
 }
 
-var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+var (
+	envName  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	safeName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]*$`)
+)

@@ -61,7 +61,7 @@ func Open(ctx context.Context, opts Options) (*Turnlog, error) {
 		}
 		return nil, err
 	}
-	eopts := fsm.Options{Clock: opts.Clock, NewID: opts.NewID, Observer: observers}
+	eopts := fsm.Options{Clock: opts.Clock, NewID: opts.NewID, Observer: observers, CancelGrace: opts.CancelGrace}
 	if eopts.Clock == nil {
 		eopts.Clock = time.Now
 	}

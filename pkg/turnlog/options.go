@@ -45,6 +45,9 @@ type Options struct {
 	// Observer hears the engine (metrics); OnCommit the store's commits.
 	Observer fsm.Observer
 	OnCommit func(events int)
+	// CancelGrace is how long a canceled turn waits for a tool that ignores its
+	// context before recording it as abandoned (default 5s).
+	CancelGrace time.Duration
 	// Clock and NewID are the engine's time and ID source (default: the wall clock
 	// and monotonic ULIDs).
 	Clock func() time.Time

@@ -1,9 +1,12 @@
 package turnlog
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/turnlog/turnlog/policy"
 )
 
 // exposes refuses a directory a sandboxed process sees (a workspace, a stdio MCP
@@ -56,4 +59,56 @@ func realPath(p string) (string, error) {
 		}
 		rest, abs = filepath.Join(filepath.Base(abs), rest), parent
 	}
+}
+
+// foldersOutsideWorkspace refuses a command tool's or stdio server's folder that
+// overlaps the app's workspace either way: the agent's file tools could rewrite the
+// program it runs (with the environment and network the tool has), or the program
+// would see the workspace.
+func (b builder) foldersOutsideWorkspace(at string, access *policy.Engine) error {
+	if access == nil || access.Workspace == "" {
+		return nil
+	}
+	ws, err := realPath(access.Workspace)
+	if err != nil {
+		return nil
+	}
+	for _, f := range *b.folders {
+		dir, err := realPath(f.dir)
+		if err != nil {
+			continue
+		}
+		if within(dir, ws) || within(ws, dir) {
+			return b.doc.ErrAt(f.at, "%s %s overlaps the app's workspace %s, where agents' tools write: keep programs outside every workspace", f.what, dir, ws)
+		}
+	}
+	return nil
+}
+
+// within says whether p is dir or lies under it.
+func within(p, dir string) bool {
+	rel, err := filepath.Rel(dir, p)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
+}
+
+// ownFilesUnreadable refuses turnlog's own files — the database, the config, the API
+// keys file — where every sandboxed program reads (the system folders it is shown,
+// /etc among them) and readable by others, which the program's uid is.
+func ownFilesUnreadable(config string, protected, systemDirs []string) error {
+	for _, f := range append([]string{config}, protected...) {
+		p, err := realPath(f)
+		if err != nil {
+			continue
+		}
+		fi, err := os.Stat(p)
+		if err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm()&0o004 == 0 {
+			continue
+		}
+		for _, sys := range systemDirs {
+			if real, err := filepath.EvalSymlinks(sys); err == nil && within(p, real) {
+				return fmt.Errorf("turnlog's own file %s lies in %s, which every sandboxed command can read, and is readable by others: chmod o-r it, or keep it elsewhere", p, sys)
+			}
+		}
+	}
+	return nil
 }

@@ -305,16 +305,21 @@ func (b builder) commandTool(at, name string, c config.Tool, app config.App) (fs
 	case !filepath.IsAbs(dir):
 		dir = filepath.Join(base, dir)
 	}
+	dirAt := at + ".dir"
+	if c.Dir == "" {
+		dirAt = at + ".command" // the folder is the program's
+	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
-		return nil, b.doc.ErrAt(at+".dir", "%v", err)
+		return nil, b.doc.ErrAt(dirAt, "%v", err)
 	}
 	if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
-		return nil, b.doc.ErrAt(at+".dir", "the tool's folder %s is not a directory", abs)
+		return nil, b.doc.ErrAt(dirAt, "the tool's folder %s is not a directory", abs)
 	}
-	if err := b.ownFolder(at, abs); err != nil {
+	if err := b.ownFolder(dirAt, abs); err != nil {
 		return nil, err
 	}
+	*b.folders = append(*b.folders, sandboxFolder{at: at + ".command", dir: abs, what: "the tool's folder"})
 	spec := sandbox.Spec{Workspace: abs, WorkspaceReadOnly: true, NeverDial: b.opts.NeverDial}
 	if app.Policy != nil {
 		access, err := b.doc.Access(at, app.Policy, b.opts.Workspace)
@@ -329,11 +334,16 @@ func (b builder) commandTool(at, name string, c config.Tool, app config.App) (fs
 			spec.AllowHost = workspace.AllowHost(access, name)
 		}
 	}
-	for _, v := range c.Env {
-		if v == "" || strings.ContainsAny(v, "=\x00") || strings.HasPrefix(v, "TURNLOG_SANDBOX") {
-			return nil, b.doc.ErrAt(at+".env", "%q is not a variable a tool may be given", v)
+	for i, v := range c.Env {
+		here := fmt.Sprintf("%s.env[%d]", at, i)
+		if !envName.MatchString(v) || strings.HasPrefix(v, "TURNLOG_") || v == "HOME" {
+			return nil, b.doc.ErrAt(here, "%q is not a variable a tool may be given (a name; its value comes from turnlog's environment)", v)
 		}
-		spec.Env = append(spec.Env, v+"="+os.Getenv(v))
+		val, ok := os.LookupEnv(v)
+		if !ok {
+			return nil, b.doc.ErrAt(here, "environment variable %s is not set", v)
+		}
+		spec.Env = append(spec.Env, v+"="+val)
 	}
 	if c.Timeout != "" {
 		if spec.Timeout, err = b.duration(at+".timeout", c.Timeout, "30s"); err != nil {
@@ -346,6 +356,9 @@ func (b builder) commandTool(at, name string, c config.Tool, app config.App) (fs
 	}
 	t, err := commandtool.New(commandtool.Config{Name: name, Description: c.Description, Argv: argv, Parameters: params, Sandbox: spec})
 	if err != nil {
+		if field, msg, ok := strings.Cut(err.Error(), ": "); ok && !strings.Contains(field, " ") {
+			return nil, b.doc.ErrAt(at+"."+field, "%s", msg)
+		}
 		return nil, b.doc.ErrAt(at, "%v", err)
 	}
 	return t, nil
@@ -360,7 +373,7 @@ func (b builder) ownFolder(at, dir string) error {
 			}
 		}
 	}
-	return b.exposes(at+".dir", dir, "the tool's folder")
+	return b.exposes(at, dir, "the tool's folder")
 }
 
 // setField is a field of a tool entry and whether it is given, in the order errors

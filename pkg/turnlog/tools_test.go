@@ -52,8 +52,8 @@ func TestOwnToolErrorsNameTheField(t *testing.T) {
 		`{command: [python3, x.py], description: d, dedupe: idempotency_key}`:             "apps.a.tools.t.dedupe: is for HTTP (url) tools",
 		`{command: [python3, x.py]}`:                                                      "apps.a.tools.t.description: is required",
 		`{command: [python3, ""], description: d}`:                                        "apps.a.tools.t.command[1]: is empty",
-		`{command: [python3], description: d, env: ["A=B"]}`:                              `apps.a.tools.t.env: "A=B" is not a variable a tool may be given`,
-		`{command: [python3], description: d, env: [TURNLOG_SANDBOX_SPEC]}`:               `apps.a.tools.t.env: "TURNLOG_SANDBOX_SPEC" is not a variable`,
+		`{command: [python3], description: d, env: ["A=B"]}`:                              `apps.a.tools.t.env[0]: "A=B" is not a variable a tool may be given`,
+		`{command: [python3], description: d, env: [TURNLOG_SANDBOX_SPEC]}`:               `apps.a.tools.t.env[0]: "TURNLOG_SANDBOX_SPEC" is not a variable`,
 		`{command: [python3], description: d, dir: nowhere}`:                              "apps.a.tools.t.dir: the tool's folder",
 		`{command: [python3], description: d, dir: .}`:                                    "holds the config",
 	}
@@ -86,5 +86,51 @@ func TestHTTPToolSettings(t *testing.T) {
 	if spec.Name != "t" || spec.Description != "look up" || string(spec.Parameters) != `{"properties":{"q":{"type":"string"}},"type":"object"}` ||
 		!spec.Idempotent || spec.Timeout.String() != "30s" || !spec.NeedsApproval || spec.ExpiresIn.String() != "1h0m0s" || spec.MaxCalls != 2 {
 		t.Fatalf("spec = %+v", spec)
+	}
+}
+
+// TestProgramsStayOutOfWorkspaces: a command tool whose folder lies in the app's
+// workspace (where agents' file tools write), or holds it, is refused at load.
+func TestProgramsStayOutOfWorkspaces(t *testing.T) {
+	dir := t.TempDir()
+	ws := filepath.Join(dir, "ws")
+	os.MkdirAll(filepath.Join(ws, "tools"), 0o755)
+	os.WriteFile(filepath.Join(ws, "tools", "lint.py"), []byte("print(1)\n"), 0o644)
+	os.MkdirAll(filepath.Join(dir, "progs"), 0o755)
+	os.WriteFile(filepath.Join(dir, "progs", "ok.py"), []byte("print(1)\n"), 0o644)
+	for decl, want := range map[string]string{
+		`{command: [python3, ws/tools/lint.py], description: d}`: "apps.a.tools.t.command: the tool's folder " + filepath.Join(ws, "tools") + " overlaps the app's workspace",
+		`{command: [python3], dir: ., description: d}`:           "holds the config",
+		`{command: [python3, progs/ok.py], description: d}`:      "",
+	} {
+		src := strings.Replace(toolConfig(decl), "    agents:\n", "    policy: {mode: workspace-write, workspace: "+ws+", workspace_scope: shared}\n    agents:\n", 1)
+		src = strings.Replace(src, "tools: [t]}", "tools: [t, read_file]}", 1)
+		path := filepath.Join(dir, "agent.yaml")
+		os.WriteFile(path, []byte(src), 0o644)
+		_, err := turnlogtest.LoadFile(t, path, turnlog.Options{})
+		switch {
+		case want == "" && err != nil:
+			t.Errorf("%s: %v", decl, err)
+		case want != "" && (err == nil || !strings.Contains(err.Error(), want)):
+			t.Errorf("%s:\n got %v\nwant %s", decl, err, want)
+		}
+	}
+}
+
+// TestServerNamesMakeNoPaths: an MCP server's (or app's) name is part of its data
+// directory's path: one that could leave <state dir>/mcp is refused before anything
+// is made.
+func TestServerNamesMakeNoPaths(t *testing.T) {
+	state := t.TempDir()
+	for _, name := range []string{`"../.."`, `"a/b"`, `".hidden"`} {
+		src := strings.Replace(toolConfig(`{url: "http://127.0.0.1:1/x", description: d}`), "    agents:\n",
+			"    mcp:\n      servers:\n        "+name+": {command: [\"true\"]}\n    agents:\n", 1)
+		_, err := turnlogtest.LoadApps(t, filepath.Join(t.TempDir(), "agent.yaml"), []byte(src), turnlog.Options{StateDir: state})
+		if err == nil || !strings.Contains(err.Error(), "letters, digits, - and _ only") {
+			t.Errorf("server %s: %v", name, err)
+		}
+	}
+	if entries, _ := os.ReadDir(state); len(entries) != 0 {
+		t.Fatalf("the state directory got %v", entries)
 	}
 }
