@@ -21,6 +21,7 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 				c.Set(userKey, "dev")
 				return next(c)
 			}
+			c.Response().Header().Set("WWW-Authenticate", `Bearer realm="turnlog"`)
 			return echo.NewHTTPError(http.StatusUnauthorized, "a bearer API key is required")
 		}
 		for key, user := range s.cfg.Keys {
@@ -29,6 +30,7 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 				return next(c)
 			}
 		}
+		c.Response().Header().Set("WWW-Authenticate", `Bearer realm="turnlog", error="invalid_token"`)
 		return echo.NewHTTPError(http.StatusUnauthorized, "unknown API key")
 	}
 }

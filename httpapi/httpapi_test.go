@@ -148,6 +148,7 @@ type response struct {
 	status int
 	body   map[string]any
 	raw    string
+	header http.Header
 }
 
 func (b testBundle) do(t *testing.T, method, path, key, body string) response {
@@ -166,7 +167,7 @@ func (b testBundle) do(t *testing.T, method, path, key, body string) response {
 	}
 	defer res.Body.Close()
 	raw, _ := io.ReadAll(res.Body)
-	r := response{status: res.StatusCode, raw: string(raw)}
+	r := response{status: res.StatusCode, raw: string(raw), header: res.Header}
 	_ = json.Unmarshal(raw, &r.body)
 	return r
 }
@@ -259,6 +260,9 @@ func TestErrorStatuses(t *testing.T) {
 		r := b.do(t, tc.method, tc.path, tc.key, tc.body)
 		if r.status != tc.status || r.errorCode() != tc.code || !strings.Contains(r.errorMessage(), tc.mentions) {
 			t.Errorf("%s: got %d %s, want %d %s mentioning %q", tc.name, r.status, r.raw, tc.status, tc.code, tc.mentions)
+		}
+		if tc.status == http.StatusUnauthorized && !strings.HasPrefix(r.header.Get("WWW-Authenticate"), "Bearer ") {
+			t.Errorf("%s: a 401 without WWW-Authenticate: Bearer (%q)", tc.name, r.header.Get("WWW-Authenticate"))
 		}
 	}
 	// Nothing above changed the session.
