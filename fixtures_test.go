@@ -116,3 +116,35 @@ func TestRebuildEqualsIncremental(t *testing.T) {
 		})
 	}
 }
+
+// TestFixturesKeepCausalOrder: in every recorded session, a model's answer text comes
+// after the results of the calls its agent made before it — the order every stream
+// of the log keeps (docs/api.md, "Order on a stream").
+func TestFixturesKeepCausalOrder(t *testing.T) {
+	t.Parallel()
+	for _, dir := range fixtureDirs(t) {
+		evs, err := readFixture(filepath.Join(dir, "events.jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		open := map[string]bool{}
+		for _, ev := range evs {
+			switch ev.Type {
+			case events.TypeToolScheduled:
+				open[ev.Path] = true
+			case events.TypeToolResulted:
+				delete(open, ev.Path)
+			case events.TypeModelCalled:
+				agent, _, ok := strings.Cut(ev.Path, "/model/")
+				if !ok || !strings.Contains(string(ev.Data), `"text":`) {
+					continue
+				}
+				for call := range open {
+					if rest, ok := strings.CutPrefix(call, agent+"/tool/"); ok && !strings.Contains(rest, "/") {
+						t.Errorf("%s: the text of %s (seq %d) precedes the result of %s", dir, ev.Path, ev.Seq, call)
+					}
+				}
+			}
+		}
+	}
+}

@@ -10,6 +10,10 @@ import (
 type Delta struct {
 	Session, Turn, Path string
 	Text                string
+	// After is the seq of the session's log the answer was computed after: a stream
+	// sends the events up to it before the delta, so text never precedes the tool
+	// results (or nested agents' ends) it depends on.
+	After int64
 }
 
 // DeltaSub is one reader of a session's text deltas.

@@ -399,7 +399,17 @@ func (r *run) onText(path string) func(string) {
 	if len(r.agent.OutputGuardrails) > 0 || r.app.Policy.holdsModelText() || r.prefix != "" {
 		return nil
 	}
+	var after int64
+	first := true
 	return func(delta string) {
-		r.e.deltas.publish(Delta{Session: r.session, Turn: r.turn, Path: path, Text: delta})
+		if first {
+			// What the answer is computed from must reach the log first: results held
+			// for the next commit (idempotent tools, agent tools) are committed now, and
+			// every delta says which seq a stream must have sent before it.
+			first = false
+			_ = r.emit() // if this commit fails, the results go with ModelCalled's, which reports it
+			after = r.log.last()
+		}
+		r.e.deltas.publish(Delta{Session: r.session, Turn: r.turn, Path: path, Text: delta, After: after})
 	}
 }

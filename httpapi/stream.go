@@ -120,9 +120,23 @@ func (s *Server) follow(c echo.Context, from int64, prelude []liveEvent, live <-
 		}
 	}
 	ctx := c.Request().Context()
+	// A delta waits until the events it was computed after are sent (fsm.Delta.After):
+	// an answer's text never precedes the tool results it depends on.
+	var queued []fsm.Delta
+	flush := func() error {
+		for len(queued) > 0 && queued[0].After <= from {
+			d := queued[0]
+			queued = queued[1:]
+			onLive(d)
+			if err := out.sendLive("text_delta", map[string]any{"turn_id": d.Turn, "path": d.Path, "text": d.Text, "live": true}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	sendLive := func(d fsm.Delta) error {
-		onLive(d)
-		return out.sendLive("text_delta", map[string]any{"turn_id": d.Turn, "path": d.Path, "text": d.Text, "live": true})
+		queued = append(queued, d)
+		return flush()
 	}
 	for {
 		// A model call publishes all its deltas before its ModelCalled commits: send
@@ -143,6 +157,9 @@ func (s *Server) follow(c echo.Context, from int64, prelude []liveEvent, live <-
 			return nil // the client is gone or the store failed; the stream just ends
 		}
 		for _, ev := range evs {
+			if err := flush(); err != nil { // text computed after the events so far
+				return nil
+			}
 			from = ev.Seq
 			name, data, last := render(ev)
 			if name != "" {
@@ -153,6 +170,9 @@ func (s *Server) follow(c echo.Context, from int64, prelude []liveEvent, live <-
 			if last {
 				return nil
 			}
+		}
+		if err := flush(); err != nil {
+			return nil
 		}
 	wait:
 		select {
