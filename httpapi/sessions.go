@@ -95,7 +95,7 @@ func (s *Server) listSessions(c echo.Context) error {
 
 type sessionSummary struct {
 	projection.Session
-	Status string          `json:"status"` // idle, or running while a turn is in flight
+	Status string          `json:"status"` // idle, running (a turn in flight) or waiting (a turn waits for people: see /interrupts)
 	Parent *branchOriginal `json:"parent"`
 }
 
@@ -111,9 +111,13 @@ func (s *Server) getSession(c echo.Context) error {
 		return err
 	}
 	out := sessionSummary{Session: sess, Status: "idle"}
-	if t, err := s.cfg.Reader.LastTurn(c.Request().Context(), sess.ID); err == nil && t.Status == projection.TurnRunning {
+	t, err := s.cfg.Reader.LastTurn(c.Request().Context(), sess.ID)
+	switch {
+	case err == nil && t.Status == projection.TurnRunning:
 		out.Status = "running"
-	} else if err != nil && !events.IsCode(err, events.CodeNotFound) {
+	case err == nil && t.Status == projection.TurnSuspended:
+		out.Status = "waiting" // a new turn is refused until every interrupt is answered
+	case err != nil && !events.IsCode(err, events.CodeNotFound):
 		return err
 	}
 	if sess.ParentID != "" {

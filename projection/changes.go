@@ -157,6 +157,7 @@ func Changes(ev events.Event) ([]Change, error) {
 	case *events.ApprovalRequested:
 		return []Change{InterruptOpened{Seq: ev.Seq, Interrupt: Interrupt{Session: ev.Session, Turn: ev.Turn, ID: e.InterruptID,
 			Kind: e.Kind, Path: ev.Path, CallID: e.CallID, Tool: e.Tool, Arguments: e.Arguments, Reason: e.Reason,
+			Rule: e.Rule, Level: e.Level, Resources: e.Resources, Alternative: e.Alternative,
 			Status: InterruptPending, RequestedAt: ev.At}}}, nil
 	case *events.ApprovalResolved:
 		status := InterruptApproved
@@ -170,7 +171,7 @@ func Changes(ev events.Event) ([]Change, error) {
 			return nil, err
 		}
 		return []Change{InterruptOpened{Seq: ev.Seq, Interrupt: Interrupt{Session: ev.Session, Turn: ev.Turn, ID: e.InterruptID,
-			Kind: e.Kind, Path: ev.Path, Arguments: held, Reason: e.Reason, Status: InterruptPending, RequestedAt: ev.At}}}, nil
+			Kind: e.Kind, Path: ev.Path, Arguments: held, Reason: e.Reason, Rule: e.Rule, Status: InterruptPending, RequestedAt: ev.At}}}, nil
 	case *events.ReviewResolved:
 		status := InterruptApproved
 		if e.Decision != events.DecisionApprove {

@@ -65,15 +65,21 @@ const (
 
 // Interrupt is a question to a person that holds a turn.
 type Interrupt struct {
-	Session     string          `json:"session_id"`
-	Turn        string          `json:"turn_id"`
-	ID          string          `json:"id"`
-	Kind        string          `json:"kind"`
-	Path        string          `json:"path"`
-	CallID      string          `json:"call_id,omitempty"`
-	Tool        string          `json:"tool,omitempty"`
-	Arguments   json.RawMessage `json:"arguments,omitempty"` // guardrail_review: the held response {text, tool_calls}
-	Reason      string          `json:"reason,omitempty"`
+	Session   string          `json:"session_id"`
+	Turn      string          `json:"turn_id"`
+	ID        string          `json:"id"`
+	Kind      string          `json:"kind"`
+	Path      string          `json:"path"`
+	CallID    string          `json:"call_id,omitempty"`
+	Tool      string          `json:"tool,omitempty"`
+	Arguments json.RawMessage `json:"arguments,omitempty"` // guardrail_review: the held response {text, tool_calls}
+	Reason    string          `json:"reason,omitempty"`
+	// Rule is the guardrail policy or tool policy rule that asks; for the tool policy
+	// also the call's risk level, what it acts on, and what to do instead.
+	Rule        string          `json:"rule,omitempty"`
+	Level       string          `json:"level,omitempty"`
+	Resources   []string        `json:"resources,omitempty"`
+	Alternative string          `json:"alternative,omitempty"`
 	Status      InterruptStatus `json:"status"`
 	RequestedAt time.Time       `json:"requested_at"`
 }

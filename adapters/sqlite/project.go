@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/projection"
 )
 
@@ -45,8 +46,9 @@ func (w *writer) applyChanges(ctx context.Context, changes []projection.Change) 
 			}
 		case projection.InterruptOpened:
 			i := c.Interrupt
+			policy := events.MustMarshal(interruptPolicy{Rule: i.Rule, Level: i.Level, Resources: i.Resources, Alternative: i.Alternative})
 			_, err = w.interruptAdd.ExecContext(ctx, i.Session, i.ID, i.Turn, i.Kind, i.Path, nullString(i.CallID),
-				nullString(i.Tool), nullString(string(i.Arguments)), nullString(i.Reason), c.Seq, formatTime(i.RequestedAt))
+				nullString(i.Tool), nullString(string(i.Arguments)), nullString(i.Reason), c.Seq, formatTime(i.RequestedAt), string(policy))
 		case projection.InterruptResolved:
 			_, err = w.interruptSet.ExecContext(ctx, string(c.Status), c.Seq, formatTime(c.At), c.Session, c.ID)
 		case projection.TurnPaused:
@@ -82,4 +84,12 @@ func joinArray(items []json.RawMessage) []byte {
 		out = append(out, it...)
 	}
 	return append(out, ']')
+}
+
+// interruptPolicy is the policy column of an interrupt: who asks, and about what.
+type interruptPolicy struct {
+	Rule        string   `json:"rule"`
+	Level       string   `json:"level"`
+	Resources   []string `json:"resources"`
+	Alternative string   `json:"alternative"`
 }

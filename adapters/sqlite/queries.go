@@ -13,11 +13,11 @@ const (
 	qTurnHandoff  = `UPDATE proj_turns SET agents = json_insert(agents, '$[#]', ?) WHERE session_id = ? AND turn_id = ?`
 	qTurnProgress = `UPDATE proj_turns SET model_calls = model_calls + ?, tool_calls = tool_calls + ?, input_tokens = input_tokens + ?, output_tokens = output_tokens + ? WHERE session_id = ? AND turn_id = ?`
 	qTurnClose    = `UPDATE proj_turns SET status = ?, end_seq = ?, ended_at = ?, error_code = nullif(?, ''), error_message = nullif(?, ''), end_agent = nullif(?, '') WHERE session_id = ? AND turn_id = ?`
-	qInterruptAdd = `INSERT INTO proj_interrupts (session_id, interrupt_id, turn_id, kind, path, call_id, tool, arguments, reason, status, requested_seq, requested_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?)`
+	qInterruptAdd = `INSERT INTO proj_interrupts (session_id, interrupt_id, turn_id, kind, path, call_id, tool, arguments, reason, status, requested_seq, requested_at, policy) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?)`
 	qInterruptSet = `UPDATE proj_interrupts SET status = ?, resolved_seq = ?, resolved_at = ? WHERE session_id = ? AND interrupt_id = ?`
 	qInterruptEnd = `UPDATE proj_interrupts INDEXED BY proj_interrupts_pending SET status = 'closed', resolved_seq = ?, resolved_at = ? WHERE session_id = ? AND turn_id = ? AND status = 'pending'`
 	qTurnPause    = `UPDATE proj_turns SET status = ? WHERE session_id = ? AND turn_id = ?`
-	qPending      = `SELECT session_id, turn_id, interrupt_id, kind, path, coalesce(call_id, ''), coalesce(tool, ''), arguments, coalesce(reason, ''), status, requested_at FROM proj_interrupts WHERE session_id = ? AND status = 'pending' ORDER BY requested_seq`
+	qPending      = `SELECT session_id, turn_id, interrupt_id, kind, path, coalesce(call_id, ''), coalesce(tool, ''), arguments, coalesce(reason, ''), status, requested_at, coalesce(policy, '{}') FROM proj_interrupts WHERE session_id = ? AND status = 'pending' ORDER BY requested_seq`
 	qHistoryAdd   = `INSERT INTO proj_history (session_id, seq, idx, turn_id, item) SELECT ?1, ?2, key, ?3, value FROM json_each(?4)`
 
 	qSessionCols  = `SELECT id, app, owner, metadata, created_at, active_agent, turn_count, last_commit_seq, parent_id, parent_seq, parent_turn FROM proj_sessions`

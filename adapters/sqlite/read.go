@@ -319,10 +319,16 @@ func (s *Store) PendingInterrupts(ctx context.Context, session string) ([]projec
 			args    sql.NullString
 			status  string
 			askedAt string
+			policy  string
 		)
-		if err := rows.Scan(&i.Session, &i.Turn, &i.ID, &i.Kind, &i.Path, &i.CallID, &i.Tool, &args, &i.Reason, &status, &askedAt); err != nil {
+		if err := rows.Scan(&i.Session, &i.Turn, &i.ID, &i.Kind, &i.Path, &i.CallID, &i.Tool, &args, &i.Reason, &status, &askedAt, &policy); err != nil {
 			return nil, err
 		}
+		var p interruptPolicy
+		if err := json.Unmarshal([]byte(policy), &p); err != nil {
+			return nil, fmt.Errorf("read interrupts of %s: %w", session, err)
+		}
+		i.Rule, i.Level, i.Resources, i.Alternative = p.Rule, p.Level, p.Resources, p.Alternative
 		if args.Valid {
 			i.Arguments = json.RawMessage(args.String)
 		}
