@@ -12,18 +12,23 @@ import (
 	"github.com/turnlog/turnlog/events"
 )
 
-// decodeBody reads a JSON body strictly: malformed JSON, unknown fields (names match
-// case-sensitively), invalid UTF-8 and lone surrogates, trailing data, and integers
-// beyond ±2^53 are refused with an error naming the field.
-func decodeBody(c echo.Context, dst any) error {
+// readBody reads a request's body whole, within the body limit.
+func readBody(c echo.Context) ([]byte, error) {
 	raw, err := io.ReadAll(c.Request().Body)
 	if err != nil {
 		var maxErr *http.MaxBytesError
 		if errors.As(err, &maxErr) || errors.Is(err, echo.ErrStatusRequestEntityTooLarge) {
-			return echo.NewHTTPError(http.StatusRequestEntityTooLarge, "request body is too large")
+			return nil, echo.NewHTTPError(http.StatusRequestEntityTooLarge, "request body is too large")
 		}
-		return events.FieldError(events.CodeInvalid, "body", "could not be read: %v", err)
+		return nil, events.FieldError(events.CodeInvalid, "body", "could not be read: %v", err)
 	}
+	return raw, nil
+}
+
+// decodeRaw decodes a JSON body strictly: malformed JSON, unknown fields (names match
+// case-sensitively), invalid UTF-8 and lone surrogates, trailing data, and integers
+// beyond ±2^53 are refused with an error naming the field.
+func decodeRaw(raw []byte, dst any) error {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		return events.FieldError(events.CodeInvalid, "body", "a JSON object is required")
 	}

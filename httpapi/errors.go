@@ -27,6 +27,8 @@ func statusOf(code events.Code) int {
 		return http.StatusConflict
 	case events.CodePolicyDenied:
 		return http.StatusForbidden
+	case CodeIdempotencyMismatch:
+		return http.StatusUnprocessableEntity
 	}
 	return http.StatusInternalServerError
 }

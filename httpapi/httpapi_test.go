@@ -122,12 +122,12 @@ func setupWith(t *testing.T, wrap func(string, fsm.Model) fsm.Model) testBundle 
 	apps = append(apps, gateApp(b.entered, b.release), nestedApp(b.researcherCalls))
 	var n atomic.Int64
 	m := metrics.New()
-	e, err := fsm.New(store, apps, fsm.Options{Clock: time.Now, NewID: func() string { return fmt.Sprintf("id%04d", n.Add(1)) }, Observer: m})
+	e, err := fsm.New(store, apps, fsm.Options{Clock: time.Now, NewID: func() string { return fmt.Sprintf("id%04d", n.Add(1)) }, Observer: m, CancelGrace: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
 	b.log = &syncBuffer{}
-	api := httpapi.New(httpapi.Config{Engine: e, Reader: store, BodyLimit: "64K",
+	api := httpapi.New(httpapi.Config{Engine: e, Reader: store, Idempotency: store, BodyLimit: "64K",
 		Keys:  map[string]string{"key-alice": "alice", "key-bob": "bob"},
 		Ready: store.Ready, Metrics: m.Handler(), Meter: m, Logger: zerolog.New(b.log)})
 	b.api, b.store, b.dbPath = api, store, path

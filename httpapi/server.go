@@ -24,6 +24,7 @@ type Reader interface {
 	Events(ctx context.Context, session string, after int64) ([]events.Event, error)
 	Turns(ctx context.Context, session string) ([]projection.Turn, error)
 	LastTurn(ctx context.Context, session string) (projection.Turn, error)
+	Turn(ctx context.Context, session, turn string) (projection.Turn, error)
 	PendingInterrupts(ctx context.Context, session string) ([]projection.Interrupt, error)
 	Audit(ctx context.Context, session string) ([]projection.AuditEntry, error)
 	Watch(session string) (<-chan struct{}, func())
@@ -56,6 +57,11 @@ type Config struct {
 	// Metrics serves /metrics; Meter hears requests and streams (both optional).
 	Metrics http.Handler
 	Meter   Meter
+	// Idempotency keeps write requests' Idempotency-Keys (nil: the header is ignored)
+	// for IdempotencyTTL (default 24h); Clock is the time they are kept by.
+	Idempotency    IdempotencyKeys
+	IdempotencyTTL time.Duration
+	Clock          func() time.Time
 	// Logger writes the request log (default: nothing).
 	Logger zerolog.Logger
 }
@@ -63,6 +69,7 @@ type Config struct {
 // Server is the HTTP API.
 type Server struct {
 	cfg      Config
+	inflight inflight // Idempotency-Keys claimed by requests running here
 	meter    Meter
 	e        *echo.Echo
 	stopping chan struct{} // closed by Stop: live streams end

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"net/http"
@@ -21,14 +22,42 @@ type createSessionRequest struct {
 
 func (s *Server) createSession(c echo.Context) error {
 	var req createSessionRequest
-	if err := decodeBody(c, &req); err != nil {
+	raw, err := readBody(c)
+	if err != nil {
+		return err
+	}
+	if err := decodeRaw(raw, &req); err != nil {
 		return err
 	}
 	if req.App == "" {
 		return events.FieldError(events.CodeInvalid, "app", "is required")
 	}
-	sess, err := s.cfg.Engine.CreateSession(c.Request().Context(), req.App, userOf(c), req.Metadata)
+	return s.createOnce(c, raw, func(ctx context.Context) (projection.Session, error) {
+		return s.cfg.Engine.CreateSession(ctx, req.App, userOf(c), req.Metadata)
+	})
+}
+
+// createOnce answers a request that creates a session (a new one, a branch): with an
+// Idempotency-Key given before, the session that request created.
+func (s *Server) createOnce(c echo.Context, raw []byte, create func(context.Context) (projection.Session, error)) error {
+	ctx := c.Request().Context()
+	k, err := s.idempotency(c, raw)
 	if err != nil {
+		return err
+	}
+	if k.replayed() {
+		sess, err := s.cfg.Reader.Session(ctx, k.rec.Session)
+		if err != nil {
+			return err
+		}
+		return c.JSON(http.StatusCreated, sess)
+	}
+	defer k.finish(ctx)
+	sess, err := create(ctx)
+	if err != nil {
+		return err
+	}
+	if err := k.made(ctx, sess.ID, ""); err != nil {
 		return err
 	}
 	return c.JSON(http.StatusCreated, sess)
@@ -219,7 +248,11 @@ type branchRequest struct {
 
 func (s *Server) createBranch(c echo.Context) error {
 	var req branchRequest
-	if err := decodeBody(c, &req); err != nil {
+	raw, err := readBody(c)
+	if err != nil {
+		return err
+	}
+	if err := decodeRaw(raw, &req); err != nil {
 		return err
 	}
 	if _, err := s.ownedSession(c); err != nil {
@@ -228,12 +261,9 @@ func (s *Server) createBranch(c echo.Context) error {
 	if req.AtSeq < 0 {
 		return events.FieldError(events.CodeInvalid, "at_seq", "must be positive")
 	}
-	sess, err := s.cfg.Engine.Branch(c.Request().Context(), c.Param("id"), userOf(c),
-		fsm.BranchPoint{Turn: req.AtTurn, Seq: req.AtSeq}, req.Metadata)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusCreated, sess)
+	return s.createOnce(c, raw, func(ctx context.Context) (projection.Session, error) {
+		return s.cfg.Engine.Branch(ctx, c.Param("id"), userOf(c), fsm.BranchPoint{Turn: req.AtTurn, Seq: req.AtSeq}, req.Metadata)
+	})
 }
 
 func (s *Server) export(c echo.Context) error {

@@ -195,11 +195,16 @@ func (s *Server) follow(c echo.Context, from int64, prelude []liveEvent, live <-
 // log records. The turn goes on if the client leaves; it can follow the rest on
 // /events with Last-Event-ID.
 func (s *Server) streamTurn(c echo.Context, t *fsm.StartedTurn, deltas *fsm.DeltaSub) error {
+	return s.streamTurnFrom(c, t.ID, t.StartSeq-1, s.reopenedSubagents(c.Request().Context(), c.Param("id"), t), deltas)
+}
+
+// streamTurnFrom streams turn's events after seq from, with its live text.
+func (s *Server) streamTurnFrom(c echo.Context, turn string, from int64, prelude []liveEvent, deltas *fsm.DeltaSub) error {
 	streamed := map[string]bool{} // paths whose text went out live
 	// One turn runs on a session at a time, so the session's deltas are this turn's.
-	return s.follow(c, t.StartSeq-1, s.reopenedSubagents(c.Request().Context(), c.Param("id"), t), deltas.C, func(d fsm.Delta) { streamed[d.Path] = true },
+	return s.follow(c, from, prelude, deltas.C, func(d fsm.Delta) { streamed[d.Path] = true },
 		func(ev events.Event) (string, any, bool) {
-			if ev.Turn != t.ID {
+			if ev.Turn != turn {
 				return "", nil, false
 			}
 			name, data, last := turnEvent(ev)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/labstack/echo/v4"
@@ -37,11 +38,33 @@ func wantsStream(c echo.Context, req turnRequest) bool {
 
 func (s *Server) runTurn(c echo.Context) error {
 	var req turnRequest
-	if err := decodeBody(c, &req); err != nil {
+	raw, err := readBody(c)
+	if err != nil {
+		return err
+	}
+	if err := decodeRaw(raw, &req); err != nil {
 		return err
 	}
 	if _, err := s.ownedSession(c); err != nil {
 		return err
+	}
+	ctx := c.Request().Context()
+	k, err := s.idempotency(c, raw)
+	if err != nil {
+		return err
+	}
+	if k.replayed() { // the same request again: the turn it started answers
+		after, _ := strconv.ParseInt(c.Request().Header.Get("Last-Event-ID"), 10, 64)
+		return s.answerTurn(c, k.rec.Session, k.rec.Turn, wantsStream(c, req), after)
+	}
+	defer k.finish(ctx)
+	if k == nil { // a reconnecting stream without a key continues its turn
+		if turn, after, ok, err := s.continuedTurn(c, c.Param("id")); err != nil || ok {
+			if err != nil {
+				return err
+			}
+			return s.answerTurn(c, c.Param("id"), turn, true, after)
+		}
 	}
 	if req.Input != nil && req.ResumeMap != nil {
 		return events.FieldError(events.CodeInvalid, "body", "give either input or resume_map, not both")
@@ -63,13 +86,15 @@ func (s *Server) runTurn(c echo.Context) error {
 		deltas = sub
 	}
 	var started *fsm.StartedTurn
-	var err error
 	if answers != nil {
-		started, err = s.cfg.Engine.Resume(c.Request().Context(), c.Param("id"), userOf(c), answers)
+		started, err = s.cfg.Engine.Resume(ctx, c.Param("id"), userOf(c), answers)
 	} else {
-		started, err = s.cfg.Engine.StartTurn(c.Request().Context(), c.Param("id"), *req.Input)
+		started, err = s.cfg.Engine.StartTurn(ctx, c.Param("id"), *req.Input)
 	}
 	if err != nil {
+		return err
+	}
+	if err := k.made(ctx, c.Param("id"), started.ID); err != nil {
 		return err
 	}
 	if deltas != nil {
@@ -139,17 +164,33 @@ func (s *Server) listTurns(c echo.Context) error {
 // conversation not summarised yet. The response is the turn's, its one item the
 // summary.
 func (s *Server) compact(c echo.Context) error {
-	if c.Request().ContentLength != 0 {
+	raw, err := readBody(c)
+	if err != nil {
+		return err
+	}
+	if len(raw) != 0 {
 		var empty struct{}
-		if err := decodeBody(c, &empty); err != nil {
+		if err := decodeRaw(raw, &empty); err != nil {
 			return err
 		}
 	}
 	if _, err := s.ownedSession(c); err != nil {
 		return err
 	}
-	res, err := s.cfg.Engine.Compact(c.Request().Context(), c.Param("id"))
+	ctx := c.Request().Context()
+	k, err := s.idempotency(c, raw)
 	if err != nil {
+		return err
+	}
+	if k.replayed() {
+		return s.answerTurn(c, k.rec.Session, k.rec.Turn, false, 0)
+	}
+	defer k.finish(ctx)
+	res, err := s.cfg.Engine.Compact(ctx, c.Param("id"))
+	if err != nil {
+		return err
+	}
+	if err := k.made(ctx, c.Param("id"), res.TurnID); err != nil {
 		return err
 	}
 	return c.JSON(http.StatusOK, responseOf(res))
@@ -161,16 +202,36 @@ type cancelRequest struct {
 
 func (s *Server) cancelTurn(c echo.Context) error {
 	var req cancelRequest
-	if c.Request().ContentLength != 0 {
-		if err := decodeBody(c, &req); err != nil {
+	raw, err := readBody(c)
+	if err != nil {
+		return err
+	}
+	if len(raw) != 0 {
+		if err := decodeRaw(raw, &req); err != nil {
 			return err
 		}
 	}
 	if _, err := s.ownedSession(c); err != nil {
 		return err
 	}
-	t, err := s.cfg.Engine.Cancel(c.Request().Context(), c.Param("id"), c.Param("turn_id"), req.Reason)
+	ctx := c.Request().Context()
+	k, err := s.idempotency(c, raw)
 	if err != nil {
+		return err
+	}
+	if k.replayed() { // canceled already: the turn as it is now
+		t, err := s.cfg.Reader.Turn(ctx, k.rec.Session, k.rec.Turn)
+		if err != nil {
+			return err
+		}
+		return c.JSON(http.StatusOK, t)
+	}
+	defer k.finish(ctx)
+	t, err := s.cfg.Engine.Cancel(ctx, c.Param("id"), c.Param("turn_id"), req.Reason)
+	if err != nil {
+		return err
+	}
+	if err := k.made(ctx, c.Param("id"), c.Param("turn_id")); err != nil {
 		return err
 	}
 	return c.JSON(http.StatusOK, t)

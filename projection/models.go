@@ -100,3 +100,15 @@ type AuditEntry struct {
 	ExitCode  *int64    `json:"exit_code,omitempty"`
 	Diff      string    `json:"diff,omitempty"`
 }
+
+// IdempotencyRecord is what a write request's Idempotency-Key stands for: the route
+// and body it was first used with (a hash of the canonical JSON), and what it made.
+type IdempotencyRecord struct {
+	Owner, Key string
+	Route      string
+	BodyHash   string
+	Session    string // the session it acted on, or created
+	Turn       string // the turn it started, resumed, canceled or compacted
+	CreatedAt  time.Time
+	ExpiresAt  time.Time
+}

@@ -22,6 +22,8 @@ type ServeOptions struct {
 	Dev bool
 	// Logger writes the request log and what the approval expiry does.
 	Logger zerolog.Logger
+	// IdempotencyTTL is how long an Idempotency-Key is remembered (default 24h).
+	IdempotencyTTL time.Duration
 	// ShutdownGrace is how long in-flight requests get once ctx ends (default 30s).
 	ShutdownGrace time.Duration
 }
@@ -29,7 +31,7 @@ type ServeOptions struct {
 // Handler is the REST API (docs/api.md) over this log, with /metrics, and a function
 // that ends its live streams (call it before shutting the HTTP server down).
 func (t *Turnlog) Handler(s ServeOptions) (http.Handler, func()) {
-	api := httpapi.New(httpapi.Config{Engine: t.Engine, Reader: t.Store, Keys: s.Keys, Dev: s.Dev,
+	api := httpapi.New(httpapi.Config{Engine: t.Engine, Reader: t.Store, Idempotency: t.Store, IdempotencyTTL: s.IdempotencyTTL, Keys: s.Keys, Dev: s.Dev,
 		Ready: t.Store.Ready, Metrics: t.metrics.Handler(), Meter: t.metrics, Logger: s.Logger})
 	return api.Handler(), api.Stop
 }

@@ -1,0 +1,81 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/turnlog/turnlog/projection"
+)
+
+// ClaimKey records r unless its (owner, key) is already recorded and not expired at
+// now: then it returns that record and claimed false. Expired records are deleted on
+// the way.
+func (s *Store) ClaimKey(ctx context.Context, r projection.IdempotencyRecord, now time.Time) (projection.IdempotencyRecord, bool, error) {
+	var existing projection.IdempotencyRecord
+	claimed := false
+	err := s.exclusive(ctx, func(ctx context.Context, w *writer) error {
+		if _, err := w.conn.ExecContext(ctx, `DELETE FROM idempotency_keys WHERE expires_at <= ?`, keyTime(now)); err != nil {
+			return fmt.Errorf("expire idempotency keys: %w", err)
+		}
+		res, err := w.conn.ExecContext(ctx, `INSERT INTO idempotency_keys (owner, key, route, body_hash, session_id, turn_id, created_at, expires_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (owner, key) DO NOTHING`,
+			r.Owner, r.Key, r.Route, r.BodyHash, r.Session, r.Turn, keyTime(r.CreatedAt), keyTime(r.ExpiresAt))
+		if err != nil {
+			return fmt.Errorf("claim idempotency key: %w", err)
+		}
+		if n, _ := res.RowsAffected(); n == 1 {
+			claimed = true
+			return nil
+		}
+		existing, err = scanKey(w.conn.QueryRowContext(ctx, qKeyGet, r.Owner, r.Key))
+		return err
+	})
+	if claimed {
+		return r, true, err
+	}
+	return existing, false, err
+}
+
+// Key returns the record of (owner, key). Errors: sql.ErrNoRows when there is none.
+func (s *Store) Key(ctx context.Context, owner, key string) (projection.IdempotencyRecord, error) {
+	return scanKey(s.read.QueryRowContext(ctx, qKeyGet, owner, key))
+}
+
+// SetKeyTarget records what a claimed key's request made.
+func (s *Store) SetKeyTarget(ctx context.Context, owner, key, session, turn string) error {
+	return s.exclusive(ctx, func(ctx context.Context, w *writer) error {
+		_, err := w.conn.ExecContext(ctx, `UPDATE idempotency_keys SET session_id = ?, turn_id = ? WHERE owner = ? AND key = ?`, session, turn, owner, key)
+		return err
+	})
+}
+
+// ReleaseKey forgets a claim whose request did nothing (it was refused), so that the
+// request may be made again with the same key.
+func (s *Store) ReleaseKey(ctx context.Context, owner, key string) error {
+	return s.exclusive(ctx, func(ctx context.Context, w *writer) error {
+		_, err := w.conn.ExecContext(ctx, `DELETE FROM idempotency_keys WHERE owner = ? AND key = ?`, owner, key)
+		return err
+	})
+}
+
+const qKeyGet = `SELECT owner, key, route, body_hash, session_id, turn_id, created_at, expires_at FROM idempotency_keys WHERE owner = ? AND key = ?`
+
+func scanKey(row *sql.Row) (projection.IdempotencyRecord, error) {
+	var r projection.IdempotencyRecord
+	var created, expires string
+	if err := row.Scan(&r.Owner, &r.Key, &r.Route, &r.BodyHash, &r.Session, &r.Turn, &created, &expires); err != nil {
+		if errors.Is(err, sql.ErrNoRows) {
+			return r, err
+		}
+		return r, fmt.Errorf("read idempotency key: %w", err)
+	}
+	r.CreatedAt, _ = time.Parse(time.RFC3339Nano, created)
+	r.ExpiresAt, _ = time.Parse(time.RFC3339Nano, expires)
+	return r, nil
+}
+
+// keyTime is a fixed-width UTC time, so that expiry compares as text.
+func keyTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000000000Z") }

@@ -1,0 +1,45 @@
+package sqlite_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/turnlog/turnlog/adapters/sqlite"
+	"github.com/turnlog/turnlog/projection"
+)
+
+// TestIdempotencyKeysSurviveAndExpire: a claimed key is there after the store is
+// reopened, per owner, with what its request made; once expired it can be claimed
+// anew.
+func TestIdempotencyKeysSurviveAndExpire(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	store, path := sqlite.MustOpen(t, sqlite.Options{Synchronous: "OFF"})
+	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	rec := projection.IdempotencyRecord{Owner: "alice", Key: "k1", Route: "POST /v1/sessions", BodyHash: "h1", CreatedAt: now, ExpiresAt: now.Add(24 * time.Hour)}
+	if _, claimed, err := store.ClaimKey(ctx, rec, now); err != nil || !claimed {
+		t.Fatalf("first claim: %v %v", claimed, err)
+	}
+	if err := store.SetKeyTarget(ctx, "alice", "k1", "s1", "t1"); err != nil {
+		t.Fatal(err)
+	}
+	store.Close()
+	reopened, err := sqlite.Open(ctx, path, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reopened.Close()
+	got, claimed, err := reopened.ClaimKey(ctx, rec, now.Add(time.Hour))
+	if err != nil || claimed || got.Session != "s1" || got.Turn != "t1" || got.BodyHash != "h1" {
+		t.Fatalf("after a restart: %+v %v %v", got, claimed, err)
+	}
+	bob := rec
+	bob.Owner = "bob"
+	if _, claimed, _ := reopened.ClaimKey(ctx, bob, now.Add(time.Hour)); !claimed {
+		t.Fatal("another user's key of the same name was taken")
+	}
+	if _, claimed, _ := reopened.ClaimKey(ctx, rec, now.Add(25*time.Hour)); !claimed {
+		t.Fatal("an expired key was not given up")
+	}
+}

@@ -1,0 +1,182 @@
+package httpapi
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/projection"
+)
+
+// DefaultIdempotencyTTL is how long an Idempotency-Key is remembered.
+const DefaultIdempotencyTTL = 24 * time.Hour
+
+// HeaderIdempotencyKey makes a write request safe to repeat.
+const HeaderIdempotencyKey = "Idempotency-Key"
+
+// CodeIdempotencyMismatch: an Idempotency-Key used again with another body or route.
+const CodeIdempotencyMismatch events.Code = "idempotency_mismatch"
+
+// IdempotencyKeys is where write requests' Idempotency-Keys are kept (the store), per
+// user, across restarts.
+type IdempotencyKeys interface {
+	// ClaimKey records r unless (owner, key) is recorded and not expired at now; then
+	// it returns that record and false.
+	ClaimKey(ctx context.Context, r projection.IdempotencyRecord, now time.Time) (projection.IdempotencyRecord, bool, error)
+	// Key returns a record. Errors: sql.ErrNoRows.
+	Key(ctx context.Context, owner, key string) (projection.IdempotencyRecord, error)
+	// SetKeyTarget records what the key's request made.
+	SetKeyTarget(ctx context.Context, owner, key, session, turn string) error
+	// ReleaseKey forgets a claim whose request was refused.
+	ReleaseKey(ctx context.Context, owner, key string) error
+}
+
+// keyed is a write request with an Idempotency-Key: claimed (this request acts) or
+// not (an earlier one did, or is doing it: rec says what it made).
+type keyed struct {
+	s       *Server
+	owner   string
+	key     string
+	claimed bool
+	rec     projection.IdempotencyRecord
+	done    chan struct{} // closed once a claimed request knows what it made
+}
+
+// inflight are the claims of requests running in this process, by owner and key.
+type inflight struct {
+	mu sync.Mutex
+	m  map[string]chan struct{}
+}
+
+func (f *inflight) add(id string) chan struct{} {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.m == nil {
+		f.m = map[string]chan struct{}{}
+	}
+	ch := make(chan struct{})
+	f.m[id] = ch
+	return ch
+}
+
+func (f *inflight) get(id string) (chan struct{}, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	ch, ok := f.m[id]
+	return ch, ok
+}
+
+func (f *inflight) end(id string, ch chan struct{}) {
+	f.mu.Lock()
+	if f.m[id] == ch {
+		delete(f.m, id)
+	}
+	f.mu.Unlock()
+	close(ch)
+}
+
+// idempotency reads a write request's Idempotency-Key (nil without one) and claims it
+// for this route and body — compared as a hash of the canonical JSON —, or returns
+// what the earlier request with the key made. The same key on another route or with
+// another body is a 422.
+func (s *Server) idempotency(c echo.Context, body []byte) (*keyed, error) {
+	key := c.Request().Header.Get(HeaderIdempotencyKey)
+	if key == "" || s.cfg.Idempotency == nil {
+		return nil, nil
+	}
+	if len(key) > 255 {
+		return nil, events.FieldError(events.CodeInvalid, HeaderIdempotencyKey, "is longer than 255 characters")
+	}
+	canon := []byte{}
+	if len(body) > 0 {
+		var err error
+		if canon, err = events.Canonicalize(body); err != nil {
+			return nil, events.FieldError(events.CodeInvalid, "body", "%v", err)
+		}
+	}
+	sum := sha256.Sum256(canon)
+	now := s.now()
+	route := c.Request().Method + " " + c.Request().URL.Path
+	rec := projection.IdempotencyRecord{Owner: userOf(c), Key: key, Route: route, BodyHash: hex.EncodeToString(sum[:]),
+		CreatedAt: now, ExpiresAt: now.Add(s.idempotencyTTL())}
+	ctx := c.Request().Context()
+	for {
+		got, claimed, err := s.cfg.Idempotency.ClaimKey(ctx, rec, now)
+		if err != nil {
+			return nil, err
+		}
+		k := &keyed{s: s, owner: rec.Owner, key: key, claimed: claimed, rec: got}
+		if claimed {
+			k.done = s.inflight.add(k.id())
+			return k, nil
+		}
+		switch {
+		case got.Route != route:
+			return nil, &events.Error{Code: CodeIdempotencyMismatch, Field: HeaderIdempotencyKey,
+				Message: "Idempotency-Key " + strconv.Quote(key) + " was used for " + got.Route + "; a key stands for one request"}
+		case got.BodyHash != rec.BodyHash:
+			return nil, &events.Error{Code: CodeIdempotencyMismatch, Field: HeaderIdempotencyKey,
+				Message: "Idempotency-Key " + strconv.Quote(key) + " was used with another body; a key stands for one request"}
+		case got.Session != "":
+			return k, nil // it made something: answer from that
+		}
+		// The first request has not said yet what it made: wait for it here, or — when
+		// no request of this process holds the key (it ended with the process) — act.
+		if ch, ok := s.inflight.get(k.id()); ok {
+			select {
+			case <-ch:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+			continue
+		}
+		if err := s.cfg.Idempotency.ReleaseKey(ctx, rec.Owner, key); err != nil {
+			return nil, err
+		}
+	}
+}
+
+func (k *keyed) id() string { return k.owner + "\x00" + k.key }
+
+// made records what a claimed request made, so a repeat answers from it.
+func (k *keyed) made(ctx context.Context, session, turn string) error {
+	if k == nil || !k.claimed {
+		return nil
+	}
+	k.rec.Session, k.rec.Turn = session, turn
+	return k.s.cfg.Idempotency.SetKeyTarget(context.WithoutCancel(ctx), k.owner, k.key, session, turn)
+}
+
+// finish ends a claimed request: one that made nothing (it was refused) gives its key
+// up, so it may be sent again.
+func (k *keyed) finish(ctx context.Context) {
+	if k == nil || !k.claimed {
+		return
+	}
+	if k.rec.Session == "" {
+		k.s.cfg.Idempotency.ReleaseKey(context.WithoutCancel(ctx), k.owner, k.key)
+	}
+	k.s.inflight.end(k.id(), k.done)
+}
+
+// replayed says whether an earlier request with this key answers this one.
+func (k *keyed) replayed() bool { return k != nil && !k.claimed }
+
+func (s *Server) idempotencyTTL() time.Duration {
+	if s.cfg.IdempotencyTTL > 0 {
+		return s.cfg.IdempotencyTTL
+	}
+	return DefaultIdempotencyTTL
+}
+
+func (s *Server) now() time.Time {
+	if s.cfg.Clock != nil {
+		return s.cfg.Clock()
+	}
+	return time.Now()
+}

@@ -1,0 +1,164 @@
+package httpapi_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+func (b testBundle) doKeyed(t *testing.T, method, path, key, body string) response {
+	t.Helper()
+	req, _ := http.NewRequest(method, b.srv.URL+path, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer key-alice")
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Idempotency-Key", key)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var r response
+	r.status, r.header = res.StatusCode, res.Header
+	json.NewDecoder(res.Body).Decode(&r.body)
+	raw, _ := json.Marshal(r.body)
+	r.raw = string(raw)
+	return r
+}
+
+func (b testBundle) turnCount(t *testing.T, session string) int {
+	t.Helper()
+	r := b.do(t, "GET", "/v1/sessions/"+session+"/turns", "key-alice", "")
+	turns, _ := r.body["turns"].([]any)
+	return len(turns)
+}
+
+// TestIdempotentWrites: the same Idempotency-Key and body give the same result and
+// never act twice — a session, a turn (also while the first request still runs: the
+// second waits for it), a cancel —; the key with another body or on another route is
+// a 422 naming it.
+func TestIdempotentWrites(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	first := b.doKeyed(t, "POST", "/v1/sessions", "s-1", `{"app": "demo", "metadata": {"ticket": 42}}`)
+	again := b.doKeyed(t, "POST", "/v1/sessions", "s-1", `{"metadata":{"ticket":42},"app":"demo"}`) // the same JSON
+	if first.status != 201 || again.status != 201 || first.body["id"] != again.body["id"] {
+		t.Fatalf("create twice: %d %s / %d %s", first.status, first.raw, again.status, again.raw)
+	}
+	if r := b.doKeyed(t, "POST", "/v1/sessions", "s-1", `{"app": "demo"}`); r.status != 422 || r.errorCode() != "idempotency_mismatch" {
+		t.Fatalf("the key with another body: %d %s", r.status, r.raw)
+	}
+	id := first.body["id"].(string)
+	if r := b.doKeyed(t, "POST", "/v1/sessions/"+id+"/compact", "s-1", `{}`); r.status != 422 || !strings.Contains(r.errorMessage(), "POST /v1/sessions") {
+		t.Fatalf("the key on another route: %d %s", r.status, r.raw)
+	}
+	turns := "/v1/sessions/" + id + "/turns"
+	one := b.doKeyed(t, "POST", turns, "t-1", `{"input": "where is order 42?"}`)
+	two := b.doKeyed(t, "POST", turns, "t-1", `{"input": "where is order 42?"}`)
+	if one.status != 200 || two.status != 200 || one.body["turn_id"] != two.body["turn_id"] || one.body["output"] != two.body["output"] || b.turnCount(t, id) != 1 {
+		t.Fatalf("a turn twice: %s / %s, %d turns", one.raw, two.raw, b.turnCount(t, id))
+	}
+
+	// While the first request runs, the second waits for its turn.
+	gate := b.newSession(t, "key-alice", "gate")
+	gateTurns := "/v1/sessions/" + gate + "/turns"
+	answers := make(chan response, 2)
+	go func() { answers <- b.doKeyed(t, "POST", gateTurns, "g-1", `{"input": "go"}`) }()
+	<-b.entered
+	go func() { answers <- b.doKeyed(t, "POST", gateTurns, "g-1", `{"input": "go"}`) }()
+	running := b.do(t, "GET", "/v1/sessions/"+gate, "key-alice", "")
+	if running.body["status"] != "running" {
+		t.Fatalf("session: %s", running.raw)
+	}
+	// cancel it, twice, with one key: one TurnCanceled
+	last := b.do(t, "GET", gateTurns, "key-alice", "").body["turns"].([]any)
+	turnID := last[0].(map[string]any)["turn_id"].(string)
+	c1 := b.doKeyed(t, "POST", gateTurns+"/"+turnID+"/cancel", "c-1", `{"reason": "enough"}`)
+	c2 := b.doKeyed(t, "POST", gateTurns+"/"+turnID+"/cancel", "c-1", `{"reason": "enough"}`)
+	if c1.status != 200 || c2.status != 200 || c1.body["status"] != "canceled" || c2.body["status"] != "canceled" {
+		t.Fatalf("cancel twice: %s / %s", c1.raw, c2.raw)
+	}
+	a, bb := <-answers, <-answers
+	if a.body["turn_id"] != turnID || bb.body["turn_id"] != turnID || a.body["status"] != "failed" || bb.body["status"] != "failed" {
+		t.Fatalf("two requests for one turn: %s / %s", a.raw, bb.raw)
+	}
+	if n := b.turnCount(t, gate); n != 1 {
+		t.Fatalf("%d turns for one key", n)
+	}
+	select {
+	case <-b.entered:
+		t.Fatal("the tool ran twice")
+	default:
+	}
+}
+
+// readStream reads SSE events until the stream ends or stop says so.
+func readStream(evs <-chan sseEvent, stop func(sseEvent) bool) []sseEvent {
+	var got []sseEvent
+	for ev := range evs {
+		got = append(got, ev)
+		if stop != nil && stop(ev) {
+			break
+		}
+	}
+	return got
+}
+
+// TestReconnectingStreamRunsTheTurnOnce: an SSE client that loses its connection
+// mid-turn and sends its request again — the same body and Idempotency-Key, and the
+// last event id it saw — gets the rest of the same turn, each event once; so does one
+// that reconnects after the end, and one without a key that sends Last-Event-ID. The
+// log holds one turn; its tool ran once.
+func TestReconnectingStreamRunsTheTurnOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	gate := b.newSession(t, "key-alice", "gate")
+	path := "/v1/sessions/" + gate + "/turns"
+	body := `{"input": "go", "stream": true}`
+	ctx1, drop := context.WithCancel(context.Background())
+	firstPart := readStream(b.stream(t, ctx1, "POST", path, body, map[string]string{"Idempotency-Key": "sse-1"}),
+		func(ev sseEvent) bool { return ev.name == "tool_call" })
+	drop() // the connection is lost while the tool runs
+	<-b.entered
+	lastSeen := firstPart[len(firstPart)-1].id
+	ctx2, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	rest := b.stream(t, ctx2, "POST", path, body, map[string]string{"Idempotency-Key": "sse-1", "Last-Event-ID": strconv.FormatInt(lastSeen, 10)})
+	// A client without a key reconnects too, from the same point.
+	noKey := b.stream(t, ctx2, "POST", path, body, map[string]string{"Last-Event-ID": strconv.FormatInt(lastSeen, 10)})
+	close(b.release)
+	secondPart := readStream(rest, nil)
+	thirdPart := readStream(noKey, nil)
+	seen := map[int64]string{}
+	for _, ev := range append(append([]sseEvent{}, firstPart...), secondPart...) {
+		if ev.id == 0 {
+			continue // live text has no id
+		}
+		if prev, dup := seen[ev.id]; dup {
+			t.Fatalf("event %d (%s) came twice (first as %s)", ev.id, ev.name, prev)
+		}
+		seen[ev.id] = ev.name
+	}
+	if end := secondPart[len(secondPart)-1]; end.name != "turn_committed" || secondPart[0].id <= lastSeen {
+		t.Fatalf("after reconnecting: %v", names(secondPart))
+	}
+	if end := thirdPart[len(thirdPart)-1]; end.name != "turn_committed" || thirdPart[0].id <= lastSeen {
+		t.Fatalf("reconnecting without a key: %v", names(thirdPart))
+	}
+	endID := secondPart[len(secondPart)-1].id
+	after := readStream(b.stream(t, ctx2, "POST", path, body, map[string]string{"Idempotency-Key": "sse-1", "Last-Event-ID": strconv.FormatInt(endID, 10)}), nil)
+	if len(after) != 0 {
+		t.Fatalf("reconnecting after the end: %v", names(after))
+	}
+	if n := b.turnCount(t, gate); n != 1 {
+		t.Fatalf("%d turns in the log, want 1", n)
+	}
+	select {
+	case <-b.entered:
+		t.Fatal("the tool ran twice")
+	default:
+	}
+}

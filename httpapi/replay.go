@@ -1,0 +1,144 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+
+	"github.com/labstack/echo/v4"
+	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/fsm"
+	"github.com/turnlog/turnlog/projection"
+)
+
+// turnFromLog is a turn's response as the log has it once the turn ended (waiting
+// for people counts as ended); ended is false while it runs.
+func (s *Server) turnFromLog(ctx context.Context, session, turn string) (turnResponse, bool, error) {
+	t, err := s.cfg.Reader.Turn(ctx, session, turn)
+	if err != nil {
+		return turnResponse{}, false, err
+	}
+	if t.Status == projection.TurnRunning {
+		return turnResponse{}, false, nil
+	}
+	evs, err := s.cfg.Reader.Events(ctx, session, t.StartSeq-1)
+	if err != nil {
+		return turnResponse{}, false, err
+	}
+	out := turnResponse{TurnID: t.ID, Items: []events.Item{}, Interrupts: []fsm.Interrupt{}, Agent: t.EndAgent}
+	if out.Agent == "" {
+		out.Agent = t.Agent
+	}
+	var last *events.Event
+	for i := range evs {
+		if evs[i].Turn != turn {
+			continue
+		}
+		switch evs[i].Type {
+		case events.TypeTurnCommitted, events.TypeTurnSuspended, events.TypeTurnFailed, events.TypeTurnCanceled:
+			last = &evs[i]
+		}
+	}
+	if last == nil {
+		return out, false, nil
+	}
+	p, err := events.Decode(*last)
+	if err != nil {
+		return out, false, err
+	}
+	switch e := p.(type) {
+	case *events.TurnCommitted:
+		out.Status, out.Output, out.Items, out.Usage, out.Agent = fsm.StatusCompleted, e.Output, e.Items, e.Usage, e.Agent
+	case *events.TurnFailed:
+		out.Status, out.Usage = fsm.StatusFailed, e.Usage
+		out.Error = &fsm.ResultError{Code: e.ErrorCode, Message: e.Message, Path: e.Path}
+	case *events.TurnCanceled:
+		out.Status, out.Usage = fsm.StatusFailed, e.Usage
+		out.Error = &fsm.ResultError{Code: events.CodeCanceled, Message: e.Reason}
+	case *events.TurnSuspended:
+		out.Status, out.Usage = fsm.StatusSuspended, e.Usage
+		pending, err := s.cfg.Reader.PendingInterrupts(ctx, session)
+		if err != nil {
+			return out, false, err
+		}
+		for _, i := range pending {
+			if i.Turn == turn {
+				out.Interrupts = append(out.Interrupts, fsm.Interrupt{ID: i.ID, Kind: i.Kind, Path: i.Path, CallID: i.CallID, Tool: i.Tool,
+					Arguments: i.Arguments, Reason: i.Reason, Rule: i.Rule, Level: i.Level, Resources: i.Resources, Alternative: i.Alternative})
+			}
+		}
+		if len(out.Interrupts) > 0 {
+			first := out.Interrupts[0]
+			out.SuspendPayload = &first
+		}
+	}
+	if out.Items == nil {
+		out.Items = []events.Item{}
+	}
+	return out, true, nil
+}
+
+// answerTurn answers a request that continues a turn already started — a repeated
+// Idempotency-Key, or a stream's Last-Event-ID — without starting another: as a
+// stream from the log (after `after`), or as JSON once the turn has ended.
+func (s *Server) answerTurn(c echo.Context, session, turn string, stream bool, after int64) error {
+	ctx := c.Request().Context()
+	t, err := s.cfg.Reader.Turn(ctx, session, turn)
+	if err != nil {
+		return err
+	}
+	if stream {
+		if t.Status != projection.TurnRunning && t.EndSeq > 0 && after >= t.EndSeq {
+			_, err := startSSE(c) // everything was seen: an empty stream that ends
+			return err
+		}
+		sub, stop := s.cfg.Engine.Deltas(session)
+		defer stop()
+		return s.streamTurnFrom(c, t.ID, max(after, t.StartSeq-1), nil, sub)
+	}
+	wake, stop := s.cfg.Reader.Watch(session)
+	defer stop()
+	for {
+		res, ended, err := s.turnFromLog(ctx, session, turn)
+		if err != nil {
+			return err
+		}
+		if ended {
+			return c.JSON(http.StatusOK, res)
+		}
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-s.stopping:
+			return echo.NewHTTPError(http.StatusServiceUnavailable, "the server is stopping; ask again")
+		}
+	}
+}
+
+// continuedTurn is the turn a request with Last-Event-ID (and no Idempotency-Key)
+// continues: the one that seq belongs to, when it is running or is the session's
+// newest. A request that names an earlier turn is refused: it never starts a new one.
+func (s *Server) continuedTurn(c echo.Context, session string) (string, int64, bool, error) {
+	raw := c.Request().Header.Get("Last-Event-ID")
+	if raw == "" {
+		return "", 0, false, nil
+	}
+	seq, err := strconv.ParseInt(raw, 10, 64)
+	if err != nil || seq < 0 {
+		return "", 0, false, events.FieldError(events.CodeInvalid, "Last-Event-ID", "must be an event id (a seq), got %q", raw)
+	}
+	turns, err := s.cfg.Reader.Turns(c.Request().Context(), session)
+	if err != nil {
+		return "", 0, false, err
+	}
+	for i, t := range turns {
+		if t.StartSeq <= seq && (t.EndSeq == 0 || seq <= t.EndSeq) {
+			if t.Status == projection.TurnRunning || i == len(turns)-1 {
+				return t.ID, seq, true, nil
+			}
+			break
+		}
+	}
+	return "", 0, false, events.Errorf(events.CodeConflict, "Last-Event-ID %d belongs to no turn this request can continue (a new turn is started without it)", seq)
+}
