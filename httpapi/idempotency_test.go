@@ -162,3 +162,45 @@ func TestReconnectingStreamRunsTheTurnOnce(t *testing.T) {
 	default:
 	}
 }
+
+// TestBackgroundTurns: "background": true answers 202 with the turn's Location at
+// once; the turn resource says running, then — ?wait= holds it — the outcome; the
+// turn's /stream follows it from the log, resumable with Last-Event-ID.
+func TestBackgroundTurns(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	gate := b.newSession(t, "key-alice", "gate")
+	r := b.do(t, "POST", "/v1/sessions/"+gate+"/turns", "key-alice", `{"input": "go", "background": true}`)
+	loc := r.header.Get("Location")
+	if r.status != http.StatusAccepted || r.body["status"] != "running" || loc == "" || !strings.HasSuffix(loc, r.body["turn_id"].(string)) {
+		t.Fatalf("background: %d %s %q", r.status, r.raw, loc)
+	}
+	<-b.entered
+	if now := b.do(t, "GET", loc, "key-alice", ""); now.status != 200 || now.body["status"] != "running" {
+		t.Fatalf("while it runs: %s", now.raw)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	evs := b.stream(t, ctx, "GET", loc+"/stream", "", nil)
+	first := <-evs // turn_started
+	done := make(chan response, 1)
+	go func() { done <- b.do(t, "GET", loc+"?wait=30s", "key-alice", "") }()
+	close(b.release)
+	if end := <-done; end.status != 200 || end.body["status"] != "completed" || end.body["output"] != "done" {
+		t.Fatalf("waited for: %s", end.raw)
+	}
+	rest := readStream(evs, nil)
+	if first.name != "turn_started" || rest[len(rest)-1].name != "turn_committed" {
+		t.Fatalf("the turn's stream: %s %v", first.name, names(rest))
+	}
+	resumed := readStream(b.stream(t, ctx, "GET", loc+"/stream", "", map[string]string{"Last-Event-ID": strconv.FormatInt(first.id, 10)}), nil)
+	if len(resumed) != len(rest) || resumed[0].id != rest[0].id {
+		t.Fatalf("resumed after %d: %v, want %v", first.id, names(resumed), names(rest))
+	}
+	if r := b.do(t, "GET", "/v1/sessions/"+gate+"/turns/nope", "key-alice", ""); r.status != 404 {
+		t.Fatalf("an unknown turn: %d", r.status)
+	}
+	if r := b.do(t, "GET", loc, "key-bob", ""); r.status != 404 {
+		t.Fatalf("another user's turn: %d", r.status)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/labstack/echo/v4"
 	"github.com/turnlog/turnlog/events"
@@ -141,4 +142,68 @@ func (s *Server) continuedTurn(c echo.Context, session string) (string, int64, b
 		}
 	}
 	return "", 0, false, events.Errorf(events.CodeConflict, "Last-Event-ID %d belongs to no turn this request can continue (a new turn is started without it)", seq)
+}
+
+// maxWait caps how long GET …/turns/{turn_id}?wait= holds a request.
+const maxWait = 60 * time.Second
+
+// getTurn is the turn resource: the turn's response as the log has it (status
+// running while it runs); ?wait=30s holds the answer until the turn ends or the wait
+// is over.
+func (s *Server) getTurn(c echo.Context) error {
+	if _, err := s.ownedSession(c); err != nil {
+		return err
+	}
+	session, turn := c.Param("id"), c.Param("turn_id")
+	var wait time.Duration
+	if raw := c.QueryParam("wait"); raw != "" {
+		d, err := time.ParseDuration(raw)
+		if err != nil || d < 0 {
+			return events.FieldError(events.CodeInvalid, "wait", "must be a duration such as 30s, got %q", raw)
+		}
+		wait = min(d, maxWait)
+	}
+	ctx := c.Request().Context()
+	wake, stop := s.cfg.Reader.Watch(session)
+	defer stop()
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	for {
+		res, ended, err := s.turnFromLog(ctx, session, turn)
+		if err != nil {
+			return err
+		}
+		if ended || wait == 0 {
+			if !ended {
+				res = turnResponse{TurnID: turn, Status: "running", Items: []events.Item{}, Interrupts: []fsm.Interrupt{}}
+			}
+			return c.JSON(http.StatusOK, res)
+		}
+		select {
+		case <-wake:
+		case <-timer.C:
+			wait = 0
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-s.stopping:
+			wait = 0
+		}
+	}
+}
+
+// followTurn streams one turn from the log — from its start, or after Last-Event-ID —
+// with its live text while it runs, ending with the turn's end.
+func (s *Server) followTurn(c echo.Context) error {
+	if _, err := s.ownedSession(c); err != nil {
+		return err
+	}
+	after := int64(0)
+	if raw := c.Request().Header.Get("Last-Event-ID"); raw != "" {
+		n, err := strconv.ParseInt(raw, 10, 64)
+		if err != nil || n < 0 {
+			return events.FieldError(events.CodeInvalid, "Last-Event-ID", "must be an event id (a seq), got %q", raw)
+		}
+		after = n
+	}
+	return s.answerTurn(c, c.Param("id"), c.Param("turn_id"), true, after)
 }

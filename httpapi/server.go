@@ -109,6 +109,8 @@ func New(cfg Config) *Server {
 	v1.GET("/sessions/:id", s.getSession)
 	v1.POST("/sessions/:id/turns", s.runTurn)
 	v1.GET("/sessions/:id/turns", s.listTurns)
+	v1.GET("/sessions/:id/turns/:turn_id", s.getTurn)
+	v1.GET("/sessions/:id/turns/:turn_id/stream", s.followTurn)
 	v1.POST("/sessions/:id/turns/:turn_id/cancel", s.cancelTurn)
 	v1.POST("/sessions/:id/compact", s.compact)
 	v1.GET("/sessions/:id/history", s.history)

@@ -18,6 +18,9 @@ type turnRequest struct {
 	Input     *string                    `json:"input,omitempty"`
 	ResumeMap map[string]json.RawMessage `json:"resume_map,omitempty"`
 	Stream    bool                       `json:"stream,omitempty"`
+	// Background answers 202 as soon as the turn has started; the turn resource
+	// (Location) and its stream follow it.
+	Background bool `json:"background,omitempty"`
 }
 
 type turnResponse struct {
@@ -54,6 +57,9 @@ func (s *Server) runTurn(c echo.Context) error {
 		return err
 	}
 	if k.replayed() { // the same request again: the turn it started answers
+		if req.Background {
+			return s.accepted(c, k.rec.Session, k.rec.Turn)
+		}
 		after, _ := strconv.ParseInt(c.Request().Header.Get("Last-Event-ID"), 10, 64)
 		return s.answerTurn(c, k.rec.Session, k.rec.Turn, wantsStream(c, req), after)
 	}
@@ -97,6 +103,12 @@ func (s *Server) runTurn(c echo.Context) error {
 	if err := k.made(ctx, c.Param("id"), started.ID); err != nil {
 		return err
 	}
+	if req.Background {
+		if req.Stream {
+			return events.FieldError(events.CodeInvalid, "background", "goes without stream: follow the turn at its /stream")
+		}
+		return s.accepted(c, c.Param("id"), started.ID)
+	}
 	if deltas != nil {
 		return s.streamTurn(c, started, deltas)
 	}
@@ -105,6 +117,13 @@ func (s *Server) runTurn(c echo.Context) error {
 		return err
 	}
 	return c.JSON(http.StatusOK, responseOf(res))
+}
+
+// accepted answers a background turn: 202, and where its resource is.
+func (s *Server) accepted(c echo.Context, session, turn string) error {
+	loc := "/v1/sessions/" + session + "/turns/" + turn
+	c.Response().Header().Set(echo.HeaderLocation, loc)
+	return c.JSON(http.StatusAccepted, map[string]any{"turn_id": turn, "status": "running", "location": loc})
 }
 
 // decodeAnswers reads resume_map strictly: a tool approval's answer is
