@@ -30,7 +30,7 @@ bench: ## the SPEC §10 benchmarks: engine step, storage, rebuild, appends/s, br
 	$(GO) test -run '^$$' -bench 'EngineStep|Rebuild' -benchtime 1x -p 1 -timeout 30m ./fsm ./adapters/sqlite
 	$(GO) test -run '^$$' -bench 'AppendConcurrent' -benchtime 20000x -timeout 30m ./adapters/sqlite
 	$(GO) test -run '^$$' -bench 'Branch|HistoryRead|ApprovalRoundTrip' -benchtime 200x -timeout 30m ./fsm
-	$(GO) test -run '^$$' -bench 'HTTPTurn|HTTPApprovalRoundTrip' -benchtime 300x -timeout 30m ./httpapi
+	$(GO) test -run '^$$' -bench 'HTTPTurn|HTTPApprovalRoundTrip|IdempotentReplay' -benchtime 300x -timeout 30m ./httpapi
 	$(GO) test -run '^$$' -bench 'Canonicalize' -benchmem ./events
 	$(GO) test -run '^$$' -bench 'SandboxOverhead' -benchtime 50x ./sandbox
 	$(GO) test -run '^$$' -bench 'ContextBuild|TokenCount' ./contextmgr
