@@ -139,9 +139,12 @@ func TestApprovedCommandRunsInTheSandbox(t *testing.T) {
 		if a.ExitCode != nil {
 			line += fmt.Sprintf(" exit %d", *a.ExitCode)
 		}
+		if a.By != "" {
+			line += fmt.Sprintf(" by %s %s→%s", a.By, a.Proposed, a.Approved)
+		}
 		trail = append(trail, line)
 	}
-	if got, want := strings.Join(trail, " | "), "decision bash require_approval L4 default:workspace-write:L4 | approval  approved | result bash ok exit 0"; got != want {
+	if got, want := strings.Join(trail, " | "), `decision bash require_approval L4 default:workspace-write:L4 | approval bash approved default:workspace-write:L4 by reviewer {"command":"rm -rf build"}→{"command":"rm -rf build"} | result bash ok exit 0`; got != want {
 		t.Fatalf("audit: %s\nwant   %s", got, want)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -144,6 +145,60 @@ func TestFixturesKeepCausalOrder(t *testing.T) {
 						t.Errorf("%s: the text of %s (seq %d) precedes the result of %s", dir, ev.Path, ev.Seq, call)
 					}
 				}
+			}
+		}
+	}
+}
+
+// TestAuditSaysWhoDidWhat loads recorded sessions into a store and reads their audit
+// (the SQL view the REST route serves): people's answers with the tool, the arguments
+// as proposed and approved, who answered and how; reviews; guardrails that stopped a
+// turn; redactions.
+func TestAuditSaysWhoDidWhat(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	want := map[string][]string{
+		"approval-edited":      {"approval issue_refund edited"},
+		"approval-reject":      {"approval issue_refund rejected"},
+		"approval-expired":     {"approval issue_refund expired by turnlog"},
+		"approval-approve":     {"approval issue_refund approved"},
+		"review-approve":       {"review  approved"},
+		"guardrail-input-trip": {"guardrail  tripped"},
+		"policy-redact-block":  {"policy  redacted", "guardrail  blocked"},
+	}
+	for name, rows := range want {
+		evs, err := readFixture(filepath.Join("fixtures", name, "events.jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		store, _ := sqlite.MustOpen(t, sqlite.Options{Synchronous: "OFF"})
+		if _, err := store.Append(ctx, evs[0].Session, 0, evs); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		audit, err := store.Audit(ctx, evs[0].Session)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, a := range audit {
+			line := a.Kind + " " + a.Tool + " " + a.Outcome
+			if a.By == "turnlog" {
+				line += " by turnlog"
+			}
+			got = append(got, line)
+			if a.Kind == "approval" && (a.By == "" || len(a.Proposed) == 0) {
+				t.Errorf("%s: an approval row without who or what: %+v", name, a)
+			}
+			if a.Outcome == "edited" && string(a.Proposed) == string(a.Approved) {
+				t.Errorf("%s: an edit that changed nothing: %+v", name, a)
+			}
+			if a.Outcome == "rejected" && a.Kind == "approval" && a.Reason == "" {
+				t.Errorf("%s: a rejection without its message: %+v", name, a)
+			}
+		}
+		for _, r := range rows {
+			if !slices.Contains(got, r) {
+				t.Errorf("%s: the audit has no %q row: %v", name, r, got)
 			}
 		}
 	}

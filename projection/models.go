@@ -84,14 +84,15 @@ type Interrupt struct {
 	RequestedAt time.Time       `json:"requested_at"`
 }
 
-// AuditEntry is one row of the audit view: a policy decision, a person's answer,
-// or a result of a built-in workspace tool.
+// AuditEntry is one row of the audit view: a policy decision, a person's answer (to an
+// approval or a review), a guardrail that stopped a turn, a guardrail policy match, a
+// tool's outcome, a compaction or a skill loaded.
 type AuditEntry struct {
 	Seq       int64     `json:"seq"`
 	Turn      string    `json:"turn_id"`
 	At        time.Time `json:"at"`
 	Path      string    `json:"path"`
-	Kind      string    `json:"kind"` // decision, approval, result, compaction or skill
+	Kind      string    `json:"kind"` // decision, approval, review, guardrail, policy, result, compaction or skill
 	Tool      string    `json:"tool,omitempty"`
 	Outcome   string    `json:"outcome"`
 	Rule      string    `json:"rule,omitempty"`
@@ -99,6 +100,11 @@ type AuditEntry struct {
 	Resources string    `json:"resources,omitempty"` // JSON array
 	ExitCode  *int64    `json:"exit_code,omitempty"`
 	Diff      string    `json:"diff,omitempty"`
+	// An approval's or a review's: who answered; an approval's arguments as the model
+	// proposed them and as they were approved (a reviewer's edit, or the same).
+	By       string          `json:"by,omitempty"`
+	Proposed json.RawMessage `json:"arguments_proposed,omitempty"`
+	Approved json.RawMessage `json:"arguments_approved,omitempty"`
 }
 
 // IdempotencyRecord is what a write request's Idempotency-Key stands for: the route

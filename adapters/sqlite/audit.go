@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"encoding/json"
 	"context"
 	"database/sql"
 	"fmt"
@@ -10,7 +11,7 @@ import (
 )
 
 const qAudit = `SELECT seq, turn_id, at, path, kind, coalesce(tool, ''), coalesce(outcome, ''), coalesce(rule, ''), coalesce(reason, ''),
-	coalesce(resources, ''), exit_code, coalesce(diff, '') FROM audit WHERE session_id = ? ORDER BY seq`
+	coalesce(resources, ''), exit_code, coalesce(diff, ''), coalesce(answered_by, ''), proposed, approved FROM audit WHERE session_id = ? ORDER BY seq`
 
 // Audit lists what a session's tools did and what was decided about them.
 func (s *Store) Audit(ctx context.Context, session string) ([]projection.AuditEntry, error) {
@@ -24,8 +25,16 @@ func (s *Store) Audit(ctx context.Context, session string) ([]projection.AuditEn
 		var e projection.AuditEntry
 		var at string
 		var exit sql.NullInt64
-		if err := rows.Scan(&e.Seq, &e.Turn, &at, &e.Path, &e.Kind, &e.Tool, &e.Outcome, &e.Rule, &e.Reason, &e.Resources, &exit, &e.Diff); err != nil {
+		var proposed, approved sql.NullString
+		if err := rows.Scan(&e.Seq, &e.Turn, &at, &e.Path, &e.Kind, &e.Tool, &e.Outcome, &e.Rule, &e.Reason, &e.Resources, &exit, &e.Diff,
+			&e.By, &proposed, &approved); err != nil {
 			return nil, err
+		}
+		if proposed.Valid {
+			e.Proposed = json.RawMessage(proposed.String)
+		}
+		if approved.Valid {
+			e.Approved = json.RawMessage(approved.String)
 		}
 		e.At, _ = time.Parse(time.RFC3339Nano, at)
 		if exit.Valid {
