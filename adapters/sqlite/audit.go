@@ -1,9 +1,9 @@
 package sqlite
 
 import (
-	"encoding/json"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"time"
 
