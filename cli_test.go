@@ -107,3 +107,11 @@ func TestFailedTurnExitsNonZero(t *testing.T) {
 		t.Fatalf("err = %v, stderr = %s", err, stderr)
 	}
 }
+
+func TestServeRefusesTurnlogsOwnUserName(t *testing.T) {
+	t.Parallel()
+	_, _, err := runCLI(t, "serve", "--api-keys", "k=turnlog", "--db", filepath.Join(t.TempDir(), "x.db"))
+	if !events.IsCode(err, events.CodeInvalid) || !strings.Contains(err.Error(), "turnlog's own") {
+		t.Fatalf("serve with user turnlog: %v", err)
+	}
+}

@@ -111,6 +111,9 @@ func parseKeys(spec string) (map[string]string, error) {
 		if !ok || key == "" || user == "" {
 			return nil, events.FieldError(events.CodeInvalid, "api-keys", "expected KEY=USER pairs, got %q", pair)
 		}
+		if user == fsm.ExpiredBy {
+			return nil, events.FieldError(events.CodeInvalid, "api-keys", "the user name %q is turnlog's own (it answers approvals that expired)", user)
+		}
 		keys[key] = user
 	}
 	return keys, nil

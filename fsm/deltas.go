@@ -14,6 +14,9 @@ type Delta struct {
 	// sends the events up to it before the delta, so text never precedes the tool
 	// results (or nested agents' ends) it depends on.
 	After int64
+	// Index numbers the pieces of one model call's answer from 0: a reader that did
+	// not get them all from the first shows the recorded answer.
+	Index int
 }
 
 // DeltaSub is one reader of a session's text deltas.

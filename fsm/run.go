@@ -400,16 +400,19 @@ func (r *run) onText(path string) func(string) {
 		return nil
 	}
 	var after int64
-	first := true
+	n, live := 0, true
 	return func(delta string) {
-		if first {
+		if n == 0 {
 			// What the answer is computed from must reach the log first: results held
 			// for the next commit (idempotent tools, agent tools) are committed now, and
-			// every delta says which seq a stream must have sent before it.
-			first = false
-			_ = r.emit() // if this commit fails, the results go with ModelCalled's, which reports it
+			// every delta says which seq a stream must have sent before it. If that
+			// commit fails, no text goes out live: the recorded answer comes in order.
+			live = r.emit() == nil
 			after = r.log.last()
 		}
-		r.e.deltas.publish(Delta{Session: r.session, Turn: r.turn, Path: path, Text: delta, After: after})
+		if live {
+			r.e.deltas.publish(Delta{Session: r.session, Turn: r.turn, Path: path, Text: delta, After: after, Index: n})
+		}
+		n++
 	}
 }

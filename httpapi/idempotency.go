@@ -30,8 +30,9 @@ type IdempotencyKeys interface {
 	ClaimKey(ctx context.Context, r projection.IdempotencyRecord, now time.Time) (projection.IdempotencyRecord, bool, error)
 	// Key returns a record. Errors: sql.ErrNoRows.
 	Key(ctx context.Context, owner, key string) (projection.IdempotencyRecord, error)
-	// SetKeyTarget records what the key's request made.
-	SetKeyTarget(ctx context.Context, owner, key, session, turn string) error
+	// SetKeyTarget records what the key's request made: the session, and the turn
+	// with the seq its part of the turn started after.
+	SetKeyTarget(ctx context.Context, owner, key, session, turn string, startSeq int64) error
 	// ReleaseKey forgets a claim whose request was refused.
 	ReleaseKey(ctx context.Context, owner, key string) error
 }
@@ -47,36 +48,37 @@ type keyed struct {
 	done    chan struct{} // closed once a claimed request knows what it made
 }
 
-// inflight are the claims of requests running in this process, by owner and key.
+// inflight are the keys requests of this process hold, by owner and key: a request
+// reserves its key here before it claims it in the store, so a repeat arriving in
+// between waits instead of taking the claim for an abandoned one.
 type inflight struct {
 	mu sync.Mutex
 	m  map[string]chan struct{}
 }
 
-func (f *inflight) add(id string) chan struct{} {
+// reserve takes id for the caller (true), or returns the channel its holder closes.
+func (f *inflight) reserve(id string) (chan struct{}, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if ch, held := f.m[id]; held {
+		return ch, false
+	}
 	if f.m == nil {
 		f.m = map[string]chan struct{}{}
 	}
 	ch := make(chan struct{})
 	f.m[id] = ch
-	return ch
+	return ch, true
 }
 
-func (f *inflight) get(id string) (chan struct{}, bool) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	ch, ok := f.m[id]
-	return ch, ok
-}
-
+// end gives id up and wakes those waiting for it (once).
 func (f *inflight) end(id string, ch chan struct{}) {
 	f.mu.Lock()
-	if f.m[id] == ch {
-		delete(f.m, id)
+	defer f.mu.Unlock()
+	if f.m[id] != ch {
+		return // already given up
 	}
-	f.mu.Unlock()
+	delete(f.m, id)
 	close(ch)
 }
 
@@ -105,16 +107,27 @@ func (s *Server) idempotency(c echo.Context, body []byte) (*keyed, error) {
 	rec := projection.IdempotencyRecord{Owner: userOf(c), Key: key, Route: route, BodyHash: hex.EncodeToString(sum[:]),
 		CreatedAt: now, ExpiresAt: now.Add(s.idempotencyTTL())}
 	ctx := c.Request().Context()
+	id := rec.Owner + "\x00" + key
 	for {
+		ch, mine := s.inflight.reserve(id)
+		if !mine { // a request of this process holds the key: wait until it has made something
+			select {
+			case <-ch:
+				continue
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
 		got, claimed, err := s.cfg.Idempotency.ClaimKey(ctx, rec, now)
 		if err != nil {
+			s.inflight.end(id, ch)
 			return nil, err
 		}
-		k := &keyed{s: s, owner: rec.Owner, key: key, claimed: claimed, rec: got}
+		k := &keyed{s: s, owner: rec.Owner, key: key, claimed: claimed, rec: got, done: ch}
 		if claimed {
-			k.done = s.inflight.add(k.id())
 			return k, nil
 		}
+		s.inflight.end(id, ch)
 		switch {
 		case got.Route != route:
 			return nil, &events.Error{Code: CodeIdempotencyMismatch, Field: HeaderIdempotencyKey,
@@ -125,16 +138,8 @@ func (s *Server) idempotency(c echo.Context, body []byte) (*keyed, error) {
 		case got.Session != "":
 			return k, nil // it made something: answer from that
 		}
-		// The first request has not said yet what it made: wait for it here, or — when
-		// no request of this process holds the key (it ended with the process) — act.
-		if ch, ok := s.inflight.get(k.id()); ok {
-			select {
-			case <-ch:
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			}
-			continue
-		}
+		// Claimed, and nothing made, with no request of this process holding it: the
+		// request that claimed it ended with its process before it acted. Act now.
 		if err := s.cfg.Idempotency.ReleaseKey(ctx, rec.Owner, key); err != nil {
 			return nil, err
 		}
@@ -143,13 +148,18 @@ func (s *Server) idempotency(c echo.Context, body []byte) (*keyed, error) {
 
 func (k *keyed) id() string { return k.owner + "\x00" + k.key }
 
-// made records what a claimed request made, so a repeat answers from it.
-func (k *keyed) made(ctx context.Context, session, turn string) error {
+// made records what a claimed request made, so a repeat answers from it, and lets
+// the repeats waiting in this process go on.
+func (k *keyed) made(ctx context.Context, session, turn string, startSeq int64) error {
 	if k == nil || !k.claimed {
 		return nil
 	}
-	k.rec.Session, k.rec.Turn = session, turn
-	return k.s.cfg.Idempotency.SetKeyTarget(context.WithoutCancel(ctx), k.owner, k.key, session, turn)
+	if err := k.s.cfg.Idempotency.SetKeyTarget(context.WithoutCancel(ctx), k.owner, k.key, session, turn, startSeq); err != nil {
+		return err
+	}
+	k.rec.Session, k.rec.Turn, k.rec.StartSeq = session, turn, startSeq
+	k.s.inflight.end(k.id(), k.done)
+	return nil
 }
 
 // finish ends a claimed request: one that made nothing (it was refused) gives its key

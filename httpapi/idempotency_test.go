@@ -3,11 +3,23 @@ package httpapi_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/turnlog/turnlog/adapters/sqlite"
+	"github.com/turnlog/turnlog/examples/demo"
+	"github.com/turnlog/turnlog/fsm"
+	"github.com/turnlog/turnlog/httpapi"
+	"github.com/turnlog/turnlog/pkg/turnlog"
+	"github.com/turnlog/turnlog/pkg/turnlog/turnlogtest"
+	"github.com/turnlog/turnlog/projection"
 )
 
 func (b testBundle) doKeyed(t *testing.T, method, path, key, body string) response {
@@ -203,4 +215,111 @@ func TestBackgroundTurns(t *testing.T) {
 	if r := b.do(t, "GET", loc, "key-bob", ""); r.status != 404 {
 		t.Fatalf("another user's turn: %d", r.status)
 	}
+}
+
+// slowKeys holds every claim a moment, so that a repeat lands between a request's
+// claim and its act.
+type slowKeys struct{ *sqlite.Store }
+
+func (k slowKeys) ClaimKey(ctx context.Context, r projection.IdempotencyRecord, now time.Time) (projection.IdempotencyRecord, bool, error) {
+	got, claimed, err := k.Store.ClaimKey(ctx, r, now)
+	time.Sleep(30 * time.Millisecond) // widens the window between claim and act
+	return got, claimed, err
+}
+
+// TestConcurrentRepeatsActOnce: requests with one key that arrive together make one
+// session.
+func TestConcurrentRepeatsActOnce(t *testing.T) {
+	t.Parallel()
+	store, _ := sqlite.MustOpen(t, sqlite.Options{Synchronous: "OFF"})
+	apps, err := turnlogtest.LoadApps(t, "demo", demo.Config, turnlog.Options{Functions: demo.Functions()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n atomic.Int64
+	e, _ := fsm.New(store, apps, fsm.Options{Clock: time.Now, NewID: func() string { return fmt.Sprintf("id%04d", n.Add(1)) }})
+	srv := httptest.NewServer(httpapi.New(httpapi.Config{Engine: e, Reader: store, Idempotency: slowKeys{store}, Dev: true}).Handler())
+	defer srv.Close()
+	ids := make(chan string, 4)
+	var wg sync.WaitGroup
+	for i := 0; i < 4; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req, _ := http.NewRequest("POST", srv.URL+"/v1/sessions", strings.NewReader(`{"app":"demo"}`))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Idempotency-Key", "together")
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			var v map[string]any
+			json.NewDecoder(res.Body).Decode(&v)
+			res.Body.Close()
+			id, _ := v["id"].(string)
+			ids <- id
+		}()
+	}
+	wg.Wait()
+	close(ids)
+	seen := map[string]bool{}
+	for id := range ids {
+		seen[id] = true
+	}
+	if len(seen) != 1 || seen[""] {
+		t.Fatalf("one key made sessions %v", seen)
+	}
+}
+
+// TestContinuingAResumeOrBeyondTheLog: a keyed resume repeated as a stream replays the
+// resume's part of the turn; a resume without a key that sends Last-Event-ID is a
+// resume; a Last-Event-ID beyond the log still ends with the turn.
+func TestContinuingAResumeOrBeyondTheLog(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	id := b.newSession(t, "key-alice", "demo")
+	turns := "/v1/sessions/" + id + "/turns"
+	sus := b.do(t, "POST", turns, "key-alice", `{"input": "refund order 42"}`)
+	interrupt := sus.body["suspend_payload"].(map[string]any)["id"].(string)
+	resume := `{"resume_map": {"` + interrupt + `": {"confirmed": true}}, "stream": true}`
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	first := readStream(b.stream(t, ctx, "POST", turns, resume, map[string]string{"Idempotency-Key": "resume-1"}), nil)
+	again := readStream(b.stream(t, ctx, "POST", turns, resume, map[string]string{"Idempotency-Key": "resume-1"}), nil)
+	if len(first) == 0 || strings.Join(logged(first), ",") != strings.Join(logged(again), ",") || again[len(again)-1].name != "turn_committed" {
+		t.Fatalf("a resume, then its repeat:\n%v\n%v", names(first), names(again))
+	}
+
+	// A resume without a key, with a Last-Event-ID, is a resume.
+	sus = b.do(t, "POST", turns, "key-alice", `{"input": "refund order 42"}`)
+	interrupt = sus.body["suspend_payload"].(map[string]any)["id"].(string)
+	evs := readStream(b.stream(t, ctx, "POST", turns, `{"resume_map": {"`+interrupt+`": {"confirmed": true}}, "stream": true}`,
+		map[string]string{"Last-Event-ID": "3"}), nil)
+	if len(evs) == 0 || evs[len(evs)-1].name != "turn_committed" {
+		t.Fatalf("a resume with Last-Event-ID: %v", names(evs))
+	}
+
+	// A running turn, followed from beyond the log: the stream ends with the turn.
+	gate := b.newSession(t, "key-alice", "gate")
+	gateTurns := "/v1/sessions/" + gate + "/turns"
+	r := b.do(t, "POST", gateTurns, "key-alice", `{"input": "go", "background": true}`)
+	<-b.entered
+	beyond := b.stream(t, ctx, "GET", gateTurns+"/"+r.body["turn_id"].(string)+"/stream", "", map[string]string{"Last-Event-ID": "9999"})
+	close(b.release)
+	if got := readStream(beyond, nil); len(got) == 0 || got[len(got)-1].name != "turn_committed" {
+		t.Fatalf("followed from beyond the log: %v", names(got))
+	}
+}
+
+// logged are the events of a stream that are log events (they have an id), as
+// name@id: live text pieces are not.
+func logged(evs []sseEvent) []string {
+	var out []string
+	for _, ev := range evs {
+		if ev.id != 0 && ev.name != "text_delta" {
+			out = append(out, ev.name+"@"+strconv.FormatInt(ev.id, 10))
+		}
+	}
+	return out
 }

@@ -80,22 +80,30 @@ func (s *Server) turnFromLog(ctx context.Context, session, turn string) (turnRes
 }
 
 // answerTurn answers a request that continues a turn already started — a repeated
-// Idempotency-Key, or a stream's Last-Event-ID — without starting another: as a
-// stream from the log (after `after`), or as JSON once the turn has ended.
-func (s *Server) answerTurn(c echo.Context, session, turn string, stream bool, after int64) error {
+// Idempotency-Key, a stream's Last-Event-ID, the turn's /stream — without starting
+// another: as a stream of the turn from the log after `after` (and not before start,
+// where the request's part of the turn began: a resume's; 0 is the turn's start), or
+// as JSON once the turn has ended.
+func (s *Server) answerTurn(c echo.Context, session, turn string, stream bool, start, after int64) error {
 	ctx := c.Request().Context()
 	t, err := s.cfg.Reader.Turn(ctx, session, turn)
 	if err != nil {
 		return err
 	}
+	if start <= 0 {
+		start = t.StartSeq
+	}
+	from := max(after, start-1)
 	if stream {
-		if t.Status != projection.TurnRunning && t.EndSeq > 0 && after >= t.EndSeq {
-			_, err := startSSE(c) // everything was seen: an empty stream that ends
-			return err
+		if t.Status != projection.TurnRunning {
+			return s.replayTurnEvents(c, session, turn, from)
 		}
 		sub, stop := s.cfg.Engine.Deltas(session)
 		defer stop()
-		return s.streamTurnFrom(c, t.ID, max(after, t.StartSeq-1), nil, sub)
+		if evs, err := s.cfg.Reader.Events(ctx, session, start-1); err == nil && len(evs) > 0 {
+			from = min(from, evs[len(evs)-1].Seq) // an id beyond the log is where the log is
+		}
+		return s.streamTurnFrom(c, t.ID, from, nil, sub)
 	}
 	wake, stop := s.cfg.Reader.Watch(session)
 	defer stop()
@@ -117,10 +125,39 @@ func (s *Server) answerTurn(c echo.Context, session, turn string, stream bool, a
 	}
 }
 
+// replayTurnEvents streams what the log holds of a turn that is not running, after
+// from, and ends: nothing more will come.
+func (s *Server) replayTurnEvents(c echo.Context, session, turn string, from int64) error {
+	evs, err := s.cfg.Reader.Events(c.Request().Context(), session, from)
+	if err != nil {
+		return err
+	}
+	out, err := startSSE(c)
+	if err != nil {
+		return err
+	}
+	for _, ev := range evs {
+		if ev.Turn != turn {
+			continue
+		}
+		name, data, last := turnEvent(ev)
+		if name != "" {
+			if err := out.send(ev.Seq, name, data); err != nil {
+				return nil
+			}
+		}
+		if last {
+			return nil
+		}
+	}
+	return nil
+}
+
 // continuedTurn is the turn a request with Last-Event-ID (and no Idempotency-Key)
 // continues: the one that seq belongs to, when it is running or is the session's
-// newest. A request that names an earlier turn is refused: it never starts a new one.
-func (s *Server) continuedTurn(c echo.Context, session string) (string, int64, bool, error) {
+// newest, and was started with the same input. A request that names another turn is
+// refused: it never starts a new one.
+func (s *Server) continuedTurn(c echo.Context, session, input string) (string, int64, bool, error) {
 	raw := c.Request().Header.Get("Last-Event-ID")
 	if raw == "" {
 		return "", 0, false, nil
@@ -135,7 +172,7 @@ func (s *Server) continuedTurn(c echo.Context, session string) (string, int64, b
 	}
 	for i, t := range turns {
 		if t.StartSeq <= seq && (t.EndSeq == 0 || seq <= t.EndSeq) {
-			if t.Status == projection.TurnRunning || i == len(turns)-1 {
+			if (t.Status == projection.TurnRunning || i == len(turns)-1) && t.Input == input {
 				return t.ID, seq, true, nil
 			}
 			break
@@ -205,5 +242,5 @@ func (s *Server) followTurn(c echo.Context) error {
 		}
 		after = n
 	}
-	return s.answerTurn(c, c.Param("id"), c.Param("turn_id"), true, after)
+	return s.answerTurn(c, c.Param("id"), c.Param("turn_id"), true, 0, after)
 }

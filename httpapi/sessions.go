@@ -57,7 +57,7 @@ func (s *Server) createOnce(c echo.Context, raw []byte, create func(context.Cont
 	if err != nil {
 		return err
 	}
-	if err := k.made(ctx, sess.ID, ""); err != nil {
+	if err := k.made(ctx, sess.ID, "", 0); err != nil {
 		return err
 	}
 	return c.JSON(http.StatusCreated, sess)

@@ -156,6 +156,17 @@ func (s *Server) follow(c echo.Context, from int64, prelude []liveEvent, live <-
 		if err != nil {
 			return nil // the client is gone or the store failed; the stream just ends
 		}
+		// Pieces published while the log was read precede what they are part of in it:
+		// take them now, so each goes out before the events after its After.
+	late:
+		for {
+			select {
+			case d := <-live:
+				queued = append(queued, d)
+			default:
+				break late
+			}
+		}
 		for _, ev := range evs {
 			if err := flush(); err != nil { // text computed after the events so far
 				return nil
@@ -200,9 +211,15 @@ func (s *Server) streamTurn(c echo.Context, t *fsm.StartedTurn, deltas *fsm.Delt
 
 // streamTurnFrom streams turn's events after seq from, with its live text.
 func (s *Server) streamTurnFrom(c echo.Context, turn string, from int64, prelude []liveEvent, deltas *fsm.DeltaSub) error {
-	streamed := map[string]bool{} // paths whose text went out live
+	streamed := map[string]int{} // paths whose text went out live from its first piece: the next index
 	// One turn runs on a session at a time, so the session's deltas are this turn's.
-	return s.follow(c, from, prelude, deltas.C, func(d fsm.Delta) { streamed[d.Path] = true },
+	return s.follow(c, from, prelude, deltas.C, func(d fsm.Delta) {
+		if next, ok := streamed[d.Path]; (ok && next == d.Index) || (!ok && d.Index == 0) {
+			streamed[d.Path] = d.Index + 1
+		} else {
+			streamed[d.Path] = -1 // a piece was missed: the recorded answer is sent too
+		}
+	},
 		func(ev events.Event) (string, any, bool) {
 			if ev.Turn != turn {
 				return "", nil, false
@@ -210,7 +227,7 @@ func (s *Server) streamTurnFrom(c echo.Context, turn string, from int64, prelude
 			name, data, last := turnEvent(ev)
 			// Text that went out live is not sent again from the log, unless pieces
 			// were lost on the way.
-			if name == "text_delta" && streamed[ev.Path] && !deltas.Dropped() {
+			if name == "text_delta" && streamed[ev.Path] > 0 && !deltas.Dropped() {
 				return "", nil, false
 			}
 			return name, data, last

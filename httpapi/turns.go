@@ -61,15 +61,15 @@ func (s *Server) runTurn(c echo.Context) error {
 			return s.accepted(c, k.rec.Session, k.rec.Turn)
 		}
 		after, _ := strconv.ParseInt(c.Request().Header.Get("Last-Event-ID"), 10, 64)
-		return s.answerTurn(c, k.rec.Session, k.rec.Turn, wantsStream(c, req), after)
+		return s.answerTurn(c, k.rec.Session, k.rec.Turn, wantsStream(c, req), k.rec.StartSeq, after)
 	}
 	defer k.finish(ctx)
-	if k == nil { // a reconnecting stream without a key continues its turn
-		if turn, after, ok, err := s.continuedTurn(c, c.Param("id")); err != nil || ok {
+	if k == nil && req.Input != nil { // a reconnecting stream without a key continues its turn
+		if turn, after, ok, err := s.continuedTurn(c, c.Param("id"), *req.Input); err != nil || ok {
 			if err != nil {
 				return err
 			}
-			return s.answerTurn(c, c.Param("id"), turn, true, after)
+			return s.answerTurn(c, c.Param("id"), turn, true, 0, after)
 		}
 	}
 	if req.Input != nil && req.ResumeMap != nil {
@@ -77,6 +77,9 @@ func (s *Server) runTurn(c echo.Context) error {
 	}
 	if req.Input == nil && req.ResumeMap == nil {
 		return events.FieldError(events.CodeInvalid, "input", "is required (or resume_map to answer a suspended turn)")
+	}
+	if req.Background && wantsStream(c, req) {
+		return events.FieldError(events.CodeInvalid, "background", "goes without stream: follow the turn at its /stream")
 	}
 	var answers map[string]fsm.Answer
 	if req.ResumeMap != nil {
@@ -100,13 +103,10 @@ func (s *Server) runTurn(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := k.made(ctx, c.Param("id"), started.ID); err != nil {
+	if err := k.made(ctx, c.Param("id"), started.ID, started.StartSeq); err != nil {
 		return err
 	}
 	if req.Background {
-		if req.Stream {
-			return events.FieldError(events.CodeInvalid, "background", "goes without stream: follow the turn at its /stream")
-		}
 		return s.accepted(c, c.Param("id"), started.ID)
 	}
 	if deltas != nil {
@@ -202,14 +202,14 @@ func (s *Server) compact(c echo.Context) error {
 		return err
 	}
 	if k.replayed() {
-		return s.answerTurn(c, k.rec.Session, k.rec.Turn, false, 0)
+		return s.answerTurn(c, k.rec.Session, k.rec.Turn, false, 0, 0)
 	}
 	defer k.finish(ctx)
 	res, err := s.cfg.Engine.Compact(ctx, c.Param("id"))
 	if err != nil {
 		return err
 	}
-	if err := k.made(ctx, c.Param("id"), res.TurnID); err != nil {
+	if err := k.made(ctx, c.Param("id"), res.TurnID, 0); err != nil {
 		return err
 	}
 	return c.JSON(http.StatusOK, responseOf(res))
@@ -250,7 +250,7 @@ func (s *Server) cancelTurn(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := k.made(ctx, c.Param("id"), c.Param("turn_id")); err != nil {
+	if err := k.made(ctx, c.Param("id"), c.Param("turn_id"), 0); err != nil {
 		return err
 	}
 	return c.JSON(http.StatusOK, t)

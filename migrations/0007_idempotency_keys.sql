@@ -9,6 +9,7 @@ CREATE TABLE idempotency_keys (
     body_hash   TEXT NOT NULL,
     session_id  TEXT NOT NULL DEFAULT '',
     turn_id     TEXT NOT NULL DEFAULT '',
+    start_seq   INTEGER NOT NULL DEFAULT 0,
     created_at  TEXT NOT NULL,
     expires_at  TEXT NOT NULL,
     PRIMARY KEY (owner, key)

@@ -32,25 +32,27 @@ WHERE e.type IN ('PolicyDecided', 'ContextCompacted', 'SkillLoaded')
    OR e.type = 'ToolResulted'
 UNION ALL
 SELECT e.session_id, e.turn_id, e.seq, e.at, e.path, 'approval' AS kind,
-       (SELECT q.data ->> '$.tool' FROM events q WHERE q.session_id = e.session_id AND q.path = e.path
+       (SELECT q.data ->> '$.tool' FROM events q WHERE q.session_id = e.session_id AND q.turn_id = e.turn_id AND q.path = e.path
            AND q.type = 'ApprovalRequested' AND q.seq < e.seq ORDER BY q.seq DESC LIMIT 1) AS tool,
        CASE WHEN e.data ->> '$.by' = 'turnlog' AND NOT e.data ->> '$.confirmed' THEN 'expired'
-            WHEN e.data ->> '$.confirmed' AND e.data -> '$.arguments' IS NOT NULL THEN 'edited'
+            WHEN e.data ->> '$.confirmed' AND e.data -> '$.arguments' IS NOT NULL AND e.data -> '$.arguments' IS NOT
+                 (SELECT q.data -> '$.arguments' FROM events q WHERE q.session_id = e.session_id AND q.turn_id = e.turn_id AND q.path = e.path
+                     AND q.type = 'ApprovalRequested' AND q.seq < e.seq ORDER BY q.seq DESC LIMIT 1) THEN 'edited'
             WHEN e.data ->> '$.confirmed' THEN 'approved' ELSE 'rejected' END AS outcome,
-       (SELECT q.data ->> '$.rule' FROM events q WHERE q.session_id = e.session_id AND q.path = e.path
+       (SELECT q.data ->> '$.rule' FROM events q WHERE q.session_id = e.session_id AND q.turn_id = e.turn_id AND q.path = e.path
            AND q.type = 'ApprovalRequested' AND q.seq < e.seq ORDER BY q.seq DESC LIMIT 1) AS rule,
        e.data ->> '$.rejection_message' AS reason, NULL AS resources, NULL AS exit_code, NULL AS diff,
        e.data ->> '$.by' AS answered_by,
-       (SELECT q.data -> '$.arguments' FROM events q WHERE q.session_id = e.session_id AND q.path = e.path
+       (SELECT q.data -> '$.arguments' FROM events q WHERE q.session_id = e.session_id AND q.turn_id = e.turn_id AND q.path = e.path
            AND q.type = 'ApprovalRequested' AND q.seq < e.seq ORDER BY q.seq DESC LIMIT 1) AS proposed,
        iif(e.data ->> '$.confirmed', coalesce(e.data -> '$.arguments',
-           (SELECT q.data -> '$.arguments' FROM events q WHERE q.session_id = e.session_id AND q.path = e.path
+           (SELECT q.data -> '$.arguments' FROM events q WHERE q.session_id = e.session_id AND q.turn_id = e.turn_id AND q.path = e.path
                AND q.type = 'ApprovalRequested' AND q.seq < e.seq ORDER BY q.seq DESC LIMIT 1)), NULL) AS approved
 FROM events e WHERE e.type = 'ApprovalResolved'
 UNION ALL
 SELECT e.session_id, e.turn_id, e.seq, e.at, e.path, 'review' AS kind, NULL AS tool,
        iif(e.data ->> '$.decision' = 'approve', 'approved', 'rejected') AS outcome,
-       (SELECT q.data ->> '$.rule' FROM events q WHERE q.session_id = e.session_id AND q.path = e.path
+       (SELECT q.data ->> '$.rule' FROM events q WHERE q.session_id = e.session_id AND q.turn_id = e.turn_id AND q.path = e.path
            AND q.type = 'ReviewRequested' AND q.seq < e.seq ORDER BY q.seq DESC LIMIT 1) AS rule,
        e.data ->> '$.reviewer_notes' AS reason, NULL, NULL, NULL,
        e.data ->> '$.by' AS answered_by, NULL AS proposed, NULL AS approved
@@ -58,12 +60,12 @@ FROM events e WHERE e.type = 'ReviewResolved'
 UNION ALL
 SELECT e.session_id, e.turn_id, e.seq, e.at, e.path, 'guardrail' AS kind, NULL AS tool,
        iif(e.data ->> '$.kind' = 'policy', 'blocked', 'tripped') AS outcome, e.data ->> '$.name' AS rule,
-       (e.data ->> '$.stage') || ': ' || (e.data ->> '$.reason') AS reason, NULL, NULL, NULL, NULL, NULL, NULL
+       coalesce(e.data ->> '$.stage', '') || ': ' || coalesce(e.data ->> '$.reason', '') AS reason, NULL, NULL, NULL, NULL, NULL, NULL
 FROM events e WHERE e.type = 'GuardrailTripped'
 UNION ALL
 SELECT e.session_id, e.turn_id, e.seq, e.at, e.path, 'policy' AS kind,
        iif(e.type = 'ToolResulted', e.data ->> '$.tool', NULL) AS tool,
        iif(m.value ->> '$.action' = 'redact', 'redacted', 'logged') AS outcome, m.value ->> '$.rule' AS rule,
-       (m.value ->> '$.target') || ': ' || (m.value ->> '$.matches') || ' match(es)' AS reason, NULL, NULL, NULL, NULL, NULL, NULL
+       coalesce(m.value ->> '$.target', '') || ': ' || coalesce(m.value ->> '$.matches', 0) || ' match(es)' AS reason, NULL, NULL, NULL, NULL, NULL, NULL
 FROM events e, json_each(e.data -> '$.policy') m
 WHERE e.type IN ('TurnStarted', 'ModelCalled', 'ToolResulted') AND e.data -> '$.policy' IS NOT NULL;

@@ -115,6 +115,7 @@ type IdempotencyRecord struct {
 	BodyHash   string
 	Session    string // the session it acted on, or created
 	Turn       string // the turn it started, resumed, canceled or compacted
+	StartSeq   int64  // where the request's part of the turn starts (a resume's, not the turn's)
 	CreatedAt  time.Time
 	ExpiresAt  time.Time
 }

@@ -11,7 +11,7 @@ import (
 )
 
 const qAudit = `SELECT seq, turn_id, at, path, kind, coalesce(tool, ''), coalesce(outcome, ''), coalesce(rule, ''), coalesce(reason, ''),
-	coalesce(resources, ''), exit_code, coalesce(diff, ''), coalesce(answered_by, ''), proposed, approved FROM audit WHERE session_id = ? ORDER BY seq`
+	coalesce(resources, ''), exit_code, coalesce(diff, ''), coalesce(answered_by, ''), proposed, approved FROM audit WHERE session_id = ? ORDER BY seq, kind`
 
 // Audit lists what a session's tools did and what was decided about them.
 func (s *Store) Audit(ctx context.Context, session string) ([]projection.AuditEntry, error) {

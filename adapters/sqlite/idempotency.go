@@ -45,9 +45,9 @@ func (s *Store) Key(ctx context.Context, owner, key string) (projection.Idempote
 }
 
 // SetKeyTarget records what a claimed key's request made.
-func (s *Store) SetKeyTarget(ctx context.Context, owner, key, session, turn string) error {
+func (s *Store) SetKeyTarget(ctx context.Context, owner, key, session, turn string, startSeq int64) error {
 	return s.exclusive(ctx, func(ctx context.Context, w *writer) error {
-		_, err := w.conn.ExecContext(ctx, `UPDATE idempotency_keys SET session_id = ?, turn_id = ? WHERE owner = ? AND key = ?`, session, turn, owner, key)
+		_, err := w.conn.ExecContext(ctx, `UPDATE idempotency_keys SET session_id = ?, turn_id = ?, start_seq = ? WHERE owner = ? AND key = ?`, session, turn, startSeq, owner, key)
 		return err
 	})
 }
@@ -61,12 +61,12 @@ func (s *Store) ReleaseKey(ctx context.Context, owner, key string) error {
 	})
 }
 
-const qKeyGet = `SELECT owner, key, route, body_hash, session_id, turn_id, created_at, expires_at FROM idempotency_keys WHERE owner = ? AND key = ?`
+const qKeyGet = `SELECT owner, key, route, body_hash, session_id, turn_id, start_seq, created_at, expires_at FROM idempotency_keys WHERE owner = ? AND key = ?`
 
 func scanKey(row *sql.Row) (projection.IdempotencyRecord, error) {
 	var r projection.IdempotencyRecord
 	var created, expires string
-	if err := row.Scan(&r.Owner, &r.Key, &r.Route, &r.BodyHash, &r.Session, &r.Turn, &created, &expires); err != nil {
+	if err := row.Scan(&r.Owner, &r.Key, &r.Route, &r.BodyHash, &r.Session, &r.Turn, &r.StartSeq, &created, &expires); err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
 			return r, err
 		}
