@@ -1,0 +1,82 @@
+package main
+
+import (
+	"bufio"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// serveChild starts a real turnlog serving the crash bundle's config and database,
+// and returns it with its base URL.
+func (b crashBundle) serveChild(t *testing.T) (*exec.Cmd, string) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "serve", "--dev", "--addr", "127.0.0.1:0", "--db", b.db, "--config", b.cfg)
+	cmd.Env = append(os.Environ(), childEnv+"=1", "CRASH_DIR="+b.dir)
+	stderr, w := io.Pipe()
+	cmd.Stderr = w
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stderr)
+	for sc.Scan() {
+		if m := regexp.MustCompile(`serving on (http://\S+)`).FindStringSubmatch(sc.Text()); m != nil {
+			go io.Copy(io.Discard, stderr)
+			return cmd, m[1]
+		}
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	t.Fatal("the server did not start")
+	return nil, ""
+}
+
+// TestBackgroundTurnSurvivesARestart: a background turn whose tool is running when a
+// real turnlog is SIGKILLed is recovered by the next start on the same file; its turn
+// resource then says completed.
+func TestBackgroundTurnSurvivesARestart(t *testing.T) {
+	t.Parallel()
+	b := setupCrash(t)
+	b.gate(t, "counted_read", true)
+	cmd, base := b.serveChild(t)
+	call := func(method, url, body string) string {
+		req, _ := http.NewRequest(method, url, strings.NewReader(body))
+		if body != "" {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		res, err := (&http.Client{Timeout: 60 * time.Second}).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		raw, _ := io.ReadAll(res.Body)
+		return string(raw)
+	}
+	session := regexp.MustCompile(`"id":"([^"]+)"`).FindStringSubmatch(call("POST", base+"/v1/sessions", `{"app":"crash"}`))[1]
+	accepted := call("POST", base+"/v1/sessions/"+session+"/turns", `{"input":"read it","background":true}`)
+	loc := regexp.MustCompile(`"location":"([^"]+)"`).FindStringSubmatch(accepted)
+	if loc == nil {
+		t.Fatalf("background: %s", accepted)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for len(b.count("counted_read")) == 0 { // the tool runs, held by its gate
+		if time.Now().After(deadline) {
+			t.Fatal("the tool never ran")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	b.gate(t, "counted_read", false)
+	cmd, base = b.serveChild(t)
+	defer func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() }()
+	if turn := call("GET", base+loc[1]+"?wait=30s", ""); !strings.Contains(turn, `"status":"completed"`) || !strings.Contains(turn, "read done") {
+		t.Fatalf("after the restart: %s", turn)
+	}
+}
