@@ -28,6 +28,10 @@ type App struct {
 	Policy *Access `yaml:"policy"`
 	// MCP lists MCP servers whose tools agents may use as <server>__<tool>.
 	MCP *MCP `yaml:"mcp"`
+	// OnBusy is what input arriving while a session's turn runs or waits for people
+	// does: reject (409, the default), enqueue (runs after, in order) or interrupt
+	// (the turn stops at its next safe point, then the input runs).
+	OnBusy string `yaml:"on_busy"`
 }
 
 // LLM registers a model under an llm_id.

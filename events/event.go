@@ -132,6 +132,10 @@ func newPayload(typ string, v int) Payload {
 		return &TurnFailed{}
 	case typ == TypeTurnCanceled && v == 1:
 		return &TurnCanceled{}
+	case typ == TypeInputQueued && v == 1:
+		return &InputQueued{}
+	case typ == TypeQueuedInputDropped && v == 1:
+		return &QueuedInputDropped{}
 	}
 	return nil
 }
@@ -143,5 +147,6 @@ func Known(typ string, v int) bool { return newPayload(typ, v) != nil }
 func Types() []string {
 	return []string{TypeSessionCreated, TypeSessionBranched, TypeTurnStarted, TypeModelCalled, TypeToolScheduled,
 		TypeToolResulted, TypeApprovalRequested, TypeApprovalResolved, TypeReviewRequested, TypeReviewResolved,
-		TypeTurnSuspended, TypeTurnResumed, TypeGuardrailChecked, TypeGuardrailTripped, TypeLoopDetected, TypeHandoffOccurred, TypePolicyDecided, TypeContextCompacted, TypeSkillLoaded, TypeTurnCommitted, TypeTurnFailed, TypeTurnCanceled}
+		TypeTurnSuspended, TypeTurnResumed, TypeGuardrailChecked, TypeGuardrailTripped, TypeLoopDetected, TypeHandoffOccurred, TypePolicyDecided, TypeContextCompacted, TypeSkillLoaded, TypeTurnCommitted, TypeTurnFailed, TypeTurnCanceled,
+		TypeInputQueued, TypeQueuedInputDropped}
 }

@@ -104,7 +104,7 @@ func failed(code events.Code, path, msg string) *nestedStop {
 // must wait for people, its caller suspends the turn with its questions.
 func (r *run) driveNested() (string, *nestedStop) {
 	for {
-		if r.canceled() {
+		if r.stopRequested() {
 			return "", failed(events.CodeCanceled, "", r.cancelReason())
 		}
 		if err := r.fire(TriggerCallModel); err != nil {

@@ -29,6 +29,9 @@ type App struct {
 	Policy *GuardrailPolicy
 	// Access decides which tool calls may run: rules and the sandbox mode's defaults.
 	Access *policy.Engine
+	// OnBusy is what input arriving while a turn runs or waits does by default:
+	// OnBusyReject ("" too), OnBusyEnqueue or OnBusyInterrupt.
+	OnBusy string
 }
 
 // Agent is one agent of an app with its model, tools and limits.

@@ -51,17 +51,44 @@ type Engine struct {
 
 // runHandle lets a person cancel the turn running on a session.
 type runHandle struct {
-	turn     string // set once TurnStarted is durable (under Engine.mu)
-	cancel   chan struct{}
-	reason   string // why it was canceled: written before cancel is closed
+	turn     string        // set once TurnStarted is durable (under Engine.mu)
+	cancel   chan struct{} // closed to stop now: tools' contexts end
+	soft     chan struct{} // closed to stop at the next safe point (new input interrupts)
 	once     sync.Once
+	softOnce sync.Once
 	finished chan struct{}
+
+	mu     sync.Mutex
+	reason string // why it was stopped (the first reason given)
+}
+
+func (h *runHandle) setReason(reason string) {
+	h.mu.Lock()
+	if h.reason == "" {
+		h.reason = reason
+	}
+	h.mu.Unlock()
+}
+
+func (h *runHandle) why() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.reason
 }
 
 func (h *runHandle) stop(reason string) {
 	h.once.Do(func() {
-		h.reason = reason
+		h.setReason(reason)
 		close(h.cancel)
+	})
+}
+
+// stopSoftly asks the turn to stop at its next safe point, letting a running tool
+// finish.
+func (h *runHandle) stopSoftly(reason string) {
+	h.softOnce.Do(func() {
+		h.setReason(reason)
+		close(h.soft)
 	})
 }
 
@@ -161,13 +188,14 @@ func (e *Engine) lock(session string) (*runHandle, func(), error) {
 	if e.running[session] != nil {
 		return nil, nil, events.Errorf(events.CodeConflict, "session %s already has a turn running", session)
 	}
-	h := &runHandle{cancel: make(chan struct{}), finished: make(chan struct{})}
+	h := &runHandle{cancel: make(chan struct{}), soft: make(chan struct{}), finished: make(chan struct{})}
 	e.running[session] = h
 	return h, func() {
 		e.mu.Lock()
 		delete(e.running, session)
 		e.mu.Unlock()
 		close(h.finished)
+		go e.kick(session) // the session is free: its next queued input may run
 	}, nil
 }
 
@@ -289,6 +317,16 @@ func (e *Engine) Compact(ctx context.Context, session string) (*Result, error) {
 
 // prepareTurn appends TurnStarted for a locked session and returns the run to drive.
 func (e *Engine) prepareTurn(ctx context.Context, session, input string, h *runHandle) (*run, error) {
+	return e.prepareTurnAs(ctx, session, input, h, "")
+}
+
+// prepareQueued is prepareTurn for a queued input, as the turn it was promised.
+func (e *Engine) prepareQueued(ctx context.Context, session string, q projection.QueuedInput, h *runHandle) (*run, error) {
+	return e.prepareTurnAs(ctx, session, q.Input, h, q.Turn)
+}
+
+// prepareTurnAs is prepareTurn with the turn's id given ("": a new one).
+func (e *Engine) prepareTurnAs(ctx context.Context, session, input string, h *runHandle, turn string) (*run, error) {
 	s, err := e.store.Session(ctx, session)
 	if err != nil {
 		return nil, err
@@ -327,14 +365,16 @@ func (e *Engine) prepareTurn(ctx context.Context, session, input string, h *runH
 		}
 		kind = events.KindCompaction
 	}
-	turn := e.opts.NewID()
+	if turn == "" {
+		turn = e.opts.NewID()
+	}
 	// The log, the model and every client see the input only after redaction.
 	input, policy := app.Policy.transformText(TargetModelInput, input, nil)
 	start, err := events.New(turn, "", &events.TurnStarted{Input: input, Agent: agent.Name, Kind: kind, Policy: policy})
 	if err != nil {
 		return nil, err
 	}
-	out, err := e.store.AppendUnsynced(ctx, session, last, []events.Event{start})
+	out, err := e.appendPastQueue(ctx, session, last, []events.Event{start}, true)
 	if err != nil {
 		return nil, fmt.Errorf("start turn: %w", err)
 	}
@@ -374,7 +414,7 @@ func (e *Engine) Recover(ctx context.Context) ([]*Result, error) {
 		}
 		results = append(results, res)
 	}
-	return results, nil
+	return results, e.kickAll(ctx) // queued inputs of sessions now free start
 }
 
 func (e *Engine) recoverTurn(ctx context.Context, t projection.Turn) (*Result, error) {
@@ -438,6 +478,11 @@ func (e *Engine) Cancel(ctx context.Context, session, turn, reason string) (proj
 		return e.store.Turn(ctx, session, turn)
 	}
 	t, err := e.store.Turn(ctx, session, turn)
+	if events.IsCode(err, events.CodeNotFound) {
+		if dropped, derr := e.dropQueued(ctx, session, turn, reason); dropped || derr != nil {
+			return projection.Turn{Session: session, ID: turn, Status: projection.TurnCanceled, ErrorCode: events.CodeCanceled, ErrorMessage: reason}, derr
+		}
+	}
 	if err != nil {
 		return t, err
 	}
@@ -457,7 +502,7 @@ func (e *Engine) Cancel(ctx context.Context, session, turn, reason string) (proj
 	if err != nil {
 		return t, err
 	}
-	if _, err := e.store.Append(ctx, session, last, []events.Event{ev}); err != nil {
+	if _, err := e.appendPastQueue(ctx, session, last, []events.Event{ev}, false); err != nil {
 		return t, err
 	}
 	return e.store.Turn(ctx, session, turn)

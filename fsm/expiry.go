@@ -119,6 +119,6 @@ func (e *Engine) rejectOnly(ctx context.Context, session, turn string, evs []eve
 		out = append(out, events.MustNew(turn, path, &events.ApprovalResolved{InterruptID: id, Confirmed: false,
 			RejectionMessage: *due[id].RejectionMessage, By: ExpiredBy}))
 	}
-	_, err = e.store.Append(ctx, session, evs[len(evs)-1].Seq, out)
+	_, err = e.appendPastQueue(ctx, session, evs[len(evs)-1].Seq, out, false)
 	return err
 }

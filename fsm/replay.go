@@ -50,6 +50,14 @@ func (e *Engine) Replay(ctx context.Context, recorded []events.Event) (*ReplayRe
 	rep := &ReplayReport{Session: session, Events: 1}
 	for i := 1; i < len(recorded); {
 		start := recorded[i]
+		if isQueueEvent(start) { // input that waited between turns: appended as it came
+			if _, err := e.store.Append(ctx, session, start.Seq-1, recorded[i:i+1]); err != nil {
+				return nil, fmt.Errorf("replay %s: %w", session, err)
+			}
+			rep.Events++
+			i++
+			continue
+		}
 		if start.Type != events.TypeTurnStarted {
 			return nil, &events.Error{Code: events.CodeCorruptLog, Field: fmt.Sprintf("seq %d", start.Seq),
 				Message: fmt.Sprintf("expected TurnStarted, found %s", start.Type)}
@@ -57,6 +65,9 @@ func (e *Engine) Replay(ctx context.Context, recorded []events.Event) (*ReplayRe
 		end := i + 1
 		for end < len(recorded) && recorded[end].Type != events.TypeTurnStarted {
 			end++
+		}
+		for end > i+1 && isQueueEvent(recorded[end-1]) { // queued after the turn ended: between turns
+			end--
 		}
 		if err := e.replayTurn(ctx, recorded[i:end]); err != nil {
 			return nil, err
@@ -113,14 +124,21 @@ func (e *Engine) replayTurn(ctx context.Context, rec []events.Event) error {
 		return err
 	}
 	recording := newRecording(rec)
+	queued := map[int64]events.Event{} // inputs queued while the turn ran: appended where they came
+	for _, ev := range rec[1:] {
+		if isQueueEvent(ev) {
+			queued[ev.Seq] = ev
+		}
+	}
 	r := e.newRun(ctx, app, agent, start.Session, s.Owner, start.Turn, start.Seq, conv, recording, nil)
+	r.log.queued = queued
 	res, err := r.begin(ts.Input)
 	for err == nil && res.Status == StatusSuspended {
 		// The recording goes on with a person's answers: append them as they were
 		// given, then re-drive the turn as a resume does.
 		i := int(r.log.last() - start.Seq + 1)
 		j := i
-		for j < len(rec) && (rec[j].Type == events.TypeApprovalResolved || rec[j].Type == events.TypeReviewResolved || rec[j].Type == events.TypeTurnResumed) {
+		for j < len(rec) && (rec[j].Type == events.TypeApprovalResolved || rec[j].Type == events.TypeReviewResolved || rec[j].Type == events.TypeTurnResumed || isQueueEvent(rec[j])) {
 			j++
 		}
 		if j == i || rec[j-1].Type != events.TypeTurnResumed {
@@ -138,6 +156,7 @@ func (e *Engine) replayTurn(ctx context.Context, rec []events.Event) error {
 			return err
 		}
 		r = e.newRun(ctx, app, agent, start.Session, s.Owner, start.Turn, appended[len(appended)-1].Seq, conv, recording, newRecording(logged))
+		r.log.queued = queued
 		res, err = r.begin(ts.Input)
 	}
 	if err != nil {

@@ -162,7 +162,7 @@ func (e *Engine) prepareResume(ctx context.Context, session, user string, answer
 	}
 	fresh = append(fresh, events.MustNew(t.ID, "", &events.TurnResumed{By: user}))
 	last := evs[len(evs)-1].Seq
-	out, err := e.store.AppendUnsynced(ctx, session, last, fresh)
+	out, err := e.appendPastQueue(ctx, session, last, fresh, true)
 	if err != nil {
 		return nil, nil, fmt.Errorf("resume turn %s: %w", t.ID, err)
 	}

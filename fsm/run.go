@@ -54,6 +54,9 @@ type turnLog struct {
 	// instead of paying an fsync of their own (a crash before it re-runs the tool,
 	// which is safe only because it is idempotent).
 	deferred []events.Event
+	// queued are, in a replay, the recording's inputs queued while the turn ran, by
+	// seq: emit appends each where it came, so the replayed log matches.
+	queued map[int64]events.Event
 }
 
 func (l *turnLog) last() int64 {
@@ -77,10 +80,26 @@ func (r *run) canceled() bool {
 	}
 }
 
+// stopRequested: canceled, or asked to stop at this safe point for new input.
+func (r *run) stopRequested() bool {
+	if r.canceled() {
+		return true
+	}
+	if r.stopper == nil {
+		return false
+	}
+	select {
+	case <-r.stopper.soft:
+		return true
+	default:
+		return false
+	}
+}
+
 // cancelReason is what the person who canceled the turn said.
 func (r *run) cancelReason() string {
-	if r.stopper != nil && r.canceled() && r.stopper.reason != "" {
-		return r.stopper.reason
+	if r.stopper != nil && r.stopRequested() && r.stopper.why() != "" {
+		return r.stopper.why()
 	}
 	return DefaultCancelReason
 }
@@ -126,7 +145,17 @@ func (r *run) emit(evs ...events.Event) error {
 	if len(batch) == 0 {
 		return nil
 	}
-	out, err := r.e.store.Append(r.ctx, r.session, r.log.seq, batch)
+	for {
+		q, ok := r.log.queued[r.log.seq+1]
+		if !ok {
+			break
+		}
+		if _, err := r.e.store.Append(r.ctx, r.session, r.log.seq, []events.Event{q}); err != nil {
+			return fmt.Errorf("append to %s after %d: %w", r.session, r.log.seq, err)
+		}
+		r.log.seq = q.Seq
+	}
+	out, err := r.e.appendPastQueue(r.ctx, r.session, r.log.seq, batch, false)
 	if err != nil {
 		return fmt.Errorf("append to %s after %d: %w", r.session, r.log.seq, err)
 	}
@@ -165,7 +194,7 @@ func (r *run) drive() (*Result, error) {
 		}
 	}
 	for {
-		if r.canceled() {
+		if r.stopRequested() {
 			return r.cancelTurn()
 		}
 		if err := r.fire(TriggerCallModel); err != nil {

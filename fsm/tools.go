@@ -192,7 +192,7 @@ func (r *run) toolStep(resp events.ModelResponse, pending []events.Event) (*Resu
 	}
 	for _, s := range slots {
 		if s.stop != nil && s.stop.failure != nil {
-			if r.canceled() { // the nested agent stopped because the turn was canceled
+			if r.stopRequested() { // the nested agent stopped because the turn was canceled
 				return r.cancelTurn()
 			}
 			f := s.stop.failure

@@ -207,12 +207,16 @@ func (s *Server) getTurn(c echo.Context) error {
 	defer timer.Stop()
 	for {
 		res, ended, err := s.turnFromLog(ctx, session, turn)
+		status := "running"
+		if events.IsCode(err, events.CodeNotFound) && s.isQueued(ctx, session, turn) {
+			err, status = nil, "queued" // it waits in the session's queue
+		}
 		if err != nil {
 			return err
 		}
 		if ended || wait == 0 {
 			if !ended {
-				res = turnResponse{TurnID: turn, Status: "running", Items: []events.Item{}, Interrupts: []fsm.Interrupt{}}
+				res = turnResponse{TurnID: turn, Status: status, Items: []events.Item{}, Interrupts: []fsm.Interrupt{}}
 			}
 			return c.JSON(http.StatusOK, res)
 		}
@@ -243,4 +247,18 @@ func (s *Server) followTurn(c echo.Context) error {
 		after = n
 	}
 	return s.answerTurn(c, c.Param("id"), c.Param("turn_id"), true, 0, after)
+}
+
+// isQueued says whether turn waits in session's queue.
+func (s *Server) isQueued(ctx context.Context, session, turn string) bool {
+	queue, err := s.cfg.Engine.Queue(ctx, session)
+	if err != nil {
+		return false
+	}
+	for _, q := range queue {
+		if q.Turn == turn {
+			return true
+		}
+	}
+	return false
 }

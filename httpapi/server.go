@@ -40,6 +40,11 @@ type Engine interface {
 	Cancel(ctx context.Context, session, turn, reason string) (projection.Turn, error)
 	Compact(ctx context.Context, session string) (*fsm.Result, error)
 	Deltas(session string) (*fsm.DeltaSub, func())
+	// Enqueue queues input for a busy session (see fsm.Engine.Enqueue); Queue lists
+	// a session's waiting inputs; App is a configured app.
+	Enqueue(ctx context.Context, session, user, input string, interrupt bool) (fsm.Queued, error)
+	Queue(ctx context.Context, session string) ([]projection.QueuedInput, error)
+	App(name string) (*fsm.App, bool)
 }
 
 // Config configures a Server.

@@ -125,6 +125,7 @@ func (s *Server) listSessions(c echo.Context) error {
 type sessionSummary struct {
 	projection.Session
 	Status string          `json:"status"` // idle, running (a turn in flight) or waiting (a turn waits for people: see /interrupts)
+	Queued int             `json:"queued"` // inputs waiting to run after it (on_busy: enqueue)
 	Parent *branchOriginal `json:"parent"`
 }
 
@@ -152,6 +153,11 @@ func (s *Server) getSession(c echo.Context) error {
 	if sess.ParentID != "" {
 		out.Parent = &branchOriginal{SessionID: sess.ParentID, Seq: sess.ParentSeq, TurnID: sess.ParentTurn}
 	}
+	queue, err := s.cfg.Engine.Queue(c.Request().Context(), sess.ID)
+	if err != nil {
+		return err
+	}
+	out.Queued = len(queue)
 	return c.JSON(http.StatusOK, out)
 }
 

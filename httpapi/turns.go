@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -21,6 +22,9 @@ type turnRequest struct {
 	// Background answers 202 as soon as the turn has started; the turn resource
 	// (Location) and its stream follow it.
 	Background bool `json:"background,omitempty"`
+	// OnBusy says what this input does if the session is busy: reject, enqueue or
+	// interrupt (default: the app's on_busy, else reject).
+	OnBusy string `json:"on_busy,omitempty"`
 }
 
 type turnResponse struct {
@@ -48,7 +52,8 @@ func (s *Server) runTurn(c echo.Context) error {
 	if err := decodeRaw(raw, &req); err != nil {
 		return err
 	}
-	if _, err := s.ownedSession(c); err != nil {
+	sess, err := s.ownedSession(c)
+	if err != nil {
 		return err
 	}
 	ctx := c.Request().Context()
@@ -57,6 +62,9 @@ func (s *Server) runTurn(c echo.Context) error {
 		return err
 	}
 	if k.replayed() { // the same request again: the turn it started answers
+		if _, err := s.cfg.Reader.Turn(ctx, k.rec.Session, k.rec.Turn); events.IsCode(err, events.CodeNotFound) {
+			return s.queuedAnswer(c, k.rec.Session, k.rec.Turn) // queued, not started yet
+		}
 		if req.Background {
 			return s.accepted(c, k.rec.Session, k.rec.Turn)
 		}
@@ -77,6 +85,9 @@ func (s *Server) runTurn(c echo.Context) error {
 	}
 	if req.Input == nil && req.ResumeMap == nil {
 		return events.FieldError(events.CodeInvalid, "input", "is required (or resume_map to answer a suspended turn)")
+	}
+	if req.OnBusy != "" && (req.Input == nil || !slices.Contains(fsm.OnBusyModes(), req.OnBusy)) {
+		return events.FieldError(events.CodeInvalid, "on_busy", "must be one of %v, with input", fsm.OnBusyModes())
 	}
 	if req.Background && wantsStream(c, req) {
 		return events.FieldError(events.CodeInvalid, "background", "goes without stream: follow the turn at its /stream")
@@ -101,6 +112,16 @@ func (s *Server) runTurn(c echo.Context) error {
 		started, err = s.cfg.Engine.StartTurn(ctx, c.Param("id"), *req.Input)
 	}
 	if err != nil {
+		if mode := s.onBusy(sess, req); req.Input != nil && events.IsCode(err, events.CodeConflict) && mode != fsm.OnBusyReject {
+			q, qerr := s.cfg.Engine.Enqueue(ctx, c.Param("id"), userOf(c), *req.Input, mode == fsm.OnBusyInterrupt)
+			if qerr != nil {
+				return qerr
+			}
+			if err := k.made(ctx, c.Param("id"), q.TurnID, 0); err != nil {
+				return err
+			}
+			return s.queuedAnswer(c, c.Param("id"), q.TurnID)
+		}
 		return err
 	}
 	if err := k.made(ctx, c.Param("id"), started.ID, started.StartSeq); err != nil {
@@ -117,6 +138,35 @@ func (s *Server) runTurn(c echo.Context) error {
 		return err
 	}
 	return c.JSON(http.StatusOK, responseOf(res))
+}
+
+// onBusy is what a turn request does if its session is busy.
+func (s *Server) onBusy(sess projection.Session, req turnRequest) string {
+	if req.OnBusy != "" {
+		return req.OnBusy
+	}
+	if app, ok := s.cfg.Engine.App(sess.App); ok && app.OnBusy != "" {
+		return app.OnBusy
+	}
+	return fsm.OnBusyReject
+}
+
+// queuedAnswer answers an input that waits in its session's queue: 202, its turn's
+// resource, its position.
+func (s *Server) queuedAnswer(c echo.Context, session, turn string) error {
+	queue, err := s.cfg.Engine.Queue(c.Request().Context(), session)
+	if err != nil {
+		return err
+	}
+	position := 0
+	for i, q := range queue {
+		if q.Turn == turn {
+			position = i + 1
+		}
+	}
+	loc := "/v1/sessions/" + session + "/turns/" + turn
+	c.Response().Header().Set(echo.HeaderLocation, loc)
+	return c.JSON(http.StatusAccepted, map[string]any{"turn_id": turn, "status": "queued", "position": position, "location": loc})
 }
 
 // accepted answers a background turn: 202, and where its resource is.

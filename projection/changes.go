@@ -86,6 +86,17 @@ type TurnPaused struct {
 	Status        TurnStatus
 }
 
+// QueueChanged adds a queued input (Input set), or marks it started or dropped.
+type QueueChanged struct {
+	Session, Turn string
+	Seq           int64
+	Input, By     string
+	Status        QueueStatus
+	At            time.Time
+}
+
+func (QueueChanged) change() {}
+
 func (InterruptOpened) change()   {}
 func (InterruptResolved) change() {}
 func (TurnPaused) change()        {}
@@ -153,7 +164,12 @@ func Changes(ev events.Event) ([]Change, error) {
 			ParentID: e.SourceSession, ParentSeq: e.SourceSeq, ParentTurn: e.SourceTurn,
 		}}}, nil
 	case *events.TurnStarted:
-		return []Change{TurnOpened{Session: ev.Session, Turn: ev.Turn, Seq: ev.Seq, Input: e.Input, Agent: e.Agent, At: ev.At}}, nil
+		return []Change{TurnOpened{Session: ev.Session, Turn: ev.Turn, Seq: ev.Seq, Input: e.Input, Agent: e.Agent, At: ev.At},
+			QueueChanged{Session: ev.Session, Turn: ev.Turn, Seq: ev.Seq, Status: QueueStarted, At: ev.At}}, nil
+	case *events.InputQueued:
+		return []Change{QueueChanged{Session: ev.Session, Turn: e.TurnID, Seq: ev.Seq, Input: e.Input, By: e.By, Status: QueueWaiting, At: ev.At}}, nil
+	case *events.QueuedInputDropped:
+		return []Change{QueueChanged{Session: ev.Session, Turn: e.TurnID, Seq: ev.Seq, Status: QueueDropped, At: ev.At}}, nil
 	case *events.ApprovalRequested:
 		return []Change{InterruptOpened{Seq: ev.Seq, Interrupt: Interrupt{Session: ev.Session, Turn: ev.Turn, ID: e.InterruptID,
 			Kind: e.Kind, Path: ev.Path, CallID: e.CallID, Tool: e.Tool, Arguments: e.Arguments, Reason: e.Reason,

@@ -119,3 +119,24 @@ type IdempotencyRecord struct {
 	CreatedAt  time.Time
 	ExpiresAt  time.Time
 }
+
+// QueueStatus is where a queued input stands.
+type QueueStatus string
+
+// Queue statuses.
+const (
+	QueueWaiting QueueStatus = "queued"
+	QueueStarted QueueStatus = "started"
+	QueueDropped QueueStatus = "dropped"
+)
+
+// QueuedInput is an input waiting for its session to be free (on_busy: enqueue).
+type QueuedInput struct {
+	Session  string      `json:"session_id"`
+	Turn     string      `json:"turn_id"`
+	Input    string      `json:"input"`
+	By       string      `json:"by"`
+	Status   QueueStatus `json:"status"`
+	QueuedAt time.Time   `json:"queued_at"`
+	Seq      int64       `json:"seq"`
+}

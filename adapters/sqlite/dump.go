@@ -16,6 +16,8 @@ func projectionOrder(table string) string {
 		return "session_id, turn_id"
 	case "proj_interrupts":
 		return "session_id, interrupt_id"
+	case "proj_queue":
+		return "session_id, turn_id"
 	}
 	return "session_id, seq, idx"
 }

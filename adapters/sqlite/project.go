@@ -51,6 +51,12 @@ func (w *writer) applyChanges(ctx context.Context, changes []projection.Change) 
 				nullString(i.Tool), nullString(string(i.Arguments)), nullString(i.Reason), c.Seq, formatTime(i.RequestedAt), string(policy))
 		case projection.InterruptResolved:
 			_, err = w.interruptSet.ExecContext(ctx, string(c.Status), c.Seq, formatTime(c.At), c.Session, c.ID)
+		case projection.QueueChanged:
+			if c.Status == projection.QueueWaiting {
+				_, err = w.queueAdd.ExecContext(ctx, c.Session, c.Turn, c.Input, c.By, c.Seq, formatTime(c.At))
+			} else {
+				_, err = w.queueEnd.ExecContext(ctx, string(c.Status), c.Seq, c.Session, c.Turn)
+			}
 		case projection.TurnPaused:
 			_, err = w.turnPause.ExecContext(ctx, string(c.Status), c.Session, c.Turn)
 		case projection.HistoryAppended:

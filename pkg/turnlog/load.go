@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -148,7 +149,10 @@ func (b builder) app(name string, c config.App, policy *fsm.GuardrailPolicy) (*f
 	if len(*b.folders) > 0 || (access != nil && tools["bash"] != nil) {
 		*b.sandboxed = true
 	}
-	app := &fsm.App{Name: name, StartAgent: c.StartAgent, Agents: map[string]*fsm.Agent{}, Policy: policy, Access: access}
+	if c.OnBusy != "" && !slices.Contains(fsm.OnBusyModes(), c.OnBusy) {
+		return nil, b.doc.ErrAt(at+".on_busy", "unknown on_busy %q (%v)", c.OnBusy, fsm.OnBusyModes())
+	}
+	app := &fsm.App{Name: name, StartAgent: c.StartAgent, Agents: map[string]*fsm.Agent{}, Policy: policy, Access: access, OnBusy: c.OnBusy}
 	if len(c.Agents) == 0 {
 		return nil, b.doc.ErrAt(at+".agents", "at least one agent is required")
 	}

@@ -134,3 +134,16 @@ func TestServerNamesMakeNoPaths(t *testing.T) {
 		t.Fatalf("the state directory got %v", entries)
 	}
 }
+
+// TestOnBusyIsChecked: an app's on_busy is one of the modes, and reaches the app.
+func TestOnBusyIsChecked(t *testing.T) {
+	src := strings.Replace(toolConfig(`{function: ping}`), "    agents:\n", "    on_busy: enqueue\n    agents:\n", 1)
+	apps, err := turnlogtest.LoadApps(t, "agent.yaml", []byte(src), turnlog.Options{Functions: functions()})
+	if err != nil || apps[0].OnBusy != "enqueue" {
+		t.Fatalf("on_busy: enqueue: %v", err)
+	}
+	bad := strings.Replace(src, "on_busy: enqueue", "on_busy: later", 1)
+	if _, err := turnlogtest.LoadApps(t, "agent.yaml", []byte(bad), turnlog.Options{Functions: functions()}); err == nil || !strings.Contains(err.Error(), `apps.a.on_busy: unknown on_busy "later"`) {
+		t.Fatalf("on_busy: later: %v", err)
+	}
+}

@@ -1,0 +1,234 @@
+package fsm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/projection"
+)
+
+// What a session does with input that arrives while a turn runs or waits for people.
+const (
+	OnBusyReject    = "reject"    // 409, as before
+	OnBusyEnqueue   = "enqueue"   // runs after, in arrival order
+	OnBusyInterrupt = "interrupt" // the turn stops at its next safe point, then the input runs
+)
+
+// OnBusyModes lists the modes.
+func OnBusyModes() []string { return []string{OnBusyReject, OnBusyEnqueue, OnBusyInterrupt} }
+
+// InterruptReason is what TurnCanceled says of a turn stopped for new input.
+const InterruptReason = "interrupted by new input"
+
+// Queued is an input in its session's queue: it will run as turn TurnID.
+type Queued struct {
+	TurnID   string
+	Position int // 1 is next
+}
+
+// queueStore is what the queue needs of the store.
+type queueStore interface {
+	Queued(ctx context.Context, session string) ([]projection.QueuedInput, error)
+	QueuedSessions(ctx context.Context) ([]string, error)
+}
+
+func isQueueEvent(ev events.Event) bool {
+	return ev.Turn == "" && (ev.Type == events.TypeInputQueued || ev.Type == events.TypeQueuedInputDropped)
+}
+
+// appendPastQueue appends evs after seq `after`; when only queued inputs (appended
+// while the turn ran) came in between, it appends after them instead. It returns the
+// appended events.
+func (e *Engine) appendPastQueue(ctx context.Context, session string, after int64, evs []events.Event, unsynced bool) ([]events.Event, error) {
+	for {
+		var out []events.Event
+		var err error
+		if unsynced {
+			out, err = e.store.AppendUnsynced(ctx, session, after, evs)
+		} else {
+			out, err = e.store.Append(ctx, session, after, evs)
+		}
+		if err == nil || !events.IsCode(err, events.CodeConflict) {
+			return out, err
+		}
+		between, rerr := e.store.Events(ctx, session, after)
+		if rerr != nil || len(between) == 0 {
+			return nil, err
+		}
+		for _, ev := range between {
+			if !isQueueEvent(ev) {
+				return nil, err
+			}
+		}
+		after = between[len(between)-1].Seq
+	}
+}
+
+// Enqueue adds input to a busy session's queue, durably, and returns where it stands.
+// With interrupt, the turn running here is stopped at its next safe point — a tool
+// already running finishes and is recorded —, and a turn waiting for people is
+// canceled; either way with InterruptReason. The queue runs, in order, as soon as the
+// session is free (also after a restart: Recover). Errors: invalid (empty input),
+// not_found.
+func (e *Engine) Enqueue(ctx context.Context, session, user, input string, interrupt bool) (Queued, error) {
+	qs, ok := e.store.(queueStore)
+	if !ok {
+		return Queued{}, events.Errorf(events.CodeInvalid, "this store keeps no queue")
+	}
+	if strings.TrimSpace(input) == "" {
+		return Queued{}, events.FieldError(events.CodeInvalid, "input", "is empty")
+	}
+	ctx = context.WithoutCancel(ctx)
+	s, err := e.store.Session(ctx, session)
+	if err != nil {
+		return Queued{}, err
+	}
+	app, ok := e.apps[s.App]
+	if !ok {
+		return Queued{}, events.Errorf(events.CodeInvalid, "session %s belongs to app %q, which is not configured", session, s.App)
+	}
+	input, _ = app.Policy.transformText(TargetModelInput, input, nil)
+	turn := e.opts.NewID()
+	ev, err := events.New("", "queue/"+turn, &events.InputQueued{TurnID: turn, Input: input, By: user, Interrupt: interrupt})
+	if err != nil {
+		return Queued{}, err
+	}
+	last, err := e.store.LastSeq(ctx, session)
+	if err != nil {
+		return Queued{}, err
+	}
+	if _, err := e.appendPastQueue(ctx, session, last, []events.Event{ev}, false); err != nil {
+		return Queued{}, fmt.Errorf("queue input: %w", err)
+	}
+	if interrupt {
+		e.interruptRunning(ctx, session)
+	}
+	waiting, err := qs.Queued(ctx, session)
+	if err != nil {
+		return Queued{}, err
+	}
+	q := Queued{TurnID: turn}
+	for i, w := range waiting {
+		if w.Turn == turn {
+			q.Position = i + 1
+		}
+	}
+	go e.kick(session)
+	return q, nil
+}
+
+// interruptRunning stops the session's turn for new input: the one running here at
+// its next safe point, one waiting for people at once.
+func (e *Engine) interruptRunning(ctx context.Context, session string) {
+	e.mu.Lock()
+	h := e.running[session]
+	e.mu.Unlock()
+	if h != nil {
+		h.stopSoftly(InterruptReason)
+		return
+	}
+	if t, err := e.store.LastTurn(ctx, session); err == nil && t.Status == projection.TurnSuspended {
+		e.Cancel(ctx, session, t.ID, InterruptReason)
+	}
+}
+
+// kick starts the session's next queued input if the session is free; a turn that
+// ends kicks again, so the queue drains in order. An input whose turn cannot start
+// (its app is gone) is dropped with the reason.
+func (e *Engine) kick(session string) {
+	qs, ok := e.store.(queueStore)
+	if !ok {
+		return
+	}
+	ctx := context.Background()
+	for {
+		waiting, err := qs.Queued(ctx, session)
+		if err != nil || len(waiting) == 0 {
+			return
+		}
+		if t, err := e.store.LastTurn(ctx, session); err == nil && (t.Status == projection.TurnSuspended || t.Status == projection.TurnRunning) {
+			return // it ends, or is answered, and kicks then
+		}
+		next := waiting[0]
+		h, unlock, err := e.lock(session)
+		if err != nil {
+			return // a turn runs here: it kicks when it ends
+		}
+		r, err := e.prepareQueued(ctx, session, next, h)
+		if err != nil {
+			var te *events.Error
+			if errors.As(err, &te) && te.Code == events.CodeConflict {
+				unlock()
+				return
+			}
+			drop := events.MustNew("", "queue/"+next.Turn, &events.QueuedInputDropped{TurnID: next.Turn, Reason: err.Error()})
+			last, lerr := e.store.LastSeq(ctx, session)
+			if lerr == nil {
+				_, lerr = e.appendPastQueue(ctx, session, last, []events.Event{drop}, false)
+			}
+			unlock()
+			if lerr != nil {
+				return
+			}
+			continue
+		}
+		go func() {
+			defer unlock()
+			r.begin(r.input)
+		}()
+		return
+	}
+}
+
+// kickAll starts the queues of every session that has one and is free (at start).
+func (e *Engine) kickAll(ctx context.Context) error {
+	qs, ok := e.store.(queueStore)
+	if !ok {
+		return nil
+	}
+	sessions, err := qs.QueuedSessions(ctx)
+	if err != nil {
+		return err
+	}
+	for _, s := range sessions {
+		e.kick(s)
+	}
+	return nil
+}
+
+// Queue lists a session's waiting inputs (none for a store that keeps no queue).
+func (e *Engine) Queue(ctx context.Context, session string) ([]projection.QueuedInput, error) {
+	qs, ok := e.store.(queueStore)
+	if !ok {
+		return nil, nil
+	}
+	return qs.Queued(ctx, session)
+}
+
+// dropQueued takes a queued input out of its queue. Errors: not_found.
+func (e *Engine) dropQueued(ctx context.Context, session, turn, reason string) (bool, error) {
+	qs, ok := e.store.(queueStore)
+	if !ok {
+		return false, nil
+	}
+	waiting, err := qs.Queued(ctx, session)
+	if err != nil {
+		return false, err
+	}
+	for _, w := range waiting {
+		if w.Turn != turn {
+			continue
+		}
+		last, err := e.store.LastSeq(ctx, session)
+		if err != nil {
+			return true, err
+		}
+		drop := events.MustNew("", "queue/"+turn, &events.QueuedInputDropped{TurnID: turn, Reason: reason})
+		_, err = e.appendPastQueue(ctx, session, last, []events.Event{drop}, false)
+		return true, err
+	}
+	return false, nil
+}
