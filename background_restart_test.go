@@ -17,9 +17,16 @@ import (
 // and returns it with its base URL.
 func (b crashBundle) serveChild(t *testing.T) (*exec.Cmd, string) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "serve", "--dev", "--addr", "127.0.0.1:0", "--db", b.db, "--config", b.cfg)
-	cmd.Env = append(os.Environ(), childEnv+"=1", "CRASH_DIR="+b.dir)
-	stderr, w := io.Pipe()
+	return serveChildOn(t, b.db, b.cfg, b.dir)
+}
+
+// serveChildOn starts this test binary as turnlog serving cfg on db (dir holds the
+// crash wiring's counters and gates), on a free loopback port.
+func serveChildOn(t *testing.T, db, cfg, dir string) (*exec.Cmd, string) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "serve", "--dev", "--addr", "127.0.0.1:0", "--db", db, "--config", cfg)
+	cmd.Env = append(os.Environ(), childEnv+"=1", "CRASH_DIR="+dir)
+	stderr, w := io.Pipe() // read here, so Wait never races a reader of StderrPipe
 	cmd.Stderr = w
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

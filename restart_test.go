@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"fmt"
 	"io"
 	"net/http"
@@ -56,26 +55,7 @@ func TestRestartWhileSuspended(t *testing.T) {
 `, fake.URL)), 0o644)
 	db := filepath.Join(dir, "turnlog.db")
 
-	start := func() (*exec.Cmd, string) {
-		cmd := exec.Command(os.Args[0], "serve", "--dev", "--addr", "127.0.0.1:0", "--db", db, "--config", cfg)
-		cmd.Env = append(os.Environ(), childEnv+"=1", "CRASH_DIR="+dir)
-		stderr, w := io.Pipe() // read here, so Wait never races a reader of StderrPipe
-		cmd.Stderr = w
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			if m := regexp.MustCompile(`serving on (http://\S+)`).FindStringSubmatch(sc.Text()); m != nil {
-				go io.Copy(io.Discard, stderr)
-				return cmd, m[1]
-			}
-		}
-		cmd.Process.Kill()
-		cmd.Wait()
-		t.Fatal("the server did not start")
-		return nil, ""
-	}
+	start := func() (*exec.Cmd, string) { return serveChildOn(t, db, cfg, dir) }
 	post := func(base, path, body string) string {
 		res, err := http.Post(base+path, "application/json", strings.NewReader(body))
 		if err != nil {

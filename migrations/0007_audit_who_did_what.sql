@@ -1,4 +1,6 @@
--- The audit answers who did what: a person's answer to a tool approval names the
+-- The audit lists the outcome of every tool call, whatever its kind (HTTP, command,
+-- MCP, Go function, built-in: canceled and abandoned ones too), and answers who did
+-- what: a person's answer to a tool approval names the
 -- tool, the arguments as proposed and as approved (a reviewer's edit), who answered
 -- and how (approved, rejected with its message, edited, expired); a guardrail review's
 -- decision and notes; guardrails that stopped a turn; and every guardrail policy match
