@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"os"
 	"path/filepath"
 	"slices"
@@ -201,5 +202,98 @@ func TestAuditSaysWhoDidWhat(t *testing.T) {
 				t.Errorf("%s: the audit has no %q row: %v", name, r, got)
 			}
 		}
+	}
+}
+
+// TestHistoryShowsAnEditedCallAsItRan loads recorded sessions into a store: the
+// history people read (REST and the SQL view alike) shows a call a reviewer edited
+// with the arguments it ran with, the proposal and the reviewer beside them, while
+// the model's context keeps the call as it proposed it. A rebuild gives the same.
+func TestHistoryShowsAnEditedCallAsItRan(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for name, want := range map[string]string{
+		"approval-edited":  `{"agent":"support","arguments":{"order_id":1001},"call_id":"call_1_1","edited_by":"dev","name":"issue_refund","proposed_arguments":{"order_id":42},"type":"function_call"}`,
+		"approval-approve": `{"agent":"support","arguments":{"order_id":42},"call_id":"call_1_1","name":"issue_refund","type":"function_call"}`,
+		"nested-approval":  `{"agent":"support","arguments":{"input":"refund order 42"},"call_id":"call_1_1","name":"ask_refund_desk","type":"function_call"}`,
+	} {
+		evs, err := readFixture(filepath.Join("fixtures", name, "events.jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		store, path := sqlite.MustOpen(t, sqlite.Options{Synchronous: "OFF"})
+		sid := evs[0].Session
+		if _, err := store.Append(ctx, sid, 0, evs); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		check := func(when string) {
+			shown, err := store.HistoryAsRun(ctx, sid)
+			if err != nil || len(shown) < 2 || string(shown[1]) != want {
+				t.Fatalf("%s %s: history item 1 = %s (%v)\nwant %s", name, when, shown[1], err, want)
+			}
+			model, err := store.History(ctx, sid)
+			if err != nil || model[1].Type != events.ItemFunctionCall || !strings.Contains(want, `"arguments":`+string(model[1].Arguments)) && !strings.Contains(want, `"proposed_arguments":`+string(model[1].Arguments)) {
+				t.Fatalf("%s %s: the model's context has %+v (%v)", name, when, model[1], err)
+			}
+			if name == "approval-edited" && string(model[1].Arguments) != `{"order_id":42}` {
+				t.Fatalf("%s %s: the model's context shows %s, not its proposal", name, when, model[1].Arguments)
+			}
+			db, err := sql.Open("sqlite", "file:"+path+"?mode=ro")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			var args, by, proposed sql.NullString
+			if err := db.QueryRow(`SELECT arguments, edited_by, proposed_arguments FROM history WHERE session_id = ? AND type = 'function_call' ORDER BY seq, idx LIMIT 1`, sid).Scan(&args, &by, &proposed); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(want, `"arguments":`+args.String) || by.Valid != strings.Contains(want, "edited_by") ||
+				by.Valid && (!strings.Contains(want, `"edited_by":"`+by.String+`"`) || !strings.Contains(want, `"proposed_arguments":`+proposed.String)) {
+				t.Fatalf("%s %s: the history view says arguments %v, edited_by %v, proposed %v; REST says %s", name, when, args, by, proposed, want)
+			}
+		}
+		check("as appended")
+		if _, err := store.Rebuild(ctx); err != nil {
+			t.Fatal(err)
+		}
+		check("after a rebuild")
+	}
+}
+
+// TestHistoryEditsFilledOnUpgrade: a database made before reviewers' edits were kept
+// beside the interrupt (its schema one migration back, an edited approval in it) gets
+// them from its events when it is opened.
+func TestHistoryEditsFilledOnUpgrade(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	evs, err := readFixture(filepath.Join("fixtures", "approval-edited", "events.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, path := sqlite.MustOpen(t, sqlite.Options{Synchronous: "OFF"})
+	sid := evs[0].Session
+	if _, err := store.Append(ctx, sid, 0, evs); err != nil {
+		t.Fatal(err)
+	}
+	store.Close()
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{`DROP VIEW history`, `ALTER TABLE proj_interrupts DROP COLUMN answered_by`,
+		`ALTER TABLE proj_interrupts DROP COLUMN edited_arguments`, `DELETE FROM schema_migrations WHERE name = '0009_history_edits.sql'`} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	db.Close()
+	store, err = sqlite.Open(ctx, path, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	shown, err := store.HistoryAsRun(ctx, sid)
+	if err != nil || len(shown) < 2 || !strings.Contains(string(shown[1]), `"arguments":{"order_id":1001},"call_id":"call_1_1","edited_by":"dev"`) {
+		t.Fatalf("after the upgrade: %s %v", shown, err)
 	}
 }

@@ -21,9 +21,10 @@ type ToolScheduled struct {
 func (*ToolScheduled) EventType() string  { return TypeToolScheduled }
 func (*ToolScheduled) SchemaVersion() int { return 1 }
 
-// ToolResulted is durable as soon as the tool returns. Output is the exact text the
-// model receives (canonical JSON for structured results). A tool error is a result too:
-// IsError is set and Output holds the documented error text.
+// ToolResulted is durable as soon as the tool returns. Output is the tool's text
+// (canonical JSON for structured results); the model receives it as ModelText gives it.
+// A tool error is a result too: IsError is set and Output holds the documented error
+// text.
 type ToolResulted struct {
 	CallID     string `json:"call_id"`
 	Tool       string `json:"tool"`
@@ -37,6 +38,19 @@ type ToolResulted struct {
 	// Policy lists the guardrail policy rules that logged or redacted the output (and
 	// detail) before it was recorded.
 	Policy []PolicyMatch `json:"policy,omitempty"`
+	// Note is what turnlog tells the model with the output: that a reviewer changed
+	// the call's arguments before it ran, and to what. It is recorded, so a replay
+	// tells the model the same words.
+	Note string `json:"note,omitempty"`
+}
+
+// ModelText is the exact text the model receives for the call: the note, when there
+// is one, a blank line, then the output.
+func (t *ToolResulted) ModelText() string {
+	if t.Note == "" {
+		return t.Output
+	}
+	return t.Note + "\n\n" + t.Output
 }
 
 func (*ToolResulted) EventType() string  { return TypeToolResulted }

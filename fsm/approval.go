@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -12,6 +13,19 @@ import (
 // DefaultRejection is what the model is told when a reviewer rejects a call without
 // a message of their own.
 const DefaultRejection = "A reviewer rejected this tool call; it did not run."
+
+// EditedNote is what the model is told, with the output, of a call a reviewer edited:
+// what it proposed and what ran.
+func EditedNote(proposed, ran json.RawMessage) string {
+	return fmt.Sprintf("A reviewer changed the arguments of this call before it ran. You proposed %s; it ran with %s. The output below is from the call as it ran.", proposed, ran)
+}
+
+// sameJSON compares two JSON texts as canonical JSON.
+func sameJSON(a, b json.RawMessage) bool {
+	ca, errA := events.Canonicalize(a)
+	cb, errB := events.Canonicalize(b)
+	return errA == nil && errB == nil && bytes.Equal(ca, cb)
+}
 
 // Interrupt is a question to a person that holds a turn.
 type Interrupt struct {
@@ -51,8 +65,8 @@ func (r *run) approvalGate(s *toolSlot, pending []events.Event) ([]events.Event,
 			return pending, err
 		}
 		if ans.Confirmed {
-			if len(ans.Arguments) > 0 {
-				s.args = ans.Arguments
+			if len(ans.Arguments) > 0 && !sameJSON(ans.Arguments, s.call.Arguments) {
+				s.args, s.editedBy = ans.Arguments, ans.By
 			}
 			return pending, nil
 		}

@@ -175,6 +175,34 @@ func TestEditedArguments(t *testing.T) {
 	if !found {
 		t.Fatal("the reviewer's edit is not recorded")
 	}
+	// The model is told, in the output it receives, what it proposed and what ran.
+	note := fsm.EditedNote(json.RawMessage(`{"order_id":42}`), json.RawMessage(`{"order_id":43}`))
+	if saw := b.saw.Load().(string); !strings.Contains(saw, note+"\n\n{\"refunded\":43}") {
+		t.Fatalf("the model saw %s, want the note %q", saw, note)
+	}
+	var noted bool
+	for _, ev := range evs {
+		if ev.Type == events.TypeToolResulted {
+			tr, _ := events.DecodeAs[*events.ToolResulted](ev)
+			noted = tr.Note == note && strings.HasPrefix(tr.ModelText(), note+"\n\n") && !strings.Contains(tr.Output, "reviewer")
+		}
+	}
+	if !noted {
+		t.Fatal("the recorded result does not carry the note apart from the tool's output")
+	}
+}
+
+func TestApprovalWithTheProposedArgumentsIsNoEdit(t *testing.T) {
+	t.Parallel()
+	b := setupApproval(t)
+	res, sid := b.suspended(t)
+	done, err := b.resume(t, sid, map[string]fsm.Answer{res.Interrupts[0].ID: {Confirmed: yes(), Arguments: json.RawMessage(`{ "order_id" : 42 }`)}})
+	if err != nil || done.Status != fsm.StatusCompleted {
+		t.Fatalf("resume: %+v %v", done, err)
+	}
+	if saw := b.saw.Load().(string); strings.Contains(saw, "reviewer changed") {
+		t.Fatalf("the model was told of an edit that changed nothing: %s", saw)
+	}
 }
 
 func TestResumeMapErrors(t *testing.T) {

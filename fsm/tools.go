@@ -34,18 +34,19 @@ const LoopHint = "turnlog: you called %s with the same arguments %d times in a r
 
 // toolSlot is one call of a model response on its way to an output.
 type toolSlot struct {
-	call    events.ToolCall
-	tool    Tool
-	path    string
-	args    json.RawMessage      // what the tool runs with: the model's, or a reviewer's edit
-	result  *events.ToolResulted // recorded or produced
-	run     bool
-	waiting *Interrupt // the call waits for a person
-	handoff bool       // a handoff, a skill load, arguments that are not JSON: its output is derived, nothing runs
-	nested  *Agent     // an agent tool: this agent runs under the call's path
-	offer   *AgentTool // ... as the caller offers it
-	stop    *nestedStop
-	verdict *events.PolicyDecided // what the tool policy said, when the app has one
+	call     events.ToolCall
+	tool     Tool
+	path     string
+	args     json.RawMessage      // what the tool runs with: the model's, or a reviewer's edit
+	result   *events.ToolResulted // recorded or produced
+	run      bool
+	waiting  *Interrupt // the call waits for a person
+	handoff  bool       // a handoff, a skill load, arguments that are not JSON: its output is derived, nothing runs
+	nested   *Agent     // an agent tool: this agent runs under the call's path
+	offer    *AgentTool // ... as the caller offers it
+	stop     *nestedStop
+	verdict  *events.PolicyDecided // what the tool policy said, when the app has one
+	editedBy string                // the reviewer who changed the arguments the call runs with
 }
 
 func (s *toolSlot) needsApproval() bool {
@@ -213,7 +214,7 @@ func (r *run) toolStep(resp events.ModelResponse, pending []events.Event) (*Resu
 		r.conv.append(events.Item{Type: events.ItemFunctionCall, CallID: s.call.ID, Name: s.call.Name, Arguments: s.call.Arguments, Agent: ag.Name})
 	}
 	for _, s := range slots {
-		r.conv.append(events.Item{Type: events.ItemFunctionCallOutput, CallID: s.call.ID, Output: s.result.Output})
+		r.conv.append(events.Item{Type: events.ItemFunctionCallOutput, CallID: s.call.ID, Output: s.result.ModelText()})
 	}
 	if hint != "" {
 		r.conv.append(events.Item{Type: events.ItemMessage, Role: "system", Content: hint})
@@ -265,6 +266,9 @@ func (r *run) runSlots(slots []*toolSlot) error {
 		r.usage = r.usage.Add(d.usage)
 		if firstErr != nil || d.stop != nil {
 			continue
+		}
+		if d.s.editedBy != "" {
+			d.tr.Note = EditedNote(d.s.call.Arguments, d.s.args)
 		}
 		err := r.app.Policy.redactResult(d.tr)
 		var ev events.Event

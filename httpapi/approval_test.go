@@ -12,13 +12,8 @@ func TestApprovalOverHTTP(t *testing.T) {
 	b := setup(t)
 	id := b.newSession(t, "key-alice", "demo")
 	turns := "/v1/sessions/" + id + "/turns"
-	r := b.do(t, "POST", turns, "key-alice", `{"input":"refund order 42"}`)
-	payload, _ := r.body["suspend_payload"].(map[string]any)
-	if r.status != 200 || r.body["status"] != "suspended" || payload["tool"] != "issue_refund" {
-		t.Fatalf("suspend: %d %s", r.status, r.raw)
-	}
-	interrupt := payload["id"].(string)
-	r = b.do(t, "GET", "/v1/sessions/"+id+"/interrupts", "key-alice", "")
+	interrupt := b.suspendRefund(t, turns, "key-alice")
+	r := b.do(t, "GET", "/v1/sessions/"+id+"/interrupts", "key-alice", "")
 	if list, _ := r.body["interrupts"].([]any); len(list) != 1 || list[0].(map[string]any)["id"] != interrupt {
 		t.Fatalf("interrupts: %s", r.raw)
 	}
@@ -80,4 +75,42 @@ func TestApprovalOverHTTP(t *testing.T) {
 	if !strings.Contains(text, "needs") || !strings.Contains(text, "manager") {
 		t.Fatalf("live text = %s", text)
 	}
+}
+
+// TestEditedApprovalOverHTTP: a reviewer edits the arguments; the call runs with
+// the edit, the history shows it as it ran with the proposal and the reviewer beside
+// it, and the audit row says edited.
+func TestEditedApprovalOverHTTP(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	id := b.newSession(t, "key-alice", "demo")
+	turns := "/v1/sessions/" + id + "/turns"
+	interrupt := b.suspendRefund(t, turns, "key-alice")
+	r := b.do(t, "POST", turns, "key-alice", `{"resume_map":{"`+interrupt+`":{"confirmed":true,"arguments":{"order_id":7}}}}`)
+	if r.status != 200 || r.body["status"] != "completed" {
+		t.Fatalf("edit: %d %s", r.status, r.raw)
+	}
+	r = b.do(t, "GET", "/v1/sessions/"+id+"/history", "key-alice", "")
+	if !strings.Contains(r.raw, `"arguments":{"order_id":7},"call_id":"call_1_1","edited_by":"alice","name":"issue_refund","proposed_arguments":{"order_id":42}`) {
+		t.Fatalf("history: %s", r.raw)
+	}
+	if !strings.Contains(r.raw, `A reviewer changed the arguments of this call before it ran. You proposed {\"order_id\":42}; it ran with {\"order_id\":7}.`) {
+		t.Fatalf("the output the model received says nothing of the edit: %s", r.raw)
+	}
+	r = b.do(t, "GET", "/v1/sessions/"+id+"/audit", "key-alice", "")
+	if !strings.Contains(r.raw, `"outcome":"edited"`) || !strings.Contains(r.raw, `"by":"alice"`) {
+		t.Fatalf("audit: %s", r.raw)
+	}
+}
+
+// suspendRefund asks the demo app to refund order 42: the turn suspends for approval.
+// It returns the interrupt to answer.
+func (b testBundle) suspendRefund(t *testing.T, turns, key string) string {
+	t.Helper()
+	r := b.do(t, "POST", turns, key, `{"input":"refund order 42"}`)
+	payload, _ := r.body["suspend_payload"].(map[string]any)
+	if r.status != 200 || r.body["status"] != "suspended" || payload["tool"] != "issue_refund" {
+		t.Fatalf("suspend: %d %s", r.status, r.raw)
+	}
+	return payload["id"].(string)
 }

@@ -20,7 +20,7 @@ type Reader interface {
 	Session(ctx context.Context, id string) (projection.Session, error)
 	SessionPage(ctx context.Context, owner, app string, afterCreated time.Time, afterID string, limit int) ([]projection.Session, error)
 	Branches(ctx context.Context, session string) ([]projection.Session, error)
-	HistoryRaw(ctx context.Context, session string) ([]json.RawMessage, error)
+	HistoryAsRun(ctx context.Context, session string) ([]json.RawMessage, error)
 	Events(ctx context.Context, session string, after int64) ([]events.Event, error)
 	Turns(ctx context.Context, session string) ([]projection.Turn, error)
 	LastTurn(ctx context.Context, session string) (projection.Turn, error)

@@ -165,7 +165,7 @@ func (s *Server) history(c echo.Context) error {
 	if _, err := s.ownedSession(c); err != nil {
 		return err
 	}
-	items, err := s.cfg.Reader.HistoryRaw(c.Request().Context(), c.Param("id"))
+	items, err := s.cfg.Reader.HistoryAsRun(c.Request().Context(), c.Param("id"))
 	if err != nil {
 		return err
 	}

@@ -72,12 +72,15 @@ type InterruptOpened struct {
 	Seq       int64
 }
 
-// InterruptResolved answers an interrupt.
+// InterruptResolved answers an interrupt. Arguments, for an approval, are the ones a
+// reviewer gave (an edit when they differ from the proposal); By is who answered.
 type InterruptResolved struct {
 	Session, ID string
 	Status      InterruptStatus
 	Seq         int64
 	At          time.Time
+	Arguments   json.RawMessage
+	By          string
 }
 
 // TurnPaused moves a turn between running and suspended.
@@ -180,7 +183,8 @@ func Changes(ev events.Event) ([]Change, error) {
 		if !e.Confirmed {
 			status = InterruptRejected
 		}
-		return []Change{InterruptResolved{Session: ev.Session, ID: e.InterruptID, Status: status, Seq: ev.Seq, At: ev.At}}, nil
+		return []Change{InterruptResolved{Session: ev.Session, ID: e.InterruptID, Status: status, Seq: ev.Seq, At: ev.At,
+			Arguments: e.Arguments, By: e.By}}, nil
 	case *events.ReviewRequested:
 		held, err := events.Marshal(e.Response)
 		if err != nil {
@@ -193,7 +197,7 @@ func Changes(ev events.Event) ([]Change, error) {
 		if e.Decision != events.DecisionApprove {
 			status = InterruptRejected
 		}
-		return []Change{InterruptResolved{Session: ev.Session, ID: e.InterruptID, Status: status, Seq: ev.Seq, At: ev.At}}, nil
+		return []Change{InterruptResolved{Session: ev.Session, ID: e.InterruptID, Status: status, Seq: ev.Seq, At: ev.At, By: e.By}}, nil
 	case *events.TurnSuspended:
 		return []Change{TurnPaused{Session: ev.Session, Turn: ev.Turn, Status: TurnSuspended}}, nil
 	case *events.TurnResumed:

@@ -50,7 +50,7 @@ func (w *writer) applyChanges(ctx context.Context, changes []projection.Change) 
 			_, err = w.interruptAdd.ExecContext(ctx, i.Session, i.ID, i.Turn, i.Kind, i.Path, nullString(i.CallID),
 				nullString(i.Tool), nullString(string(i.Arguments)), nullString(i.Reason), c.Seq, formatTime(i.RequestedAt), string(policy))
 		case projection.InterruptResolved:
-			_, err = w.interruptSet.ExecContext(ctx, string(c.Status), c.Seq, formatTime(c.At), c.Session, c.ID)
+			_, err = w.interruptSet.ExecContext(ctx, string(c.Status), c.Seq, formatTime(c.At), c.Session, c.ID, nullString(c.By), nullString(string(c.Arguments)))
 		case projection.QueueChanged:
 			if c.Status == projection.QueueWaiting {
 				_, err = w.queueAdd.ExecContext(ctx, c.Session, c.Turn, c.Input, c.By, c.Seq, formatTime(c.At))

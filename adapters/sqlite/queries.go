@@ -14,7 +14,7 @@ const (
 	qTurnProgress  = `UPDATE proj_turns SET model_calls = model_calls + ?, tool_calls = tool_calls + ?, input_tokens = input_tokens + ?, output_tokens = output_tokens + ? WHERE session_id = ? AND turn_id = ?`
 	qTurnClose     = `UPDATE proj_turns SET status = ?, end_seq = ?, ended_at = ?, error_code = nullif(?, ''), error_message = nullif(?, ''), end_agent = nullif(?, '') WHERE session_id = ? AND turn_id = ?`
 	qInterruptAdd  = `INSERT INTO proj_interrupts (session_id, interrupt_id, turn_id, kind, path, call_id, tool, arguments, reason, status, requested_seq, requested_at, policy) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?)`
-	qInterruptSet  = `UPDATE proj_interrupts SET status = ?, resolved_seq = ?, resolved_at = ? WHERE session_id = ? AND interrupt_id = ?`
+	qInterruptSet  = `UPDATE proj_interrupts SET status = ?1, resolved_seq = ?2, resolved_at = ?3, answered_by = ?6, edited_arguments = iif(?1 = 'approved' AND ?7 IS NOT arguments, ?7, NULL) WHERE session_id = ?4 AND interrupt_id = ?5`
 	qInterruptEnd  = `UPDATE proj_interrupts INDEXED BY proj_interrupts_pending SET status = 'closed', resolved_seq = ?, resolved_at = ? WHERE session_id = ? AND turn_id = ? AND status = 'pending'`
 	qQueueAdd      = `INSERT INTO proj_queue (session_id, turn_id, input, by_user, status, queued_seq, queued_at) VALUES (?, ?, ?, ?, 'queued', ?, ?)`
 	qQueueEnd      = `UPDATE proj_queue SET status = ?, ended_seq = ? WHERE session_id = ? AND turn_id = ? AND status = 'queued'`
@@ -24,17 +24,26 @@ const (
 	qPending       = `SELECT session_id, turn_id, interrupt_id, kind, path, coalesce(call_id, ''), coalesce(tool, ''), arguments, coalesce(reason, ''), status, requested_at, coalesce(policy, '{}') FROM proj_interrupts WHERE session_id = ? AND status = 'pending' ORDER BY requested_seq`
 	qHistoryAdd    = `INSERT INTO proj_history (session_id, seq, idx, turn_id, item) SELECT ?1, ?2, key, ?3, value FROM json_each(?4)`
 
+	// qLineage names a session (?1) and the sources it was branched from, each with the
+	// seq up to which it contributes.
+	qLineage = `WITH RECURSIVE lineage (ancestor, upto, depth) AS (
+    SELECT ?1, NULL, 0
+    UNION ALL
+    SELECT s.parent_id, s.parent_seq, l.depth + 1 FROM lineage l JOIN proj_sessions s ON s.id = l.ancestor WHERE s.parent_id IS NOT NULL
+)`
 	qSessionCols  = `SELECT id, app, owner, metadata, created_at, active_agent, turn_count, last_commit_seq, parent_id, parent_seq, parent_turn FROM proj_sessions`
 	qSession      = qSessionCols + ` WHERE id = ?`
 	qSessionsPage = qSessionCols + ` WHERE owner = ?1 AND (app = ?2 OR ?2 = '') AND (?3 = '' OR created_at < ?3 OR (created_at = ?3 AND id < ?4)) ORDER BY created_at DESC, id DESC LIMIT ?5`
 	qBranchesOf   = qSessionCols + ` WHERE parent_id = ? ORDER BY parent_seq, created_at, id`
 	// qHistory walks a branch's sources: each contributes its items up to the seq the
 	// next one branched at, oldest source first.
-	qHistory = `WITH RECURSIVE lineage (ancestor, upto, depth) AS (
-    SELECT ?1, NULL, 0
-    UNION ALL
-    SELECT s.parent_id, s.parent_seq, l.depth + 1 FROM lineage l JOIN proj_sessions s ON s.id = l.ancestor WHERE s.parent_id IS NOT NULL
-) SELECT h.item FROM lineage l JOIN proj_history h ON h.session_id = l.ancestor AND (l.upto IS NULL OR h.seq <= l.upto)
+	qHistory = qLineage + ` SELECT h.item FROM lineage l JOIN proj_history h ON h.session_id = l.ancestor AND (l.upto IS NULL OR h.seq <= l.upto)
+ORDER BY l.depth DESC, h.seq, h.idx`
+	// qHistoryAsRun is qHistory with, beside each call a reviewer edited, the
+	// arguments it ran with and who edited them.
+	qHistoryAsRun = qLineage + ` SELECT h.item, i.edited_arguments, coalesce(i.answered_by, '') FROM lineage l JOIN proj_history h ON h.session_id = l.ancestor AND (l.upto IS NULL OR h.seq <= l.upto)
+LEFT JOIN proj_interrupts i ON h.item ->> '$.type' = 'function_call' AND i.session_id = h.session_id AND i.turn_id = h.turn_id
+     AND i.path = (h.item ->> '$.agent') || '/tool/' || (h.item ->> '$.call_id') || '/approval' AND i.edited_arguments IS NOT NULL
 ORDER BY l.depth DESC, h.seq, h.idx`
 	qTurnCols     = `SELECT session_id, turn_id, status, agent, input, start_seq, end_seq, started_at, ended_at, model_calls, tool_calls, input_tokens, output_tokens, error_code, error_message, end_agent, agents FROM proj_turns`
 	qTurns        = qTurnCols + ` WHERE session_id = ? ORDER BY start_seq`

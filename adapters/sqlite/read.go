@@ -171,6 +171,46 @@ func (s *Store) HistoryRaw(ctx context.Context, session string) ([]json.RawMessa
 	return out, rows.Err()
 }
 
+// HistoryAsRun is History as people read it: a call a reviewer edited shows the
+// arguments it ran with, the model's proposal as proposed_arguments and the reviewer
+// as edited_by. (The model's own context keeps the call as it proposed it; the output
+// it received says what changed.)
+func (s *Store) HistoryAsRun(ctx context.Context, session string) ([]json.RawMessage, error) {
+	rows, err := s.query(ctx, qHistoryAsRun, session)
+	if err != nil {
+		return nil, fmt.Errorf("read history of %s: %w", session, err)
+	}
+	defer rows.Close()
+	var out []json.RawMessage
+	for rows.Next() {
+		var raw []byte
+		var edited sql.NullString
+		var by string
+		if err := rows.Scan(&raw, &edited, &by); err != nil {
+			return nil, err
+		}
+		if edited.Valid {
+			if raw, err = asEdited(raw, edited.String, by); err != nil {
+				return nil, &events.Error{Code: events.CodeCorruptLog, Field: "history of " + session, Message: "bad item", Err: err}
+			}
+		}
+		out = append(out, raw)
+	}
+	return out, rows.Err()
+}
+
+// asEdited rewrites a function_call item to show the arguments it ran with.
+func asEdited(item []byte, edited, by string) ([]byte, error) {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(item, &fields); err != nil {
+		return nil, err
+	}
+	fields["proposed_arguments"] = fields["arguments"]
+	fields["arguments"] = json.RawMessage(edited)
+	fields["edited_by"] = events.MustMarshal(by)
+	return events.Marshal(fields)
+}
+
 // decodeItem reads one canonical item with gjson, several times faster than
 // encoding/json's reflection on long histories.
 func decodeItem(raw []byte) (events.Item, error) {
