@@ -44,6 +44,22 @@ func serveChildOn(t *testing.T, db, cfg, dir string) (*exec.Cmd, string) {
 	return nil, ""
 }
 
+// callServer sends one request to a serving child and returns the answer's body.
+func callServer(t *testing.T, method, url, body string) string {
+	t.Helper()
+	req, _ := http.NewRequest(method, url, strings.NewReader(body))
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	res, err := (&http.Client{Timeout: 60 * time.Second}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	raw, _ := io.ReadAll(res.Body)
+	return string(raw)
+}
+
 // TestBackgroundTurnSurvivesARestart: a background turn whose tool is running when a
 // real turnlog is SIGKILLed is recovered by the next start on the same file; its turn
 // resource then says completed.
@@ -52,19 +68,7 @@ func TestBackgroundTurnSurvivesARestart(t *testing.T) {
 	b := setupCrash(t)
 	b.gate(t, "counted_read", true)
 	cmd, base := b.serveChild(t)
-	call := func(method, url, body string) string {
-		req, _ := http.NewRequest(method, url, strings.NewReader(body))
-		if body != "" {
-			req.Header.Set("Content-Type", "application/json")
-		}
-		res, err := (&http.Client{Timeout: 60 * time.Second}).Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer res.Body.Close()
-		raw, _ := io.ReadAll(res.Body)
-		return string(raw)
-	}
+	call := func(method, url, body string) string { return callServer(t, method, url, body) }
 	session := regexp.MustCompile(`"id":"([^"]+)"`).FindStringSubmatch(call("POST", base+"/v1/sessions", `{"app":"crash"}`))[1]
 	accepted := call("POST", base+"/v1/sessions/"+session+"/turns", `{"input":"read it","background":true}`)
 	loc := regexp.MustCompile(`"location":"([^"]+)"`).FindStringSubmatch(accepted)

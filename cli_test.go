@@ -115,3 +115,18 @@ func TestServeRefusesTurnlogsOwnUserName(t *testing.T) {
 		t.Fatalf("serve with user turnlog: %v", err)
 	}
 }
+
+// TestAPIKeyRoles: KEY=USER:admin gives a key the admin role; any other role is
+// refused by name.
+func TestAPIKeyRoles(t *testing.T) {
+	t.Parallel()
+	keys, admins, err := parseKeys("k1=alice, k2=ops:admin")
+	if err != nil || keys["k1"] != "alice" || keys["k2"] != "ops" || admins["k1"] || !admins["k2"] {
+		t.Fatalf("keys %v, admins %v, %v", keys, admins, err)
+	}
+	for spec, want := range map[string]string{"k=alice:root": `unknown role "root"`, "k=:admin": "expected KEY=USER", "k=turnlog:admin": "turnlog's own"} {
+		if _, _, err := parseKeys(spec); !events.IsCode(err, events.CodeInvalid) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %s", spec, err, want)
+		}
+	}
+}

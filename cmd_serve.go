@@ -19,15 +19,15 @@ func cmdServe(ctx context.Context, c *cliContext, args []string) error {
 	fs := newFlagSet(c, "serve", &f, true)
 	addr := fs.String("addr", envOr("TURNLOG_ADDR", "127.0.0.1:8080"), "listen address (env TURNLOG_ADDR)")
 	dev := fs.Bool("dev", envOr("TURNLOG_DEV", "") == "1" || envOr("TURNLOG_DEV", "") == "true", "development mode: no API keys needed (env TURNLOG_DEV=1)")
-	keySpec := fs.String("api-keys", envOr("TURNLOG_API_KEYS", ""), "comma-separated KEY=USER pairs (env TURNLOG_API_KEYS)")
-	keysFile := fs.String("api-keys-file", envOr("TURNLOG_API_KEYS_FILE", ""), "a file of KEY=USER lines (# comments), so keys need not be on a command line (env TURNLOG_API_KEYS_FILE)")
+	keySpec := fs.String("api-keys", envOr("TURNLOG_API_KEYS", ""), "comma-separated KEY=USER pairs; KEY=USER:admin gives the key the admin role (env TURNLOG_API_KEYS)")
+	keysFile := fs.String("api-keys-file", envOr("TURNLOG_API_KEYS_FILE", ""), "a file of KEY=USER (or KEY=USER:admin) lines (# comments), so keys need not be on a command line (env TURNLOG_API_KEYS_FILE)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if err := requireArgs(fs, 0, "no arguments"); err != nil {
 		return err
 	}
-	keys, err := parseKeys(*keySpec)
+	keys, admins, err := parseKeys(*keySpec)
 	if err != nil {
 		return err
 	}
@@ -42,12 +42,12 @@ func cmdServe(ctx context.Context, c *cliContext, args []string) error {
 				lines = append(lines, l)
 			}
 		}
-		fileKeys, err := parseKeys(strings.Join(lines, ","))
+		fileKeys, fileAdmins, err := parseKeys(strings.Join(lines, ","))
 		if err != nil {
 			return fmt.Errorf("--api-keys-file %s: %w", *keysFile, err)
 		}
 		for k, u := range fileKeys {
-			keys[k] = u
+			keys[k], admins[k] = u, fileAdmins[k]
 		}
 		c.protected = append(c.protected, *keysFile)
 	}
@@ -77,7 +77,7 @@ func cmdServe(ctx context.Context, c *cliContext, args []string) error {
 	}
 	fmt.Fprintf(c.stderr, "turnlog: serving on http://%s (database %s)\n", ln.Addr(), f.db)
 	logger := zerolog.New(c.stderr).With().Timestamp().Logger()
-	if err := tl.Serve(ctx, ln, turnlog.ServeOptions{Keys: keys, Dev: *dev, Logger: logger}); err != nil {
+	if err := tl.Serve(ctx, ln, turnlog.ServeOptions{Keys: keys, AdminKeys: admins, Dev: *dev, Logger: logger}); err != nil {
 		return err
 	}
 	fmt.Fprintln(c.stderr, "turnlog: stopped")
@@ -100,8 +100,9 @@ func checkHostNetwork(c *cliContext, apps []*fsm.App, dev bool) error {
 	return nil
 }
 
-func parseKeys(spec string) (map[string]string, error) {
-	keys := map[string]string{}
+// parseKeys reads KEY=USER pairs; KEY=USER:admin gives the key the admin role.
+func parseKeys(spec string) (keys map[string]string, admins map[string]bool, err error) {
+	keys, admins = map[string]string{}, map[string]bool{}
 	for _, pair := range strings.Split(spec, ",") {
 		pair = strings.TrimSpace(pair)
 		if pair == "" {
@@ -109,12 +110,19 @@ func parseKeys(spec string) (map[string]string, error) {
 		}
 		key, user, ok := strings.Cut(pair, "=")
 		if !ok || key == "" || user == "" {
-			return nil, events.FieldError(events.CodeInvalid, "api-keys", "expected KEY=USER pairs, got %q", pair)
+			return nil, nil, events.FieldError(events.CodeInvalid, "api-keys", "expected KEY=USER pairs, got %q", pair)
+		}
+		user, role, hasRole := strings.Cut(user, ":")
+		if hasRole && role != "admin" {
+			return nil, nil, events.FieldError(events.CodeInvalid, "api-keys", "unknown role %q for user %s (the one role is admin: KEY=USER:admin)", role, user)
+		}
+		if user == "" {
+			return nil, nil, events.FieldError(events.CodeInvalid, "api-keys", "expected KEY=USER pairs, got %q", pair)
 		}
 		if user == fsm.ExpiredBy {
-			return nil, events.FieldError(events.CodeInvalid, "api-keys", "the user name %q is turnlog's own (it answers approvals that expired)", user)
+			return nil, nil, events.FieldError(events.CodeInvalid, "api-keys", "the user name %q is turnlog's own (it answers approvals that expired)", user)
 		}
-		keys[key] = user
+		keys[key], admins[key] = user, hasRole
 	}
-	return keys, nil
+	return keys, admins, nil
 }

@@ -32,6 +32,8 @@ type App struct {
 	// does: reject (409, the default), enqueue (runs after, in order) or interrupt
 	// (the turn stops at its next safe point, then the input runs).
 	OnBusy string `yaml:"on_busy"`
+	// Webhooks are told of the app's turns (see Webhook).
+	Webhooks map[string]Webhook `yaml:"webhooks"`
 }
 
 // LLM registers a model under an llm_id.

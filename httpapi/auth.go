@@ -8,7 +8,10 @@ import (
 	"github.com/labstack/echo/v4"
 )
 
-const userKey = "turnlog.user"
+const (
+	userKey  = "turnlog.user"
+	adminKey = "turnlog.admin"
+)
 
 // authenticate maps a bearer API key to its user; in dev mode a request without a key
 // acts as "dev".
@@ -19,6 +22,7 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 		if !ok || token == "" {
 			if s.cfg.Dev && h == "" {
 				c.Set(userKey, "dev")
+				c.Set(adminKey, true)
 				return next(c)
 			}
 			c.Response().Header().Set("WWW-Authenticate", `Bearer realm="turnlog"`)
@@ -27,6 +31,7 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 		for key, user := range s.cfg.Keys {
 			if subtle.ConstantTimeCompare([]byte(key), []byte(token)) == 1 {
 				c.Set(userKey, user)
+				c.Set(adminKey, s.cfg.AdminKeys[key])
 				return next(c)
 			}
 		}
@@ -38,4 +43,14 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 func userOf(c echo.Context) string {
 	u, _ := c.Get(userKey).(string)
 	return u
+}
+
+// requireAdmin lets only a key with the admin role through.
+func (s *Server) requireAdmin(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if admin, _ := c.Get(adminKey).(bool); !admin {
+			return echo.NewHTTPError(http.StatusForbidden, "this route needs an API key with the admin role")
+		}
+		return next(c)
+	}
 }

@@ -71,6 +71,8 @@ func httpCode(status int) string {
 		return string(events.CodeNotFound)
 	case http.StatusUnauthorized:
 		return "unauthorized"
+	case http.StatusForbidden:
+		return "forbidden"
 	case http.StatusRequestEntityTooLarge:
 		return "too_large"
 	case http.StatusMethodNotAllowed:

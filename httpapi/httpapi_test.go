@@ -128,7 +128,8 @@ func setupWith(t *testing.T, wrap func(string, fsm.Model) fsm.Model) testBundle 
 	}
 	b.log = &syncBuffer{}
 	api := httpapi.New(httpapi.Config{Engine: e, Reader: store, Idempotency: store, BodyLimit: "64K",
-		Keys:  map[string]string{"key-alice": "alice", "key-bob": "bob"},
+		Keys:      map[string]string{"key-alice": "alice", "key-bob": "bob", "key-root": "root"},
+		AdminKeys: map[string]bool{"key-root": true}, Deliveries: store,
 		Ready: store.Ready, Metrics: m.Handler(), Meter: m, Logger: zerolog.New(b.log)})
 	b.api, b.store, b.dbPath = api, store, path
 	b.srv = httptest.NewServer(api.Handler())

@@ -53,7 +53,12 @@ type Config struct {
 	Reader Reader
 	// Keys maps bearer API keys to user names.
 	Keys map[string]string
-	// Dev lets requests without a key act as the user "dev".
+	// AdminKeys are the keys that carry the admin role: the routes of the whole
+	// server (webhook deliveries) need it.
+	AdminKeys map[string]bool
+	// Deliveries lists and resends webhook deliveries (nil: no webhooks).
+	Deliveries Deliveries
+	// Dev lets requests without a key act as the user "dev", an admin.
 	Dev bool
 	// BodyLimit caps request bodies (default "1M").
 	BodyLimit string
@@ -125,6 +130,9 @@ func New(cfg Config) *Server {
 	v1.GET("/sessions/:id/branch-points", s.branchPoints)
 	v1.POST("/sessions/:id/branches", s.createBranch)
 	v1.GET("/sessions/:id/export", s.export)
+	v1.GET("/webhooks/deliveries", s.listDeliveries, s.requireAdmin)
+	v1.GET("/webhooks/deliveries/:delivery_id", s.getDelivery, s.requireAdmin)
+	v1.POST("/webhooks/deliveries/:delivery_id/redeliver", s.redeliver, s.requireAdmin)
 	return s
 }
 

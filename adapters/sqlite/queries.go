@@ -5,6 +5,7 @@ const (
 	qInsertEvent   = `INSERT INTO events (session_id, seq, turn_id, type, path, v, data, blob_hash, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	qInsertBlob    = `INSERT INTO blobs (hash, size, data) VALUES (?, ?, ?) ON CONFLICT (hash) DO NOTHING`
 	qEventsAfter   = `SELECT e.session_id, e.seq, e.turn_id, e.type, e.path, e.v, e.data, e.blob_hash, b.data, e.at FROM events e LEFT JOIN blobs b ON b.hash = e.blob_hash WHERE e.session_id = ? AND e.seq > ? ORDER BY e.seq`
+	qEventAt       = `SELECT e.session_id, e.seq, e.turn_id, e.type, e.path, e.v, e.data, e.blob_hash, b.data, e.at FROM events e LEFT JOIN blobs b ON b.hash = e.blob_hash WHERE e.session_id = ? AND e.seq = ?`
 	qEventsFromID  = `SELECT e.id, e.session_id, e.seq, e.turn_id, e.type, e.path, e.v, e.data, e.blob_hash, b.data, e.at FROM events e LEFT JOIN blobs b ON b.hash = e.blob_hash WHERE e.id > ? ORDER BY e.id LIMIT ?`
 	qCountEvents   = `SELECT count(*) FROM events`
 	qSessionOpen   = `INSERT INTO proj_sessions (id, app, owner, metadata, created_at, created_seq, active_agent, parent_id, parent_seq, parent_turn) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`

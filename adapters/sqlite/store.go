@@ -74,6 +74,7 @@ type Store struct {
 
 	commits, syncedCommits atomic.Int64
 	reads                  readStmts
+	router                 atomic.Pointer[WebhookRouter] // which webhooks hear of an event
 }
 
 var _ events.Log = (*Store)(nil)

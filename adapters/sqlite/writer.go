@@ -109,6 +109,7 @@ type writer struct {
 	// seqs caches each session's last committed seq. A miss or a mismatch is checked
 	// against the table, and UNIQUE (session_id, seq) backs it against other writers.
 	seqs map[string]int64
+	apps map[string]string // each session's app, for routing webhooks
 }
 
 func newWriter(ctx context.Context, s *Store) (*writer, error) {
@@ -116,7 +117,7 @@ func newWriter(ctx context.Context, s *Store) (*writer, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &writer{s: s, conn: conn, seqs: map[string]int64{}}
+	w := &writer{s: s, conn: conn, seqs: map[string]int64{}, apps: map[string]string{}}
 	for _, p := range []struct {
 		dst **sql.Stmt
 		q   string
@@ -314,6 +315,9 @@ func (w *writer) appendOne(ctx context.Context, r *appendReq, at time.Time, batc
 		}
 		if err := w.project(ctx, ev); err != nil {
 			return nil, true, fmt.Errorf("project %s/%d: %w", ev.Session, ev.Seq, err)
+		}
+		if err := w.enqueueWebhooks(ctx, ev); err != nil {
+			return nil, true, err
 		}
 		out[i] = ev
 	}

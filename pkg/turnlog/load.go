@@ -13,6 +13,7 @@ import (
 
 	"github.com/turnlog/turnlog/adapters/mcpclient"
 	"github.com/turnlog/turnlog/adapters/openai"
+	"github.com/turnlog/turnlog/adapters/webhook"
 	"github.com/turnlog/turnlog/config"
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/fsm"
@@ -28,7 +29,9 @@ type Functions map[string]fsm.Tool
 // their MCP servers.
 type Apps struct {
 	List []*fsm.App
-	mcp  *mcpclient.Pool
+	// Webhooks are every app's webhooks.
+	Webhooks []webhook.Hook
+	mcp      *mcpclient.Pool
 }
 
 // Close ends the apps' MCP servers.
@@ -60,11 +63,15 @@ func LoadApps(ctx context.Context, opts Options) (*Apps, error) {
 	apps := &Apps{mcp: b.mcp}
 	for _, name := range config.SortedKeys(doc.Apps) {
 		a, err := b.app(name, doc.Apps[name], policy)
+		var hooks []webhook.Hook
+		if err == nil {
+			hooks, err = b.webhooks("apps."+name, name, doc.Apps[name].Webhooks)
+		}
 		if err != nil {
 			apps.Close()
 			return nil, err
 		}
-		apps.List = append(apps.List, a)
+		apps.List, apps.Webhooks = append(apps.List, a), append(apps.Webhooks, hooks...)
 	}
 	if *b.sandboxed {
 		if err := ownFilesUnreadable(doc.Name, opts.Protected, sandbox.SystemDirs); err != nil {

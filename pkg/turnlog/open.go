@@ -6,11 +6,13 @@ import (
 	"errors"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/oklog/ulid/v2"
 	"github.com/turnlog/turnlog/adapters/metrics"
 	"github.com/turnlog/turnlog/adapters/sqlite"
+	"github.com/turnlog/turnlog/adapters/webhook"
 	"github.com/turnlog/turnlog/fsm"
 )
 
@@ -20,9 +22,12 @@ type Turnlog struct {
 	// Store is the SQLite log and its read models.
 	Store *sqlite.Store
 	// Engine runs, resumes, cancels and branches turns.
-	Engine  *fsm.Engine
-	apps    *Apps
-	metrics *metrics.Metrics
+	Engine   *fsm.Engine
+	apps     *Apps
+	metrics  *metrics.Metrics
+	webhooks *webhook.Deliverer
+	stop     context.CancelFunc // ends the webhook deliverer
+	stopped  chan struct{}
 }
 
 // Open opens (or creates) the log at opts.DB and builds the config's apps on it. The
@@ -41,8 +46,12 @@ func Open(ctx context.Context, opts Options) (*Turnlog, error) {
 	_, statErr := os.Stat(opts.DB)
 	// Not cut short by ctx: a migration is applied whole, and a config that refuses
 	// to load says why even when the caller is already stopping.
+	var hooks atomic.Pointer[webhook.Deliverer]
 	store, err := sqlite.Open(context.WithoutCancel(ctx), opts.DB, sqlite.Options{Synchronous: opts.Synchronous, OnCommit: func(n int) {
 		m.Committed(n)
+		if d := hooks.Load(); d != nil {
+			d.Wake()
+		}
 		if opts.OnCommit != nil {
 			opts.OnCommit(n)
 		}
@@ -68,13 +77,28 @@ func Open(ctx context.Context, opts Options) (*Turnlog, error) {
 	if eopts.NewID == nil {
 		eopts.NewID = NewULIDs()
 	}
-	engine, err := fsm.New(store, apps.List, eopts)
+	deliverer, err := webhook.New(store, webhook.Options{Hooks: apps.Webhooks, Clock: eopts.Clock, Client: webhookClient(opts)})
+	if err == nil {
+		store.RouteWebhooks(deliverer.Route) // before any turn can commit
+		hooks.Store(deliverer)
+	}
+	var engine *fsm.Engine
+	if err == nil {
+		engine, err = fsm.New(store, apps.List, eopts)
+	}
 	if err != nil {
 		apps.Close()
 		store.Close()
 		return nil, err
 	}
-	return &Turnlog{Store: store, Engine: engine, apps: apps, metrics: m}, nil
+	t := &Turnlog{Store: store, Engine: engine, apps: apps, metrics: m, webhooks: deliverer, stopped: make(chan struct{})}
+	var run context.Context
+	run, t.stop = context.WithCancel(context.WithoutCancel(ctx))
+	go func() {
+		defer close(t.stopped)
+		deliverer.Run(run)
+	}()
+	return t, nil
 }
 
 // Apps are the apps it runs.
@@ -82,6 +106,8 @@ func (t *Turnlog) Apps() []*fsm.App { return t.apps.List }
 
 // Close ends the apps' MCP servers and closes the log.
 func (t *Turnlog) Close() error {
+	t.stop()
+	<-t.stopped // an attempt cut short stays held, and the next start sends it again
 	return errors.Join(t.apps.Close(), t.Store.Close())
 }
 

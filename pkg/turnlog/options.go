@@ -40,7 +40,7 @@ type Options struct {
 	WrapModel func(llmID string, m fsm.Model) fsm.Model
 	// HTTPClient, when set, is what embeddings and MCP clients use (tests).
 	HTTPClient *http.Client
-	// HTTPTransport, when set, carries HTTP tools' requests (tests).
+	// HTTPTransport, when set, carries HTTP tools' requests and webhook deliveries (tests).
 	HTTPTransport http.RoundTripper
 	// Observer hears the engine (metrics); OnCommit the store's commits.
 	Observer fsm.Observer

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"github.com/turnlog/turnlog/adapters/sqlite"
+	"github.com/turnlog/turnlog/adapters/webhook"
 	"github.com/turnlog/turnlog/fsm"
 	"github.com/turnlog/turnlog/httpapi"
 )
@@ -17,6 +19,9 @@ import (
 type ServeOptions struct {
 	// Keys maps bearer API keys to the users they act as.
 	Keys map[string]string
+	// AdminKeys are the keys that carry the admin role (the webhook deliveries'
+	// routes need it).
+	AdminKeys map[string]bool
 	// Dev serves without keys, every request acting as the user "dev" (loopback
 	// Host headers only).
 	Dev bool
@@ -31,8 +36,9 @@ type ServeOptions struct {
 // Handler is the REST API (docs/api.md) over this log, with /metrics, and a function
 // that ends its live streams (call it before shutting the HTTP server down).
 func (t *Turnlog) Handler(s ServeOptions) (http.Handler, func()) {
-	api := httpapi.New(httpapi.Config{Engine: t.Engine, Reader: t.Store, Idempotency: t.Store, IdempotencyTTL: s.IdempotencyTTL, Keys: s.Keys, Dev: s.Dev,
-		Ready: t.Store.Ready, Metrics: t.metrics.Handler(), Meter: t.metrics, Logger: s.Logger})
+	api := httpapi.New(httpapi.Config{Engine: t.Engine, Reader: t.Store, Idempotency: t.Store, IdempotencyTTL: s.IdempotencyTTL, Keys: s.Keys, AdminKeys: s.AdminKeys, Dev: s.Dev,
+		Deliveries: deliveries{t.Store, t.webhooks},
+		Ready:      t.Store.Ready, Metrics: t.metrics.Handler(), Meter: t.metrics, Logger: s.Logger})
 	return api.Handler(), api.Stop
 }
 
@@ -85,4 +91,11 @@ func expireApprovals(ctx context.Context, e *fsm.Engine, log zerolog.Logger) {
 			}
 		}
 	}
+}
+
+// deliveries are the outbox's deliveries with the deliverer to wake when one is sent
+// again.
+type deliveries struct {
+	*sqlite.Store
+	*webhook.Deliverer
 }

@@ -154,18 +154,8 @@ func (b builder) httpTool(at, name string, c config.Tool) (fsm.Tool, error) {
 			return nil, b.doc.ErrAt(at+".headers."+h, "environment variable %s is empty", missing)
 		}
 	}
-	for _, ref := range []struct{ field, env string }{{"secret_env", c.SecretEnv}, {"next_secret_env", c.NextSecretEnv}} {
-		if ref.env == "" {
-			continue
-		}
-		secret := os.Getenv(ref.env)
-		if len(secret) < 16 {
-			return nil, b.doc.ErrAt(at+"."+ref.field, "environment variable %s must hold a secret of at least 16 bytes (it has %d)", ref.env, len(secret))
-		}
-		hc.Secrets = append(hc.Secrets, []byte(secret))
-	}
-	if c.NextSecretEnv != "" && c.SecretEnv == "" {
-		return nil, b.doc.ErrAt(at+".next_secret_env", "goes with secret_env")
+	if hc.Secrets, err = b.secrets(at, c.SecretEnv, c.NextSecretEnv); err != nil {
+		return nil, err
 	}
 	switch c.Dedupe {
 	case "", config.DedupeIdempotencyKey:

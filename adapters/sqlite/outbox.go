@@ -1,0 +1,196 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/projection"
+)
+
+// WebhookRouter names the webhooks of app that asked to be told of event (a
+// projection.Webhook* kind).
+type WebhookRouter func(app, event string) []string
+
+// RouteWebhooks makes every later append write an outbox row, in its own
+// transaction, for each webhook the router names for an event it holds.
+func (s *Store) RouteWebhooks(r WebhookRouter) { s.router.Store(&r) }
+
+// enqueueWebhooks writes the outbox rows ev causes: it runs in the append's
+// transaction, so a committed event has its deliveries and a rolled-back one none.
+func (w *writer) enqueueWebhooks(ctx context.Context, ev events.Event) error {
+	r := w.s.router.Load()
+	kind := projection.WebhookEventOf(ev.Type)
+	if r == nil || kind == "" {
+		return nil
+	}
+	app, ok := w.apps[ev.Session]
+	if !ok {
+		if err := w.conn.QueryRowContext(ctx, `SELECT app FROM proj_sessions WHERE id = ?`, ev.Session).Scan(&app); err != nil {
+			return fmt.Errorf("read the app of %s: %w", ev.Session, err)
+		}
+		w.apps[ev.Session] = app
+	}
+	for _, hook := range (*r)(app, kind) {
+		_, err := w.conn.ExecContext(ctx, `INSERT INTO webhook_outbox (delivery_id, app, webhook, event, session_id, seq, turn_id, status, next_at_ms, created_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?) ON CONFLICT (delivery_id) DO NOTHING`,
+			projection.DeliveryID(app, hook, ev.Session, ev.Seq), app, hook, kind, ev.Session, ev.Seq, ev.Turn, ev.At.UnixMilli(), keyTime(ev.At))
+		if err != nil {
+			return fmt.Errorf("write the webhook outbox: %w", err)
+		}
+	}
+	return nil
+}
+
+const qDeliveryCols = `SELECT delivery_id, app, webhook, event, session_id, turn_id, seq, status, attempts, next_at_ms, created_at, coalesce(delivered_at, ''), coalesce(last_status, 0), coalesce(last_error, '') FROM webhook_outbox`
+
+func scanDelivery(sc scanner) (projection.Delivery, error) {
+	var d projection.Delivery
+	var next int64
+	var created, delivered string
+	if err := sc.Scan(&d.ID, &d.App, &d.Webhook, &d.Event, &d.Session, &d.Turn, &d.Seq, &d.Status, &d.Attempts, &next, &created, &delivered, &d.LastStatus, &d.LastError); err != nil {
+		return d, err
+	}
+	d.CreatedAt, _ = time.Parse(time.RFC3339Nano, created)
+	if d.Status == projection.DeliveryPending || d.Status == projection.DeliverySending {
+		t := time.UnixMilli(next).UTC()
+		d.NextAt = &t
+	}
+	if delivered != "" {
+		t, _ := time.Parse(time.RFC3339Nano, delivered)
+		d.DeliveredAt = &t
+	}
+	return d, nil
+}
+
+// ClaimDeliveries takes up to limit deliveries due at now (pending ones whose time
+// has come, and attempts whose lease ran out) and holds each until now+lease: their
+// attempts count goes up by one. Another claim does not take them while they are held.
+func (s *Store) ClaimDeliveries(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]projection.Delivery, error) {
+	var out []projection.Delivery
+	err := s.exclusive(ctx, func(ctx context.Context, w *writer) error {
+		rows, err := w.conn.QueryContext(ctx, qDeliveryCols+` INDEXED BY webhook_outbox_due WHERE status IN ('pending', 'sending') AND next_at_ms <= ? ORDER BY next_at_ms LIMIT ?`, now.UnixMilli(), limit)
+		if err != nil {
+			return fmt.Errorf("read due deliveries: %w", err)
+		}
+		for rows.Next() {
+			d, err := scanDelivery(rows)
+			if err != nil {
+				rows.Close()
+				return err
+			}
+			out = append(out, d)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		until := now.Add(lease)
+		for i := range out {
+			out[i].Status, out[i].Attempts, out[i].NextAt = projection.DeliverySending, out[i].Attempts+1, &until
+			if _, err := w.conn.ExecContext(ctx, `UPDATE webhook_outbox SET status = 'sending', attempts = attempts + 1, next_at_ms = ? WHERE delivery_id = ?`, until.UnixMilli(), out[i].ID); err != nil {
+				return fmt.Errorf("claim delivery: %w", err)
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// RecordDelivery records an attempt's outcome.
+func (s *Store) RecordDelivery(ctx context.Context, id string, o projection.DeliveryOutcome) error {
+	return s.exclusive(ctx, func(ctx context.Context, w *writer) error {
+		var delivered any
+		if o.Status == projection.DeliveryDelivered {
+			delivered = keyTime(o.At)
+		}
+		_, err := w.conn.ExecContext(ctx, `UPDATE webhook_outbox SET status = ?, next_at_ms = ?, delivered_at = ?, last_status = ?, last_error = ? WHERE delivery_id = ?`,
+			string(o.Status), o.NextAt.UnixMilli(), delivered, nullInt(int64(o.HTTPStatus)), nullString(o.Error), id)
+		return err
+	})
+}
+
+// ReleaseDeliveries makes every held attempt due at now: at start, on one node, they
+// belong to a process that is gone.
+func (s *Store) ReleaseDeliveries(ctx context.Context, now time.Time) error {
+	return s.exclusive(ctx, func(ctx context.Context, w *writer) error {
+		_, err := w.conn.ExecContext(ctx, `UPDATE webhook_outbox SET status = 'pending', next_at_ms = ? WHERE status = 'sending'`, now.UnixMilli())
+		return err
+	})
+}
+
+// NextDelivery is when the earliest pending or held delivery is due (ok false: none).
+func (s *Store) NextDelivery(ctx context.Context) (time.Time, bool, error) {
+	var next sql.NullInt64
+	err := s.read.QueryRowContext(ctx, `SELECT min(next_at_ms) FROM webhook_outbox INDEXED BY webhook_outbox_due WHERE status IN ('pending', 'sending')`).Scan(&next)
+	if err != nil || !next.Valid {
+		return time.Time{}, false, err
+	}
+	return time.UnixMilli(next.Int64), true, nil
+}
+
+// Deliveries lists deliveries, newest first.
+func (s *Store) Deliveries(ctx context.Context, f projection.DeliveryFilter) ([]projection.Delivery, error) {
+	if f.Limit <= 0 {
+		f.Limit = 100
+	}
+	rows, err := s.read.QueryContext(ctx, qDeliveryCols+` WHERE (?1 = '' OR status = ?1) AND (?2 = '' OR webhook = ?2) AND (?3 = '' OR session_id = ?3)
+		AND (?4 = '' OR (created_at, delivery_id) < (SELECT created_at, delivery_id FROM webhook_outbox WHERE delivery_id = ?4))
+		ORDER BY created_at DESC, delivery_id DESC LIMIT ?5`, string(f.Status), f.Webhook, f.Session, f.After, f.Limit)
+	if err != nil {
+		return nil, fmt.Errorf("list deliveries: %w", err)
+	}
+	defer rows.Close()
+	out := []projection.Delivery{}
+	for rows.Next() {
+		d, err := scanDelivery(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, d)
+	}
+	return out, rows.Err()
+}
+
+// Delivery returns one delivery. Errors: not_found.
+func (s *Store) Delivery(ctx context.Context, id string) (projection.Delivery, error) {
+	d, err := scanDelivery(s.read.QueryRowContext(ctx, qDeliveryCols+` WHERE delivery_id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return d, events.FieldError(events.CodeNotFound, "delivery_id", "no delivery %s", id)
+	}
+	return d, err
+}
+
+// Redeliver sends a dead-lettered delivery again, at now, with a fresh count of
+// attempts. Errors: not_found; conflict when it is not dead.
+func (s *Store) Redeliver(ctx context.Context, id string, now time.Time) (projection.Delivery, error) {
+	err := s.exclusive(ctx, func(ctx context.Context, w *writer) error {
+		var status string
+		if err := w.conn.QueryRowContext(ctx, `SELECT status FROM webhook_outbox WHERE delivery_id = ?`, id).Scan(&status); errors.Is(err, sql.ErrNoRows) {
+			return events.FieldError(events.CodeNotFound, "delivery_id", "no delivery %s", id)
+		} else if err != nil {
+			return err
+		}
+		if status != string(projection.DeliveryDead) {
+			return &events.Error{Code: events.CodeConflict, Field: "delivery_id", Message: fmt.Sprintf("delivery %s is %s; only a dead letter is sent again", id, status)}
+		}
+		_, err := w.conn.ExecContext(ctx, `UPDATE webhook_outbox SET status = 'pending', attempts = 0, next_at_ms = ?, last_error = NULL, last_status = NULL WHERE delivery_id = ?`, now.UnixMilli(), id)
+		return err
+	})
+	if err != nil {
+		return projection.Delivery{}, err
+	}
+	return s.Delivery(ctx, id)
+}
+
+// DeliveryEvent returns the event a delivery tells of.
+func (s *Store) DeliveryEvent(ctx context.Context, d projection.Delivery) (events.Event, error) {
+	ev, err := scanEvent(s.read.QueryRowContext(ctx, qEventAt, d.Session, d.Seq))
+	if errors.Is(err, sql.ErrNoRows) {
+		return ev, &events.Error{Code: events.CodeCorruptLog, Field: d.ID, Message: fmt.Sprintf("the event %s/%d is missing", d.Session, d.Seq)}
+	}
+	return ev, err
+}
