@@ -8,6 +8,7 @@ import (
 
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/fsm"
+	"github.com/turnlog/turnlog/pkg/turnlog"
 )
 
 func cmdReplay(ctx context.Context, c *cliContext, args []string) error {
@@ -38,7 +39,9 @@ func (c *cliContext) replayFixture(ctx context.Context, dir string) (*fsm.Replay
 		return nil, err
 	}
 	defer os.RemoveAll(tmp)
-	tl, err := c.open(ctx, commonFlags{config: filepath.Join(dir, "agent.yaml"), db: filepath.Join(tmp, "replay.db"), synchronous: "OFF"})
+	opts := c.options(filepath.Join(dir, "agent.yaml"), commonFlags{db: filepath.Join(tmp, "replay.db"), synchronous: "OFF"})
+	opts.IgnoreWebhooks = true // a replay tells nobody
+	tl, err := turnlog.Open(ctx, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -26,8 +26,12 @@ func (m *Manager) NormaliseOutput(tool, output string) string {
 	if slices.Contains(m.cfg.TrustedTools, tool) {
 		return output
 	}
+	note, output := events.SplitNote(output)
 	body := m.shape(tool, output)
 	body = strings.ReplaceAll(body, untrustedClose, `<\/tool_output>`)
+	if note != "" { // turnlog's own words stay outside the tool's untrusted output
+		return fmt.Sprintf("%s\n\n<tool_output tool=%q trust=\"untrusted\">\n%s\n%s\n%s", note, tool, untrustedNote, body, untrustedClose)
+	}
 	return fmt.Sprintf("<tool_output tool=%q trust=\"untrusted\">\n%s\n%s\n%s", tool, untrustedNote, body, untrustedClose)
 }
 

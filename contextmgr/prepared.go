@@ -61,7 +61,8 @@ func (p *Prepared) Append(items ...events.Item) {
 			pr.tokens = p.m.count.Count(it.Name) + p.m.count.Count(string(it.Arguments))
 		case events.ItemFunctionCallOutput:
 			pr.tool = p.callNames[it.CallID]
-			if kind := gjson.Get(it.Output, "error.kind"); strings.HasPrefix(strings.TrimSpace(it.Output), "{") && gjson.Get(it.Output, "error").IsObject() {
+			if _, body := events.SplitNote(it.Output); strings.HasPrefix(strings.TrimSpace(body), "{") && gjson.Get(body, "error").IsObject() {
+				kind := gjson.Get(body, "error.kind")
 				pr.failed = true
 				pr.denied = kind.String() == "denied" || kind.String() == "rejected"
 			}

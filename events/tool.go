@@ -1,6 +1,9 @@
 package events
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"strings"
+)
 
 const (
 	TypeToolScheduled = "ToolScheduled"
@@ -51,6 +54,23 @@ func (t *ToolResulted) ModelText() string {
 		return t.Output
 	}
 	return t.Note + "\n\n" + t.Output
+}
+
+// EditedNotePrefix starts the note of a call a reviewer edited.
+const EditedNotePrefix = "A reviewer changed the arguments of this call before it ran."
+
+// SplitNote splits the text a model received for a call into turnlog's note and the
+// tool's own output (the note is "" when there is none), for readers that look into
+// the output: its JSON, whether it is an error.
+func SplitNote(text string) (note, output string) {
+	if !strings.HasPrefix(text, EditedNotePrefix) {
+		return "", text
+	}
+	note, output, ok := strings.Cut(text, "\n\n")
+	if !ok {
+		return "", text
+	}
+	return note, output
 }
 
 func (*ToolResulted) EventType() string  { return TypeToolResulted }

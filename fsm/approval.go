@@ -17,7 +17,19 @@ const DefaultRejection = "A reviewer rejected this tool call; it did not run."
 // EditedNote is what the model is told, with the output, of a call a reviewer edited:
 // what it proposed and what ran.
 func EditedNote(proposed, ran json.RawMessage) string {
-	return fmt.Sprintf("A reviewer changed the arguments of this call before it ran. You proposed %s; it ran with %s. The output below is from the call as it ran.", proposed, ran)
+	return fmt.Sprintf("%s You proposed %s; it ran with %s. The output below is from the call as it ran.", events.EditedNotePrefix, proposed, ran)
+}
+
+// editedNote is the note of a call a reviewer edited: the recorded one when the call's
+// result is recorded (an agent tool's nested run is driven again; a recording made
+// before notes existed has none), else a new one.
+func (r *run) editedNote(s *toolSlot) string {
+	if ev, ok := r.rec.get(events.TypeToolResulted, s.path); ok {
+		if tr, err := events.DecodeAs[*events.ToolResulted](ev); err == nil {
+			return tr.Note
+		}
+	}
+	return EditedNote(s.call.Arguments, s.args)
 }
 
 // sameJSON compares two JSON texts as canonical JSON.
@@ -66,7 +78,7 @@ func (r *run) approvalGate(s *toolSlot, pending []events.Event) ([]events.Event,
 		}
 		if ans.Confirmed {
 			if len(ans.Arguments) > 0 && !sameJSON(ans.Arguments, s.call.Arguments) {
-				s.args, s.editedBy = ans.Arguments, ans.By
+				s.args, s.edited = ans.Arguments, true
 			}
 			return pending, nil
 		}

@@ -181,6 +181,26 @@ func canonicalMetadata(metadata json.RawMessage) (json.RawMessage, error) {
 	return canon, nil
 }
 
+// Settled returns once the session is no longer held by turn's run in this process
+// (or ctx ends). A turn's end is durable a moment before its run lets the session
+// go: whoever saw the end and answers a client waits for this first, so the client's
+// next turn is not refused as busy.
+func (e *Engine) Settled(ctx context.Context, session, turn string) error {
+	e.mu.Lock()
+	h := e.running[session]
+	held := h != nil && h.turn == turn
+	e.mu.Unlock()
+	if !held {
+		return nil
+	}
+	select {
+	case <-h.finished:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
 // lock marks a session busy in this process. Errors: conflict.
 func (e *Engine) lock(session string) (*runHandle, func(), error) {
 	e.mu.Lock()

@@ -302,6 +302,9 @@ func (p *GuardrailPolicy) redactResult(tr *events.ToolResulted) error {
 		tr.Output, found = p.transformText(TargetToolOutput, tr.Output, nil)
 	}
 	tr.Detail, found = p.transformText(TargetToolOutput, tr.Detail, found)
+	if tr.Note != "" { // a reviewer's arguments, shown to the model with the output
+		tr.Note, found = p.transformText(TargetToolOutput, tr.Note, found)
+	}
 	tr.Policy = mergeMatches(found)
 	return nil
 }

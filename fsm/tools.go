@@ -34,19 +34,19 @@ const LoopHint = "turnlog: you called %s with the same arguments %d times in a r
 
 // toolSlot is one call of a model response on its way to an output.
 type toolSlot struct {
-	call     events.ToolCall
-	tool     Tool
-	path     string
-	args     json.RawMessage      // what the tool runs with: the model's, or a reviewer's edit
-	result   *events.ToolResulted // recorded or produced
-	run      bool
-	waiting  *Interrupt // the call waits for a person
-	handoff  bool       // a handoff, a skill load, arguments that are not JSON: its output is derived, nothing runs
-	nested   *Agent     // an agent tool: this agent runs under the call's path
-	offer    *AgentTool // ... as the caller offers it
-	stop     *nestedStop
-	verdict  *events.PolicyDecided // what the tool policy said, when the app has one
-	editedBy string                // the reviewer who changed the arguments the call runs with
+	call    events.ToolCall
+	tool    Tool
+	path    string
+	args    json.RawMessage      // what the tool runs with: the model's, or a reviewer's edit
+	result  *events.ToolResulted // recorded or produced
+	run     bool
+	waiting *Interrupt // the call waits for a person
+	handoff bool       // a handoff, a skill load, arguments that are not JSON: its output is derived, nothing runs
+	nested  *Agent     // an agent tool: this agent runs under the call's path
+	offer   *AgentTool // ... as the caller offers it
+	stop    *nestedStop
+	verdict *events.PolicyDecided // what the tool policy said, when the app has one
+	edited  bool                  // a reviewer changed the arguments the call runs with
 }
 
 func (s *toolSlot) needsApproval() bool {
@@ -267,8 +267,8 @@ func (r *run) runSlots(slots []*toolSlot) error {
 		if firstErr != nil || d.stop != nil {
 			continue
 		}
-		if d.s.editedBy != "" {
-			d.tr.Note = EditedNote(d.s.call.Arguments, d.s.args)
+		if d.s.edited {
+			d.tr.Note = r.editedNote(d.s)
 		}
 		err := r.app.Policy.redactResult(d.tr)
 		var ev events.Event

@@ -217,6 +217,8 @@ func (s *Server) getTurn(c echo.Context) error {
 		if ended || wait == 0 {
 			if !ended {
 				res = turnResponse{TurnID: turn, Status: status, Items: []events.Item{}, Interrupts: []fsm.Interrupt{}}
+			} else if err := s.cfg.Engine.Settled(ctx, session, turn); err != nil {
+				return err // the client's next request must not find the session busy with it
 			}
 			return c.JSON(http.StatusOK, res)
 		}

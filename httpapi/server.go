@@ -45,6 +45,9 @@ type Engine interface {
 	Enqueue(ctx context.Context, session, user, input string, interrupt bool) (fsm.Queued, error)
 	Queue(ctx context.Context, session string) ([]projection.QueuedInput, error)
 	App(name string) (*fsm.App, bool)
+	// Settled returns once turn's run no longer holds the session (see
+	// fsm.Engine.Settled).
+	Settled(ctx context.Context, session, turn string) error
 }
 
 // Config configures a Server.

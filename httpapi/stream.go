@@ -173,6 +173,9 @@ func (s *Server) follow(c echo.Context, from int64, prelude []liveEvent, live <-
 			}
 			from = ev.Seq
 			name, data, last := render(ev)
+			if last { // the client's next request must not find the session busy with it
+				s.cfg.Engine.Settled(ctx, session, ev.Turn)
+			}
 			if name != "" {
 				if err := out.send(ev.Seq, name, data); err != nil {
 					return nil
@@ -309,6 +312,9 @@ func turnEvent(ev events.Event) (string, any, bool) {
 		if agent := d.Get("agent").String(); agent != "" {
 			return "subagent_end", with("call_id", d.Get("call_id").String(), "tool", d.Get("tool").String(), "agent", agent,
 				"output", d.Get("output").String(), "is_error", d.Get("is_error").Bool(), "path", ev.Path), false
+		}
+		if note := d.Get("note").String(); note != "" {
+			base["note"] = note // a reviewer edited the call
 		}
 		return "tool_result", with("call_id", d.Get("call_id").String(), "tool", d.Get("tool").String(),
 			"output", d.Get("output").String(), "is_error", d.Get("is_error").Bool(), "path", ev.Path), false

@@ -1,19 +1,23 @@
 -- A reviewer's answer to a tool approval: who answered, and the arguments they gave
 -- when they differ from the proposal (an edit). Existing rows are filled from their
--- events. History shows an edited call as it ran: its arguments are the reviewer's,
--- with the model's proposal and the reviewer beside them (the model's own context
--- keeps the call as it proposed it, and the output it received says what changed).
+-- events (a large one's from its blob). History shows an edited call as it ran: its
+-- arguments are the reviewer's, with the model's proposal and the reviewer beside
+-- them (the model's own context keeps the call as it proposed it, and the output it
+-- received says what changed).
 ALTER TABLE proj_interrupts ADD COLUMN answered_by TEXT;
 ALTER TABLE proj_interrupts ADD COLUMN edited_arguments TEXT CHECK (edited_arguments IS NULL OR json_valid(edited_arguments));
 
 UPDATE proj_interrupts SET
-    answered_by = (SELECT e.data ->> '$.by' FROM events e
+    answered_by = (SELECT json(coalesce(CAST(b.data AS TEXT), e.data)) ->> '$.by'
+                   FROM events e LEFT JOIN blobs b ON b.hash = e.blob_hash
                    WHERE e.session_id = proj_interrupts.session_id AND e.seq = proj_interrupts.resolved_seq
                      AND e.type IN ('ApprovalResolved', 'ReviewResolved')),
-    edited_arguments = (SELECT e.data ->> '$.arguments' FROM events e
-                        WHERE e.session_id = proj_interrupts.session_id AND e.seq = proj_interrupts.resolved_seq
-                          AND e.type = 'ApprovalResolved' AND e.data ->> '$.confirmed'
-                          AND e.data -> '$.arguments' IS NOT proj_interrupts.arguments)
+    edited_arguments = (SELECT r.data -> '$.arguments'
+                        FROM (SELECT json(coalesce(CAST(b.data AS TEXT), e.data)) AS data
+                              FROM events e LEFT JOIN blobs b ON b.hash = e.blob_hash
+                              WHERE e.session_id = proj_interrupts.session_id AND e.seq = proj_interrupts.resolved_seq
+                                AND e.type = 'ApprovalResolved') r
+                        WHERE r.data ->> '$.confirmed' AND r.data -> '$.arguments' IS NOT json(proj_interrupts.arguments))
 WHERE resolved_seq IS NOT NULL;
 
 DROP VIEW IF EXISTS history;

@@ -13,7 +13,7 @@ CREATE TABLE webhook_outbox (
     turn_id      TEXT    NOT NULL,
     status       TEXT    NOT NULL CHECK (status IN ('pending', 'sending', 'delivered', 'dead')),
     attempts     INTEGER NOT NULL DEFAULT 0,
-    next_at_ms   INTEGER NOT NULL, -- pending: when it is due; sending: when its lease ends
+    next_at_ms   INTEGER NOT NULL, -- pending: when it is due; sending: when its hold ends
     created_at   TEXT    NOT NULL,
     delivered_at TEXT,
     last_status  INTEGER,          -- the receiver's HTTP status of the last attempt
@@ -24,6 +24,6 @@ CREATE INDEX webhook_outbox_listing ON webhook_outbox (created_at, delivery_id);
 
 CREATE VIEW webhook_deliveries AS
 SELECT delivery_id, app, webhook, event, session_id, turn_id, seq, status, attempts,
-       strftime('%Y-%m-%dT%H:%M:%fZ', next_at_ms / 1000.0, 'unixepoch') AS next_at,
+       iif(status IN ('pending', 'sending'), strftime('%Y-%m-%dT%H:%M:%fZ', next_at_ms / 1000.0, 'unixepoch'), NULL) AS next_at,
        created_at, delivered_at, last_status, last_error
 FROM webhook_outbox;

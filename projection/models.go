@@ -88,18 +88,18 @@ type Interrupt struct {
 // approval or a review), a guardrail that stopped a turn, a guardrail policy match, a
 // tool's outcome, a compaction or a skill loaded.
 type AuditEntry struct {
-	Seq       int64     `json:"seq"`
-	Turn      string    `json:"turn_id"`
-	At        time.Time `json:"at"`
-	Path      string    `json:"path"`
-	Kind      string    `json:"kind"` // decision, approval, review, guardrail, policy, result, compaction or skill
-	Tool      string    `json:"tool,omitempty"`
-	Outcome   string    `json:"outcome"`
-	Rule      string    `json:"rule,omitempty"`
-	Reason    string    `json:"reason,omitempty"`
-	Resources string    `json:"resources,omitempty"` // JSON array
-	ExitCode  *int64    `json:"exit_code,omitempty"`
-	Diff      string    `json:"diff,omitempty"`
+	Seq       int64           `json:"seq"`
+	Turn      string          `json:"turn_id"`
+	At        time.Time       `json:"at"`
+	Path      string          `json:"path"`
+	Kind      string          `json:"kind"` // decision, approval, review, guardrail, policy, result, compaction or skill
+	Tool      string          `json:"tool,omitempty"`
+	Outcome   string          `json:"outcome"`
+	Rule      string          `json:"rule,omitempty"`
+	Reason    string          `json:"reason,omitempty"`
+	Resources json.RawMessage `json:"resources,omitempty"` // a decision's: what the call acts on, a JSON array of strings
+	ExitCode  *int64          `json:"exit_code,omitempty"`
+	Diff      string          `json:"diff,omitempty"`
 	// An approval's or a review's: who answered; an approval's arguments as the model
 	// proposed them and as they were approved (a reviewer's edit, or the same).
 	By       string          `json:"by,omitempty"`

@@ -166,6 +166,7 @@ func view(items []events.Item) turnView {
 // unwrap is a tool output without the untrusted-data marker a context-managed request
 // wraps it in: rules read the tool's own text.
 func unwrap(output string) string {
+	_, output = events.SplitNote(output) // a reviewer's note is not the tool's output
 	if !strings.HasPrefix(output, "<tool_output ") || !strings.HasSuffix(output, "</tool_output>") {
 		return output
 	}

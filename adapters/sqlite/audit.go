@@ -11,7 +11,7 @@ import (
 )
 
 const qAudit = `SELECT seq, turn_id, at, path, kind, coalesce(tool, ''), coalesce(outcome, ''), coalesce(rule, ''), coalesce(reason, ''),
-	coalesce(resources, ''), exit_code, coalesce(diff, ''), coalesce(answered_by, ''), proposed, approved FROM audit WHERE session_id = ? ORDER BY seq, kind`
+	resources, exit_code, coalesce(diff, ''), coalesce(answered_by, ''), proposed, approved FROM audit WHERE session_id = ? ORDER BY seq, kind`
 
 // Audit lists what a session's tools did and what was decided about them.
 func (s *Store) Audit(ctx context.Context, session string) ([]projection.AuditEntry, error) {
@@ -25,10 +25,13 @@ func (s *Store) Audit(ctx context.Context, session string) ([]projection.AuditEn
 		var e projection.AuditEntry
 		var at string
 		var exit sql.NullInt64
-		var proposed, approved sql.NullString
-		if err := rows.Scan(&e.Seq, &e.Turn, &at, &e.Path, &e.Kind, &e.Tool, &e.Outcome, &e.Rule, &e.Reason, &e.Resources, &exit, &e.Diff,
+		var proposed, approved, resources sql.NullString
+		if err := rows.Scan(&e.Seq, &e.Turn, &at, &e.Path, &e.Kind, &e.Tool, &e.Outcome, &e.Rule, &e.Reason, &resources, &exit, &e.Diff,
 			&e.By, &proposed, &approved); err != nil {
 			return nil, err
+		}
+		if resources.Valid && resources.String != "" {
+			e.Resources = json.RawMessage(resources.String)
 		}
 		if proposed.Valid {
 			e.Proposed = json.RawMessage(proposed.String)

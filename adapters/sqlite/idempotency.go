@@ -17,6 +17,7 @@ func (s *Store) ClaimKey(ctx context.Context, r projection.IdempotencyRecord, no
 	var existing projection.IdempotencyRecord
 	claimed := false
 	err := s.exclusive(ctx, func(ctx context.Context, w *writer) error {
+		claimed = false // a batch that rolls back runs this again
 		if _, err := w.conn.ExecContext(ctx, `DELETE FROM idempotency_keys WHERE expires_at <= ?`, keyTime(now)); err != nil {
 			return fmt.Errorf("expire idempotency keys: %w", err)
 		}

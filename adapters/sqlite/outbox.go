@@ -29,10 +29,12 @@ func (w *writer) enqueueWebhooks(ctx context.Context, ev events.Event) error {
 	}
 	app, ok := w.apps[ev.Session]
 	if !ok {
-		if err := w.conn.QueryRowContext(ctx, `SELECT app FROM proj_sessions WHERE id = ?`, ev.Session).Scan(&app); err != nil {
-			return fmt.Errorf("read the app of %s: %w", ev.Session, err)
+		if app, ok = w.txApps[ev.Session]; !ok {
+			if err := w.conn.QueryRowContext(ctx, `SELECT app FROM proj_sessions WHERE id = ?`, ev.Session).Scan(&app); err != nil {
+				return fmt.Errorf("read the app of %s: %w", ev.Session, err)
+			}
+			w.txApps[ev.Session] = app // kept once the transaction commits
 		}
-		w.apps[ev.Session] = app
 	}
 	for _, hook := range (*r)(app, kind) {
 		_, err := w.conn.ExecContext(ctx, `INSERT INTO webhook_outbox (delivery_id, app, webhook, event, session_id, seq, turn_id, status, next_at_ms, created_at)
@@ -72,6 +74,7 @@ func scanDelivery(sc scanner) (projection.Delivery, error) {
 func (s *Store) ClaimDeliveries(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]projection.Delivery, error) {
 	var out []projection.Delivery
 	err := s.exclusive(ctx, func(ctx context.Context, w *writer) error {
+		out = nil // a batch that rolls back runs this again
 		rows, err := w.conn.QueryContext(ctx, qDeliveryCols+` INDEXED BY webhook_outbox_due WHERE status IN ('pending', 'sending') AND next_at_ms <= ? ORDER BY next_at_ms LIMIT ?`, now.UnixMilli(), limit)
 		if err != nil {
 			return fmt.Errorf("read due deliveries: %w", err)
@@ -100,15 +103,22 @@ func (s *Store) ClaimDeliveries(ctx context.Context, now time.Time, lease time.D
 	return out, err
 }
 
-// RecordDelivery records an attempt's outcome.
-func (s *Store) RecordDelivery(ctx context.Context, id string, o projection.DeliveryOutcome) error {
+// RecordDelivery records the outcome of attempt number attempt. An attempt that no
+// longer holds the delivery (its hold ran out and another attempt took it) changes
+// nothing: only the holder's outcome counts.
+func (s *Store) RecordDelivery(ctx context.Context, id string, attempt int, o projection.DeliveryOutcome) error {
 	return s.exclusive(ctx, func(ctx context.Context, w *writer) error {
 		var delivered any
+		next := o.NextAt
 		if o.Status == projection.DeliveryDelivered {
 			delivered = keyTime(o.At)
 		}
-		_, err := w.conn.ExecContext(ctx, `UPDATE webhook_outbox SET status = ?, next_at_ms = ?, delivered_at = ?, last_status = ?, last_error = ? WHERE delivery_id = ?`,
-			string(o.Status), o.NextAt.UnixMilli(), delivered, nullInt(int64(o.HTTPStatus)), nullString(o.Error), id)
+		if o.Status != projection.DeliveryPending {
+			next = o.At
+		}
+		_, err := w.conn.ExecContext(ctx, `UPDATE webhook_outbox SET status = ?, next_at_ms = ?, delivered_at = ?, last_status = ?, last_error = ?
+			WHERE delivery_id = ? AND status = 'sending' AND attempts = ?`,
+			string(o.Status), next.UnixMilli(), delivered, nullInt(int64(o.HTTPStatus)), nullString(o.Error), id, attempt)
 		return err
 	})
 }

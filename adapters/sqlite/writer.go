@@ -108,8 +108,9 @@ type writer struct {
 	lazy                     bool // the connection is at NORMAL now
 	// seqs caches each session's last committed seq. A miss or a mismatch is checked
 	// against the table, and UNIQUE (session_id, seq) backs it against other writers.
-	seqs map[string]int64
-	apps map[string]string // each session's app, for routing webhooks
+	seqs   map[string]int64
+	apps   map[string]string // each session's app, for routing webhooks
+	txApps map[string]string // ... read in the transaction not yet committed
 }
 
 func newWriter(ctx context.Context, s *Store) (*writer, error) {
@@ -202,6 +203,7 @@ func (w *writer) commit(batch []*appendReq) {
 		}
 		at := w.s.opts.Clock().UTC()
 		seqs := map[string]int64{}
+		w.txApps = map[string]string{}
 		redo := false
 		for _, r := range batch {
 			if r.err != nil {
@@ -236,6 +238,9 @@ func (w *writer) commit(batch []*appendReq) {
 		}
 		for s, seq := range seqs {
 			w.seqs[s] = seq
+		}
+		for s, app := range w.txApps {
+			w.apps[s] = app
 		}
 		n := 0
 		for _, r := range batch {

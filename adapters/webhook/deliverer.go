@@ -49,10 +49,14 @@ func (h Hook) withDefaults() Hook {
 	return h
 }
 
-// wait is how long after its attempts'th failed attempt a delivery is tried again.
+// wait is how long after its attempts'th failed attempt a delivery is tried again:
+// Backoff, doubled after each further failure, never more than MaxBackoff.
 func (h Hook) wait(attempts int) time.Duration {
 	d := h.Backoff
 	for i := 1; i < attempts && d < h.MaxBackoff; i++ {
+		if d > h.MaxBackoff/2 {
+			return h.MaxBackoff
+		}
 		d *= 2
 	}
 	return min(d, h.MaxBackoff)
@@ -61,7 +65,7 @@ func (h Hook) wait(attempts int) time.Duration {
 // Outbox is the store's side of delivery.
 type Outbox interface {
 	ClaimDeliveries(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]projection.Delivery, error)
-	RecordDelivery(ctx context.Context, id string, o projection.DeliveryOutcome) error
+	RecordDelivery(ctx context.Context, id string, attempt int, o projection.DeliveryOutcome) error
 	ReleaseDeliveries(ctx context.Context, now time.Time) error
 	NextDelivery(ctx context.Context) (time.Time, bool, error)
 	DeliveryEvent(ctx context.Context, d projection.Delivery) (events.Event, error)
@@ -130,23 +134,23 @@ func (d *Deliverer) Wake() {
 }
 
 // Run delivers until ctx ends. It first makes every attempt a previous process left
-// held due now: on one node, that process is gone.
+// held due now: on one node, that process is gone. (With no webhooks configured it
+// still runs: deliveries of a webhook that was removed are dead-lettered, not left.)
 func (d *Deliverer) Run(ctx context.Context) {
-	if len(d.hooks) == 0 {
-		return
-	}
 	if err := d.outbox.ReleaseDeliveries(ctx, d.opts.Clock()); err != nil {
 		d.report(err)
 	}
 	for {
-		if _, err := d.DeliverDue(ctx); err != nil && ctx.Err() == nil {
+		_, err := d.DeliverDue(ctx)
+		if err != nil && ctx.Err() == nil {
 			d.report(err)
 		}
-		wait := d.opts.Poll
-		if next, ok, err := d.outbox.NextDelivery(ctx); err == nil && ok {
-			wait = min(wait, max(next.Sub(d.opts.Clock()), 0))
+		var next time.Time
+		var due bool
+		if err == nil {
+			next, due, err = d.outbox.NextDelivery(ctx)
 		}
-		timer := time.NewTimer(wait)
+		timer := time.NewTimer(waitFor(err, next, due, d.opts.Clock(), d.opts.Poll))
 		select {
 		case <-ctx.Done():
 			timer.Stop()
@@ -158,30 +162,41 @@ func (d *Deliverer) Run(ctx context.Context) {
 	}
 }
 
+// waitFor is how long Run waits before it looks at the outbox again: until the next
+// delivery is due, at most poll; after an error of the outbox itself, poll.
+func waitFor(err error, next time.Time, due bool, now time.Time, poll time.Duration) time.Duration {
+	if err != nil || !due {
+		return poll
+	}
+	return min(poll, max(next.Sub(now), 0))
+}
+
 func (d *Deliverer) report(err error) {
 	if d.opts.OnError != nil {
 		d.opts.OnError(err)
 	}
 }
 
+// parallel is how many deliveries are attempted at once. Each claim takes no more
+// than that, so every attempt starts as soon as it is held.
+const parallel = 8
+
 // DeliverDue makes one attempt of every delivery due now, several at once, and
 // returns how many it attempted.
 func (d *Deliverer) DeliverDue(ctx context.Context) (int, error) {
 	total := 0
 	for {
-		batch, err := d.outbox.ClaimDeliveries(ctx, d.opts.Clock(), d.lease, 32)
+		batch, err := d.outbox.ClaimDeliveries(ctx, d.opts.Clock(), d.lease, parallel)
 		if err != nil || len(batch) == 0 {
 			return total, err
 		}
 		total += len(batch)
 		var wg sync.WaitGroup
 		errs := make([]error, len(batch))
-		sem := make(chan struct{}, 8)
 		for i, dl := range batch {
 			wg.Add(1)
-			sem <- struct{}{}
 			go func() {
-				defer func() { <-sem; wg.Done() }()
+				defer wg.Done()
 				errs[i] = d.attempt(ctx, dl)
 			}()
 		}
@@ -189,7 +204,7 @@ func (d *Deliverer) DeliverDue(ctx context.Context) (int, error) {
 		if err := errors.Join(errs...); err != nil {
 			return total, err
 		}
-		if len(batch) < 32 {
+		if len(batch) < parallel {
 			return total, nil
 		}
 	}
@@ -197,12 +212,17 @@ func (d *Deliverer) DeliverDue(ctx context.Context) (int, error) {
 
 // attempt sends one delivery once and records what came of it.
 func (d *Deliverer) attempt(ctx context.Context, dl projection.Delivery) error {
+	dead := func(why string) error {
+		return d.outbox.RecordDelivery(ctx, dl.ID, dl.Attempts, projection.DeliveryOutcome{Status: projection.DeliveryDead, At: d.opts.Clock(), Error: why})
+	}
 	hook, ok := d.hooks[[2]string{dl.App, dl.Webhook}]
 	if !ok {
-		return d.outbox.RecordDelivery(ctx, dl.ID, projection.DeliveryOutcome{Status: projection.DeliveryDead, At: d.opts.Clock(),
-			Error: fmt.Sprintf("app %s has no webhook named %s now", dl.App, dl.Webhook)})
+		return dead(fmt.Sprintf("app %s has no webhook named %s now", dl.App, dl.Webhook))
 	}
 	ev, err := d.outbox.DeliveryEvent(ctx, dl)
+	if events.IsCode(err, events.CodeCorruptLog) {
+		return dead(err.Error()) // its event is gone: no attempt can send it
+	}
 	if err != nil {
 		return err
 	}
@@ -219,5 +239,5 @@ func (d *Deliverer) attempt(ctx context.Context, dl projection.Delivery) error {
 			out.Status = projection.DeliveryDead
 		}
 	}
-	return d.outbox.RecordDelivery(ctx, dl.ID, out)
+	return d.outbox.RecordDelivery(ctx, dl.ID, dl.Attempts, out)
 }

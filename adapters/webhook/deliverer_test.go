@@ -292,3 +292,63 @@ func TestRedirectIsAFailure(t *testing.T) {
 		t.Fatalf("after a redirect: %+v", dl)
 	}
 }
+
+// TestOnlyTheHolderRecords: an attempt whose hold ran out (another took the
+// delivery) cannot overwrite the outcome of the attempt that holds it.
+func TestOnlyTheHolderRecords(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.deliverer(t, webhook.Hook{App: "demo", Name: "crm", URL: b.url, Events: projection.WebhookEvents})
+	b.turn(t, "s1", "demo", &events.TurnCommitted{Agent: "support", Output: "done"})
+	first, _ := b.store.ClaimDeliveries(b.ctx, b.clock.Now(), time.Minute, 10)
+	b.clock.Add(2 * time.Minute) // the first attempt's hold runs out
+	second, _ := b.store.ClaimDeliveries(b.ctx, b.clock.Now(), time.Minute, 10)
+	if len(first) != 1 || len(second) != 1 || second[0].Attempts != 2 {
+		t.Fatalf("claims: %+v %+v", first, second)
+	}
+	now := b.clock.Now()
+	if err := b.store.RecordDelivery(b.ctx, second[0].ID, 2, projection.DeliveryOutcome{Status: projection.DeliveryDelivered, At: now, HTTPStatus: 200}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.store.RecordDelivery(b.ctx, first[0].ID, 1, projection.DeliveryOutcome{Status: projection.DeliveryDead, At: now, Error: "late"}); err != nil {
+		t.Fatal(err)
+	}
+	if dl := b.deliveries(t)[0]; dl.Status != projection.DeliveryDelivered || dl.LastError != "" {
+		t.Fatalf("a late attempt overwrote the outcome: %+v", dl)
+	}
+}
+
+// goneEvent is an outbox whose deliveries' events cannot be read.
+type goneEvent struct {
+	webhook.Outbox
+	recorded []projection.DeliveryOutcome
+}
+
+func (g *goneEvent) DeliveryEvent(context.Context, projection.Delivery) (events.Event, error) {
+	return events.Event{}, &events.Error{Code: events.CodeCorruptLog, Message: "the event s1/3 is missing"}
+}
+
+func (g *goneEvent) RecordDelivery(_ context.Context, _ string, _ int, o projection.DeliveryOutcome) error {
+	g.recorded = append(g.recorded, o)
+	return nil
+}
+
+// TestDeliveryWithoutItsEventIsDead: a delivery whose event cannot be read is
+// dead-lettered with the reason, not tried again forever.
+func TestDeliveryWithoutItsEventIsDead(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.deliverer(t, webhook.Hook{App: "demo", Name: "crm", URL: b.url, Events: projection.WebhookEvents})
+	b.turn(t, "s1", "demo", &events.TurnCommitted{Agent: "support", Output: "done"})
+	g := &goneEvent{Outbox: b.store}
+	d, err := webhook.New(g, webhook.Options{Hooks: []webhook.Hook{{App: "demo", Name: "crm", URL: b.url, Events: projection.WebhookEvents}}, Clock: b.clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := d.DeliverDue(b.ctx); n != 1 || err != nil {
+		t.Fatalf("DeliverDue = %d, %v", n, err)
+	}
+	if len(g.recorded) != 1 || g.recorded[0].Status != projection.DeliveryDead || !strings.Contains(g.recorded[0].Error, "missing") || len(b.rcv.received()) != 0 {
+		t.Fatalf("recorded %+v", g.recorded)
+	}
+}

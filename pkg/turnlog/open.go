@@ -26,8 +26,11 @@ type Turnlog struct {
 	apps     *Apps
 	metrics  *metrics.Metrics
 	webhooks *webhook.Deliverer
-	stop     context.CancelFunc // ends the webhook deliverer
-	stopped  chan struct{}
+	// delivering is held while the deliverer runs; Close ends it and waits.
+	delivering   sync.WaitGroup
+	deliveryMu   sync.Mutex
+	stopDelivery []context.CancelFunc
+	closed       bool
 }
 
 // Open opens (or creates) the log at opts.DB and builds the config's apps on it. The
@@ -78,7 +81,7 @@ func Open(ctx context.Context, opts Options) (*Turnlog, error) {
 		eopts.NewID = NewULIDs()
 	}
 	deliverer, err := webhook.New(store, webhook.Options{Hooks: apps.Webhooks, Clock: eopts.Clock, Client: webhookClient(opts)})
-	if err == nil {
+	if err == nil && !opts.IgnoreWebhooks {
 		store.RouteWebhooks(deliverer.Route) // before any turn can commit
 		hooks.Store(deliverer)
 	}
@@ -91,14 +94,32 @@ func Open(ctx context.Context, opts Options) (*Turnlog, error) {
 		store.Close()
 		return nil, err
 	}
-	t := &Turnlog{Store: store, Engine: engine, apps: apps, metrics: m, webhooks: deliverer, stopped: make(chan struct{})}
-	var run context.Context
-	run, t.stop = context.WithCancel(context.WithoutCancel(ctx))
+	return &Turnlog{Store: store, Engine: engine, apps: apps, metrics: m, webhooks: deliverer}, nil
+}
+
+// DeliverWebhooks sends the outbox's webhook deliveries until ctx ends or Close.
+// Serve runs it; a program that serves Handler itself runs it too. Only one process
+// on a database may (at start it takes over every attempt left held).
+func (t *Turnlog) DeliverWebhooks(ctx context.Context) { t.startDelivery(ctx)() }
+
+// startDelivery starts the deliverer (unless the log is closed) and returns what
+// waits for it to stop.
+func (t *Turnlog) startDelivery(ctx context.Context) (wait func()) {
+	t.deliveryMu.Lock()
+	defer t.deliveryMu.Unlock()
+	if t.closed {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	t.stopDelivery = append(t.stopDelivery, cancel)
+	t.delivering.Add(1)
 	go func() {
-		defer close(t.stopped)
-		deliverer.Run(run)
+		defer t.delivering.Done()
+		defer close(done)
+		t.webhooks.Run(ctx)
 	}()
-	return t, nil
+	return func() { <-done }
 }
 
 // Apps are the apps it runs.
@@ -106,8 +127,13 @@ func (t *Turnlog) Apps() []*fsm.App { return t.apps.List }
 
 // Close ends the apps' MCP servers and closes the log.
 func (t *Turnlog) Close() error {
-	t.stop()
-	<-t.stopped // an attempt cut short stays held, and the next start sends it again
+	t.deliveryMu.Lock()
+	t.closed = true
+	for _, stop := range t.stopDelivery {
+		stop()
+	}
+	t.deliveryMu.Unlock()
+	t.delivering.Wait() // an attempt cut short stays held, and the next start sends it again
 	return errors.Join(t.apps.Close(), t.Store.Close())
 }
 

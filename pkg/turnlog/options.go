@@ -15,6 +15,9 @@ type Options struct {
 	Config string
 	// ConfigData, when set, is agent.yaml's content (Config then only names it).
 	ConfigData []byte
+	// IgnoreWebhooks leaves the apps' webhooks out: their secrets are not read and
+	// no turn writes a delivery (replaying a fixture).
+	IgnoreWebhooks bool
 	// Functions are the Go function tools the apps may name (functool.New).
 	Functions Functions
 	// DB is the SQLite file of the log (Open creates it).

@@ -51,6 +51,7 @@ func (t *Turnlog) Serve(ctx context.Context, ln net.Listener, s ServeOptions) er
 	}
 	handler, stop := t.Handler(s)
 	go expireApprovals(ctx, t.Engine, s.Logger)
+	defer t.startDelivery(ctx)() // ends with ctx
 	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

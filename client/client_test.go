@@ -1,0 +1,285 @@
+package client_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/turnlog/turnlog/client"
+	"github.com/turnlog/turnlog/examples/demo"
+	"github.com/turnlog/turnlog/pkg/turnlog"
+)
+
+type bundle struct {
+	ctx         context.Context
+	alice, root *client.Client
+	conf        *conformance
+	hookOK      *atomic.Bool
+}
+
+// setup serves the demo (with a webhook whose receiver fails until hookOK) through
+// the conformance check, with a key for alice and an admin key.
+func setup(t *testing.T) bundle {
+	t.Helper()
+	t.Setenv("CLIENT_TEST_HOOK_SECRET", "a-webhook-secret-for-the-client-test")
+	var hookOK atomic.Bool
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		if !hookOK.Load() {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+	}))
+	t.Cleanup(receiver.Close)
+	cfg := strings.Replace(string(demo.Config), "  demo:\n", "  demo:\n    webhooks:\n      ops: {url: \""+receiver.URL+"\", events: [turn.committed], secret_env: CLIENT_TEST_HOOK_SECRET, max_attempts: 1}\n", 1)
+	tl, err := turnlog.Open(context.Background(), turnlog.Options{DB: filepath.Join(t.TempDir(), "turnlog.db"), ConfigData: []byte(cfg), Functions: demo.Functions()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tl.Close() })
+	go tl.DeliverWebhooks(context.Background()) // Close ends it
+	handler, stop := tl.Handler(turnlog.ServeOptions{Keys: map[string]string{"k-alice": "alice", "k-root": "root"}, AdminKeys: map[string]bool{"k-root": true}})
+	t.Cleanup(stop)
+	spec := httptest.NewRecorder()
+	handler.ServeHTTP(spec, httptest.NewRequest("GET", "/openapi.yaml", nil))
+	conf := newConformance(t, handler, spec.Body.Bytes())
+	srv := httptest.NewServer(conf)
+	t.Cleanup(srv.Close)
+	return bundle{ctx: context.Background(), alice: client.New(srv.URL, "k-alice", nil), root: client.New(srv.URL, "k-root", nil), conf: conf, hookOK: &hookOK}
+}
+
+// until asks again, briefly, until ok holds (a state another goroutine reaches).
+func until(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); !ok(); {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within 20s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestEveryRoute drives every route through the client, and checks every answer
+// against the schema /openapi.yaml gives it: the client covers the API, and the
+// description is what the server answers.
+func TestEveryRoute(t *testing.T) {
+	b := setup(t)
+	ctx, c := b.ctx, b.alice
+	if err := c.Healthz(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Readyz(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := c.Metrics(ctx); err != nil || !strings.Contains(string(m), "turnlog_") {
+		t.Fatalf("metrics: %v", err)
+	}
+	if spec, err := c.OpenAPI(ctx); err != nil || !strings.HasPrefix(string(spec), "openapi: 3.1") {
+		t.Fatalf("openapi: %v", err)
+	}
+
+	// The README's quickstart.
+	s, err := c.CreateSession(ctx, "demo", mustJSON(`{"ticket": 42}`))
+	if err != nil || s.App != "demo" || string(s.Metadata) != `{"ticket":42}` || s.Owner != "alice" {
+		t.Fatalf("create: %+v %v", s, err)
+	}
+	res, err := c.RunTurn(ctx, s.ID, client.TurnRequest{Input: "where is order 42?"})
+	if err != nil || res.Status != "completed" || !strings.Contains(res.Output, "shipped") || res.Error != nil {
+		t.Fatalf("turn: %+v %v", res, err)
+	}
+	first := res.TurnID
+	if items, err := c.History(ctx, s.ID); err != nil || len(items) != 4 || items[1].Name != "lookup_order" {
+		t.Fatalf("history: %+v %v", items, err)
+	}
+	if evs, err := c.Events(ctx, s.ID, 2); err != nil || len(evs) == 0 || evs[0].Seq != 3 {
+		t.Fatalf("events: %+v %v", evs, err)
+	}
+	if page, err := c.ListSessions(ctx, "demo", 10, ""); err != nil || len(page.Sessions) != 1 || page.Sessions[0].ID != s.ID {
+		t.Fatalf("list: %+v %v", page, err)
+	}
+	if turns, err := c.Turns(ctx, s.ID); err != nil || len(turns) != 1 || turns[0].Status != "committed" {
+		t.Fatalf("turns: %+v %v", turns, err)
+	}
+	if tr, err := c.Turn(ctx, s.ID, first, 0); err != nil || tr.Status != "completed" || tr.Output != res.Output {
+		t.Fatalf("turn resource: %+v %v", tr, err)
+	}
+
+	// A streamed turn, and the same turn followed from the log.
+	st, err := c.StreamTurn(ctx, s.ID, client.TurnRequest{Input: "can I get a refund for order 1001?"}, client.IdempotencyKey("stream-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names, ids []string
+	var streamed string
+	for {
+		ev, err := st.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.ID != "" {
+			names, ids = append(names, ev.Name), append(ids, ev.ID)
+		}
+		if ev.Name == "turn_started" {
+			var d struct {
+				TurnID string `json:"turn_id"`
+			}
+			ev.Decode(&d)
+			streamed = d.TurnID
+		}
+	}
+	st.Close()
+	if got := strings.Join(names, ","); !strings.HasPrefix(got, "turn_started,") || !strings.HasSuffix(got, ",turn_committed") || !strings.Contains(got, "tool_result") {
+		t.Fatalf("stream: %s", got)
+	}
+	follow, err := c.FollowTurn(ctx, s.ID, streamed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The log gives the answer's text as recorded; the live stream sent it in pieces.
+	var again []string
+	for ev, err := follow.Next(); err == nil; ev, err = follow.Next() {
+		if ev.ID != "" && (ev.Name != "text_delta" || slices.Contains(ids, ev.ID)) {
+			again = append(again, ev.ID)
+		}
+	}
+	follow.Close()
+	if strings.Join(again, ",") != strings.Join(ids, ",") {
+		t.Fatalf("followed %v, streamed %v", again, ids)
+	}
+
+	// An approval, answered with an edit: the history shows the call as it ran.
+	res, err = c.RunTurn(ctx, s.ID, client.TurnRequest{Input: "refund order 42"})
+	if err != nil || res.Status != "suspended" || res.SuspendPayload == nil || res.SuspendPayload.Kind != "tool_approval" || res.SuspendPayload.Tool != "issue_refund" {
+		t.Fatalf("suspend: %+v %v", res, err)
+	}
+	if pending, err := c.Interrupts(ctx, s.ID); err != nil || len(pending) != 1 || pending[0].ID != res.SuspendPayload.ID || pending[0].Status != "pending" {
+		t.Fatalf("interrupts: %+v %v", pending, err)
+	}
+	if sum, err := c.Session(ctx, s.ID); err != nil || sum.Status != "waiting" {
+		t.Fatalf("summary: %+v %v", sum, err)
+	}
+	res, err = c.RunTurn(ctx, s.ID, client.TurnRequest{ResumeMap: map[string]client.Answer{res.SuspendPayload.ID: client.Edit(mustJSON(`{"order_id": 7}`))}})
+	if err != nil || res.Status != "completed" {
+		t.Fatalf("edit: %+v %v", res, err)
+	}
+	items, _ := c.History(ctx, s.ID)
+	var edited *client.Item
+	for i := range items {
+		if items[i].EditedBy != "" {
+			edited = &items[i]
+		}
+	}
+	if edited == nil || string(edited.Arguments) != `{"order_id":7}` || string(edited.ProposedArguments) != `{"order_id":42}` || edited.EditedBy != "alice" {
+		t.Fatalf("the edited call in history: %+v", edited)
+	}
+	if audit, err := c.Audit(ctx, s.ID); err != nil || !hasAudit(audit, "approval", "edited") {
+		t.Fatalf("audit: %+v %v", audit, err)
+	}
+
+	// A suspended turn canceled; a background turn followed to its end.
+	res, _ = c.RunTurn(ctx, s.ID, client.TurnRequest{Input: "refund order 42"})
+	if turn, err := c.CancelTurn(ctx, s.ID, res.TurnID, "asked twice"); err != nil || turn.Status != "canceled" {
+		t.Fatalf("cancel: %+v %v", turn, err)
+	}
+	bg, err := c.RunTurn(ctx, s.ID, client.TurnRequest{Input: "where is order 42?", Background: true})
+	if err != nil || bg.Status != "running" || bg.Location == "" {
+		t.Fatalf("background: %+v %v", bg, err)
+	}
+	if tr, err := c.Turn(ctx, s.ID, bg.TurnID, 30*time.Second); err != nil || tr.Status != "completed" {
+		t.Fatalf("waited for the background turn: %+v %v", tr, err)
+	}
+	if comp, err := c.Compact(ctx, s.ID); err != nil || comp.Status != "completed" {
+		t.Fatalf("compact: %+v %v", comp, err)
+	}
+
+	// Branches and export.
+	points, err := c.BranchPoints(ctx, s.ID)
+	if err != nil || len(points.BranchPoints) == 0 || points.BranchPoints[0].TurnID != first {
+		t.Fatalf("branch points: %+v %v", points, err)
+	}
+	br, err := c.Branch(ctx, s.ID, client.BranchRequest{AtTurn: first, Metadata: mustJSON(`{"try": 2}`)})
+	if err != nil || br.ParentID != s.ID || br.ParentTurn != first {
+		t.Fatalf("branch: %+v %v", br, err)
+	}
+	if nd, err := c.Export(ctx, s.ID); err != nil || !strings.HasPrefix(string(nd), `{"session":"`+s.ID+`","seq":1,"type":"SessionCreated"`) {
+		t.Fatalf("export: %.200s %v", nd, err)
+	}
+	live, cancel := context.WithCancel(ctx)
+	evs, err := c.FollowEvents(live, s.ID, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev, err := evs.Next(); err != nil || ev.Name != "SessionCreated" || ev.ID != "1" {
+		t.Fatalf("follow events: %+v %v", ev, err)
+	}
+	cancel()
+	evs.Close()
+
+	// Webhook deliveries: admin only; a dead letter sent again is delivered.
+	var forbidden *client.Error
+	if _, err := c.Deliveries(ctx, client.DeliveryFilter{}); !errors.As(err, &forbidden) || forbidden.Status != 403 || forbidden.Code != "forbidden" {
+		t.Fatalf("deliveries without the admin role: %v", err)
+	}
+	var dead client.DeliveryPage
+	until(t, "a dead letter", func() bool {
+		dead, err = b.root.Deliveries(ctx, client.DeliveryFilter{Status: "dead", Limit: 1})
+		return err == nil && len(dead.Deliveries) == 1
+	})
+	d, err := b.root.Delivery(ctx, dead.Deliveries[0].ID)
+	if err != nil || d.Status != "dead" || d.LastStatus != 503 || d.Event != "turn.committed" {
+		t.Fatalf("delivery: %+v %v", d, err)
+	}
+	b.hookOK.Store(true)
+	if d, err = b.root.Redeliver(ctx, d.ID); err != nil || d.Status != "pending" {
+		t.Fatalf("redeliver: %+v %v", d, err)
+	}
+	until(t, "the redelivery", func() bool {
+		d, err = b.root.Delivery(ctx, d.ID)
+		return err == nil && d.Status == "delivered"
+	})
+	b.conf.check(t)
+}
+
+func hasAudit(audit []client.AuditEntry, kind, outcome string) bool {
+	for _, a := range audit {
+		if a.Kind == kind && a.Outcome == outcome {
+			return true
+		}
+	}
+	return false
+}
+
+// TestErrorsAreTyped: an answer that is not a success is an *Error with the API's
+// code and message, and it matches its documented schema too.
+func TestErrorsAreTyped(t *testing.T) {
+	b := setup(t)
+	var e *client.Error
+	if _, err := b.alice.Session(b.ctx, "nope"); !errors.As(err, &e) || e.Status != 404 || e.Code != "not_found" {
+		t.Fatalf("unknown session: %v", err)
+	}
+	if _, err := b.alice.CreateSession(b.ctx, "nope", nil); !errors.As(err, &e) || e.Status != 400 || !strings.Contains(e.Message, "nope") {
+		t.Fatalf("unknown app: %v", err)
+	}
+	if _, err := client.New(strings.TrimSuffix(b.alice.BaseURL(), "/"), "wrong", nil).ListSessions(b.ctx, "", 0, ""); !errors.As(err, &e) || e.Status != 401 {
+		t.Fatalf("a wrong key: %v", err)
+	}
+	s, _ := b.alice.CreateSession(b.ctx, "demo", nil)
+	b.alice.RunTurn(b.ctx, s.ID, client.TurnRequest{Input: "hello"}, client.IdempotencyKey("k1"))
+	if _, err := b.alice.RunTurn(b.ctx, s.ID, client.TurnRequest{Input: "other"}, client.IdempotencyKey("k1")); !errors.As(err, &e) || e.Status != 422 || e.Code != "idempotency_mismatch" {
+		t.Fatalf("a key with another body: %v", err)
+	}
+	b.conf.mu.Lock()
+	defer b.conf.mu.Unlock()
+	for _, p := range b.conf.problems {
+		t.Error(p)
+	}
+}

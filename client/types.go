@@ -1,0 +1,254 @@
+package client
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Session is a session as created or listed.
+type Session struct {
+	ID            string          `json:"id"`
+	App           string          `json:"app"`
+	Owner         string          `json:"owner"`
+	Metadata      json.RawMessage `json:"metadata,omitempty"`
+	CreatedAt     time.Time       `json:"created_at"`
+	ActiveAgent   string          `json:"active_agent"`
+	TurnCount     int             `json:"turn_count"`
+	LastCommitSeq int64           `json:"last_commit_seq"`
+	ParentID      string          `json:"parent_id,omitempty"`
+	ParentSeq     int64           `json:"parent_seq,omitempty"`
+	ParentTurn    string          `json:"parent_turn,omitempty"`
+}
+
+// SessionSummary is GET /v1/sessions/{id}: the session, whether it is idle, running
+// or waiting for people, its queue's length and, for a branch, where it started.
+type SessionSummary struct {
+	Session
+	Status string      `json:"status"`
+	Queued int         `json:"queued"`
+	Parent *BranchedAt `json:"parent,omitempty"`
+}
+
+// BranchedAt is the turn end of the source a branch started from.
+type BranchedAt struct {
+	SessionID string `json:"session_id"`
+	Seq       int64  `json:"seq"`
+	TurnID    string `json:"turn_id"`
+}
+
+// SessionPage is a page of sessions, newest first.
+type SessionPage struct {
+	Sessions   []Session `json:"sessions"`
+	NextCursor string    `json:"next_cursor,omitempty"`
+}
+
+// Item is one entry of a conversation.
+type Item struct {
+	Type              string          `json:"type"`
+	Role              string          `json:"role,omitempty"`
+	Content           string          `json:"content,omitempty"`
+	Agent             string          `json:"agent,omitempty"`
+	CallID            string          `json:"call_id,omitempty"`
+	Name              string          `json:"name,omitempty"`
+	Arguments         json.RawMessage `json:"arguments,omitempty"`
+	Output            string          `json:"output,omitempty"`
+	Covers            int             `json:"covers,omitempty"`
+	ProposedArguments json.RawMessage `json:"proposed_arguments,omitempty"` // history: a call a reviewer edited
+	EditedBy          string          `json:"edited_by,omitempty"`
+}
+
+// Usage counts tokens.
+type Usage struct {
+	InputTokens  int64 `json:"input_tokens"`
+	OutputTokens int64 `json:"output_tokens"`
+}
+
+// Interrupt is a question to a person that holds a turn: a tool_approval (CallID,
+// Tool, Arguments; Rule, Level, Resources, Alternative when the tool policy asks) or a
+// guardrail_review (Rule; Arguments is the held response {text, tool_calls}).
+type Interrupt struct {
+	ID          string          `json:"id"`
+	Kind        string          `json:"kind"`
+	Path        string          `json:"path"`
+	CallID      string          `json:"call_id,omitempty"`
+	Tool        string          `json:"tool,omitempty"`
+	Arguments   json.RawMessage `json:"arguments,omitempty"`
+	Reason      string          `json:"reason,omitempty"`
+	Rule        string          `json:"rule,omitempty"`
+	Level       string          `json:"level,omitempty"`
+	Resources   []string        `json:"resources,omitempty"`
+	Alternative string          `json:"alternative,omitempty"`
+}
+
+// PendingInterrupt is an interrupt as GET …/interrupts lists it.
+type PendingInterrupt struct {
+	Interrupt
+	SessionID   string    `json:"session_id"`
+	TurnID      string    `json:"turn_id"`
+	Status      string    `json:"status"`
+	RequestedAt time.Time `json:"requested_at"`
+}
+
+// Answer answers one interrupt: Confirmed (with RejectionMessage, or Arguments to
+// edit the call) for a tool_approval, Decision (with ReviewerNotes) for a
+// guardrail_review.
+type Answer struct {
+	Confirmed        *bool           `json:"confirmed,omitempty"`
+	RejectionMessage string          `json:"rejection_message,omitempty"`
+	Arguments        json.RawMessage `json:"arguments,omitempty"`
+	Decision         string          `json:"decision,omitempty"`
+	ReviewerNotes    string          `json:"reviewer_notes,omitempty"`
+}
+
+// Approve, Reject and Edit are the answers to a tool approval.
+func Approve() Answer { t := true; return Answer{Confirmed: &t} }
+
+// Reject refuses the call; the model is told message (or the default when empty).
+func Reject(message string) Answer {
+	f := false
+	return Answer{Confirmed: &f, RejectionMessage: message}
+}
+
+// Edit approves the call with other arguments.
+func Edit(arguments json.RawMessage) Answer {
+	t := true
+	return Answer{Confirmed: &t, Arguments: arguments}
+}
+
+// TurnRequest is the body of POST …/turns: Input for a new turn, or ResumeMap to
+// answer a suspended one. Stream is set by StreamTurn.
+type TurnRequest struct {
+	Input      string            `json:"input,omitempty"`
+	ResumeMap  map[string]Answer `json:"resume_map,omitempty"`
+	Stream     bool              `json:"stream,omitempty"`
+	Background bool              `json:"background,omitempty"`
+	OnBusy     string            `json:"on_busy,omitempty"` // reject, enqueue or interrupt
+}
+
+// TurnError is why a turn failed.
+type TurnError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	Path    string `json:"path,omitempty"`
+}
+
+// TurnResult is a turn's outcome (status completed, suspended or failed; the turn
+// resource also says running or queued). A 202 answer (background, or a queued
+// input) fills TurnID, Status, Location and Position only.
+type TurnResult struct {
+	TurnID         string      `json:"turn_id"`
+	Status         string      `json:"status"`
+	Output         string      `json:"output"`
+	Items          []Item      `json:"items"`
+	Interrupts     []Interrupt `json:"interrupts"`
+	SuspendPayload *Interrupt  `json:"suspend_payload"`
+	Error          *TurnError  `json:"error"`
+	Usage          Usage       `json:"usage"`
+	Agent          string      `json:"agent"`
+	Location       string      `json:"location,omitempty"`
+	Position       int         `json:"position,omitempty"`
+}
+
+// Turn is a turn as GET …/turns lists it.
+type Turn struct {
+	SessionID    string     `json:"session_id"`
+	TurnID       string     `json:"turn_id"`
+	Status       string     `json:"status"`
+	Agent        string     `json:"agent"`
+	Agents       []string   `json:"agents"`
+	Input        string     `json:"input"`
+	StartSeq     int64      `json:"start_seq"`
+	EndSeq       int64      `json:"end_seq,omitempty"`
+	StartedAt    time.Time  `json:"started_at"`
+	EndedAt      *time.Time `json:"ended_at,omitempty"`
+	ModelCalls   int        `json:"model_calls"`
+	ToolCalls    int        `json:"tool_calls"`
+	Usage        Usage      `json:"usage"`
+	ErrorCode    string     `json:"error_code,omitempty"`
+	ErrorMessage string     `json:"error_message,omitempty"`
+	EndAgent     string     `json:"end_agent,omitempty"`
+}
+
+// AuditEntry is one row of a session's audit.
+type AuditEntry struct {
+	Seq       int64           `json:"seq"`
+	TurnID    string          `json:"turn_id"`
+	At        time.Time       `json:"at"`
+	Path      string          `json:"path"`
+	Kind      string          `json:"kind"`
+	Tool      string          `json:"tool,omitempty"`
+	Outcome   string          `json:"outcome"`
+	Rule      string          `json:"rule,omitempty"`
+	Reason    string          `json:"reason,omitempty"`
+	Resources []string        `json:"resources,omitempty"`
+	ExitCode  *int64          `json:"exit_code,omitempty"`
+	Diff      string          `json:"diff,omitempty"`
+	By        string          `json:"by,omitempty"`
+	Proposed  json.RawMessage `json:"arguments_proposed,omitempty"`
+	Approved  json.RawMessage `json:"arguments_approved,omitempty"`
+}
+
+// Event is one event of the log.
+type Event struct {
+	Session string          `json:"session"`
+	Seq     int64           `json:"seq"`
+	Turn    string          `json:"turn,omitempty"`
+	Type    string          `json:"type"`
+	Path    string          `json:"path,omitempty"`
+	V       int             `json:"v"`
+	Data    json.RawMessage `json:"data"`
+	At      time.Time       `json:"at"`
+}
+
+// BranchPoints are a session's committed turn ends and the branches made there.
+type BranchPoints struct {
+	SessionID    string        `json:"session_id"`
+	Parent       *BranchedAt   `json:"parent"`
+	BranchPoints []BranchPoint `json:"branch_points"`
+}
+
+// BranchPoint is one committed turn end.
+type BranchPoint struct {
+	TurnID      string     `json:"turn_id"`
+	Seq         int64      `json:"seq"`
+	CommittedAt *time.Time `json:"committed_at"`
+	Agent       string     `json:"agent"`
+	Branches    []string   `json:"branches"`
+}
+
+// BranchRequest names where to branch: a committed turn, or its end's seq.
+type BranchRequest struct {
+	AtTurn   string          `json:"at_turn,omitempty"`
+	AtSeq    int64           `json:"at_seq,omitempty"`
+	Metadata json.RawMessage `json:"metadata,omitempty"`
+}
+
+// Delivery is one webhook delivery.
+type Delivery struct {
+	ID          string     `json:"id"`
+	App         string     `json:"app"`
+	Webhook     string     `json:"webhook"`
+	Event       string     `json:"event"`
+	SessionID   string     `json:"session_id"`
+	TurnID      string     `json:"turn_id"`
+	Seq         int64      `json:"seq"`
+	Status      string     `json:"status"`
+	Attempts    int        `json:"attempts"`
+	NextAt      *time.Time `json:"next_at,omitempty"`
+	CreatedAt   time.Time  `json:"created_at"`
+	DeliveredAt *time.Time `json:"delivered_at,omitempty"`
+	LastStatus  int        `json:"last_status,omitempty"`
+	LastError   string     `json:"last_error,omitempty"`
+}
+
+// DeliveryPage is a page of deliveries; Next, when set, is the After of the next.
+type DeliveryPage struct {
+	Deliveries []Delivery `json:"deliveries"`
+	Next       string     `json:"next,omitempty"`
+}
+
+// DeliveryFilter narrows a listing of deliveries.
+type DeliveryFilter struct {
+	Status, Webhook, SessionID, After string
+	Limit                             int
+}
