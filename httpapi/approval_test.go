@@ -2,9 +2,12 @@ package httpapi_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/turnlog/turnlog/client"
 )
 
 func TestApprovalOverHTTP(t *testing.T) {
@@ -32,9 +35,9 @@ func TestApprovalOverHTTP(t *testing.T) {
 		}
 	}
 	approve := `{"resume_map":{"` + interrupt + `":{"confirmed":true}}}`
-	r = b.do(t, "POST", turns, "key-alice", approve)
-	if r.status != 200 || r.body["status"] != "completed" || r.body["output"] != "Refunded 58.40 EUR for order 42." {
-		t.Fatalf("approve: %d %s", r.status, r.raw)
+	if res, err := b.as("key-alice").RunTurn(context.Background(), id, client.TurnRequest{ResumeMap: map[string]client.Answer{interrupt: client.Approve()}}); err != nil ||
+		res.Status != "completed" || res.Output != "Refunded 58.40 EUR for order 42." {
+		t.Fatalf("approve: %+v %v", res, err)
 	}
 	if r := b.do(t, "POST", turns, "key-alice", approve); r.status != 200 || r.body["status"] != "completed" {
 		t.Fatalf("the same answer again: %d %s", r.status, r.raw)
@@ -86,11 +89,11 @@ func TestEditedApprovalOverHTTP(t *testing.T) {
 	id := b.newSession(t, "key-alice", "demo")
 	turns := "/v1/sessions/" + id + "/turns"
 	interrupt := b.suspendRefund(t, turns, "key-alice")
-	r := b.do(t, "POST", turns, "key-alice", `{"resume_map":{"`+interrupt+`":{"confirmed":true,"arguments":{"order_id":7}}}}`)
-	if r.status != 200 || r.body["status"] != "completed" {
-		t.Fatalf("edit: %d %s", r.status, r.raw)
+	res, err := b.as("key-alice").RunTurn(context.Background(), id, client.TurnRequest{ResumeMap: map[string]client.Answer{interrupt: client.Edit(json.RawMessage(`{"order_id":7}`))}})
+	if err != nil || res.Status != "completed" || res.Output != "Refunded 12.00 EUR for order 7." {
+		t.Fatalf("edit: %+v %v", res, err)
 	}
-	r = b.do(t, "GET", "/v1/sessions/"+id+"/history", "key-alice", "")
+	r := b.do(t, "GET", "/v1/sessions/"+id+"/history", "key-alice", "")
 	if !strings.Contains(r.raw, `"arguments":{"order_id":7},"call_id":"call_1_1","edited_by":"alice","name":"issue_refund","proposed_arguments":{"order_id":42}`) {
 		t.Fatalf("history: %s", r.raw)
 	}
@@ -107,10 +110,10 @@ func TestEditedApprovalOverHTTP(t *testing.T) {
 // It returns the interrupt to answer.
 func (b testBundle) suspendRefund(t *testing.T, turns, key string) string {
 	t.Helper()
-	r := b.do(t, "POST", turns, key, `{"input":"refund order 42"}`)
-	payload, _ := r.body["suspend_payload"].(map[string]any)
-	if r.status != 200 || r.body["status"] != "suspended" || payload["tool"] != "issue_refund" {
-		t.Fatalf("suspend: %d %s", r.status, r.raw)
+	session := strings.TrimSuffix(strings.TrimPrefix(turns, "/v1/sessions/"), "/turns")
+	r, err := b.as(key).RunTurn(context.Background(), session, client.TurnRequest{Input: "refund order 42"})
+	if err != nil || r.Status != "suspended" || r.SuspendPayload == nil || r.SuspendPayload.Tool != "issue_refund" || len(r.Interrupts) != 1 {
+		t.Fatalf("suspend: %+v %v", r, err)
 	}
-	return payload["id"].(string)
+	return r.SuspendPayload.ID
 }

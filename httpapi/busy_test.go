@@ -1,8 +1,12 @@
 package httpapi_test
 
 import (
+	"context"
 	"net/http"
 	"testing"
+	"time"
+
+	"github.com/turnlog/turnlog/client"
 )
 
 // TestBusySession: input for a session whose turn runs is refused by default (409);
@@ -22,27 +26,27 @@ func TestBusySession(t *testing.T) {
 	if r := b.do(t, "POST", turns, "key-alice", `{"input": "hello", "on_busy": "later"}`); r.status != http.StatusBadRequest {
 		t.Fatalf("an unknown on_busy: %d %s", r.status, r.raw)
 	}
-	q1 := b.do(t, "POST", turns, "key-alice", `{"input": "one", "on_busy": "enqueue"}`)
-	q2 := b.do(t, "POST", turns, "key-alice", `{"input": "two", "on_busy": "enqueue"}`)
-	if q1.status != http.StatusAccepted || q1.body["status"] != "queued" || q1.body["position"] != 1.0 || q2.body["position"] != 2.0 || q1.header.Get("Location") == "" {
-		t.Fatalf("enqueue: %s / %s", q1.raw, q2.raw)
+	ctx, c := context.Background(), b.as("key-alice")
+	q1, err1 := c.RunTurn(ctx, gate, client.TurnRequest{Input: "one", OnBusy: "enqueue"})
+	q2, err2 := c.RunTurn(ctx, gate, client.TurnRequest{Input: "two", OnBusy: "enqueue"})
+	if err1 != nil || err2 != nil || q1.Status != "queued" || q1.Position != 1 || q2.Position != 2 || q1.Location != "/v1/sessions/"+gate+"/turns/"+q1.TurnID {
+		t.Fatalf("enqueue: %+v %v / %+v %v", q1, err1, q2, err2)
 	}
-	if s := b.do(t, "GET", "/v1/sessions/"+gate, "key-alice", ""); s.body["queued"] != 2.0 {
-		t.Fatalf("session: %s", s.raw)
+	if s, err := c.Session(ctx, gate); err != nil || s.Queued != 2 {
+		t.Fatalf("session: %+v %v", s, err)
 	}
-	if r := b.do(t, "GET", q1.header.Get("Location"), "key-alice", ""); r.body["status"] != "queued" {
-		t.Fatalf("a queued turn's resource: %s", r.raw)
+	if r, err := c.Turn(ctx, gate, q1.TurnID, 0); err != nil || r.Status != "queued" {
+		t.Fatalf("a queued turn's resource: %+v %v", r, err)
 	}
-	if r := b.do(t, "POST", turns+"/"+q2.body["turn_id"].(string)+"/cancel", "key-alice", `{"reason": "never mind"}`); r.status != 200 || r.body["status"] != "canceled" {
-		t.Fatalf("cancel a queued input: %s", r.raw)
+	if r, err := c.CancelTurn(ctx, gate, q2.TurnID, "never mind"); err != nil || r.Status != "canceled" {
+		t.Fatalf("cancel a queued input: %+v %v", r, err)
 	}
 	close(b.release)
 	if r := <-first; r.body["status"] != "completed" {
 		t.Fatalf("first: %s", r.raw)
 	}
-	done := b.do(t, "GET", q1.header.Get("Location")+"?wait=30s", "key-alice", "")
-	if done.body["status"] != "completed" || done.body["turn_id"] != q1.body["turn_id"] {
-		t.Fatalf("the queued turn: %s", done.raw)
+	if done, err := c.Turn(ctx, gate, q1.TurnID, 30*time.Second); err != nil || done.Status != "completed" || done.TurnID != q1.TurnID {
+		t.Fatalf("the queued turn: %+v %v", done, err)
 	}
 	if n := b.turnCount(t, gate); n != 2 {
 		t.Fatalf("%d turns (the canceled input must not run)", n)

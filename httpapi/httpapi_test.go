@@ -18,6 +18,7 @@ import (
 	"github.com/turnlog/turnlog/adapters/functool"
 	"github.com/turnlog/turnlog/adapters/metrics"
 	"github.com/turnlog/turnlog/adapters/sqlite"
+	"github.com/turnlog/turnlog/client"
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/examples/demo"
 	"github.com/turnlog/turnlog/fsm"
@@ -185,48 +186,42 @@ func (r response) errorMessage() string {
 	return m
 }
 
+// as is the typed client acting with key: what the happy paths use (bad input is
+// sent as raw bytes with do).
+func (b testBundle) as(key string) *client.Client { return client.New(b.srv.URL, key, nil) }
+
 func (b testBundle) newSession(t *testing.T, key, app string) string {
 	t.Helper()
-	r := b.do(t, "POST", "/v1/sessions", key, `{"app":"`+app+`","metadata":{"ticket":12}}`)
-	if r.status != http.StatusCreated {
-		t.Fatalf("create session: %d %s", r.status, r.raw)
+	s, err := b.as(key).CreateSession(context.Background(), app, json.RawMessage(`{"ticket":12}`))
+	if err != nil {
+		t.Fatalf("create session: %v", err)
 	}
-	return r.body["id"].(string)
+	return s.ID
 }
 
 func TestSessionTurnHistoryEvents(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	r := b.do(t, "POST", "/v1/sessions", "key-alice", `{"app":"demo","metadata":{"ticket":12}}`)
-	if r.status != http.StatusCreated || r.body["app"] != "demo" || r.body["created_at"] == nil {
-		t.Fatalf("create: %d %s", r.status, r.raw)
+	ctx, c := context.Background(), b.as("key-alice")
+	s, err := c.CreateSession(ctx, "demo", json.RawMessage(`{"ticket":12}`))
+	if err != nil || s.App != "demo" || s.CreatedAt.IsZero() || string(s.Metadata) != `{"ticket":12}` {
+		t.Fatalf("create: %+v %v", s, err)
 	}
-	id := r.body["id"].(string)
-	r = b.do(t, "POST", "/v1/sessions/"+id+"/turns", "key-alice", `{"input":"where is order 42?"}`)
-	if r.status != http.StatusOK || r.body["status"] != "completed" || !strings.Contains(r.body["output"].(string), "shipped") {
-		t.Fatalf("turn: %d %s", r.status, r.raw)
+	res, err := c.RunTurn(ctx, s.ID, client.TurnRequest{Input: "where is order 42?"})
+	if err != nil || res.Status != "completed" || !strings.Contains(res.Output, "shipped") || res.TurnID == "" || res.Items == nil || res.Interrupts == nil {
+		t.Fatalf("turn: %+v %v", res, err)
 	}
-	for _, k := range []string{"turn_id", "items", "interrupts", "suspend_payload", "error", "usage"} {
-		if _, ok := r.body[k]; !ok {
-			t.Fatalf("turn response lacks %q: %s", k, r.raw)
-		}
+	if items, err := c.History(ctx, s.ID); err != nil || len(items) != 4 {
+		t.Fatalf("history: %+v %v", items, err)
 	}
-	r = b.do(t, "GET", "/v1/sessions/"+id+"/history", "key-alice", "")
-	if items, _ := r.body["items"].([]any); r.status != http.StatusOK || len(items) != 4 {
-		t.Fatalf("history: %d %s", r.status, r.raw)
+	if all, err := c.Events(ctx, s.ID, 0); err != nil || len(all) != 7 {
+		t.Fatalf("events: %d %v", len(all), err)
 	}
-	r = b.do(t, "GET", "/v1/sessions/"+id+"/events", "key-alice", "")
-	all, _ := r.body["events"].([]any)
-	if r.status != http.StatusOK || len(all) != 7 {
-		t.Fatalf("events: %d %s", r.status, r.raw)
+	if tail, err := c.Events(ctx, s.ID, 5); err != nil || len(tail) != 2 || tail[0].Seq != 6 {
+		t.Fatalf("events after 5: %+v %v", tail, err)
 	}
-	r = b.do(t, "GET", "/v1/sessions/"+id+"/events?after=5", "key-alice", "")
-	tail, _ := r.body["events"].([]any)
-	if len(tail) != 2 || tail[0].(map[string]any)["seq"].(float64) != 6 {
-		t.Fatalf("events after 5: %s", r.raw)
-	}
-	if r := b.do(t, "GET", "/healthz", "", ""); r.status != http.StatusOK {
-		t.Fatalf("healthz: %d", r.status)
+	if err := c.Healthz(ctx); err != nil {
+		t.Fatalf("healthz: %v", err)
 	}
 }
 

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/turnlog/turnlog/client"
 )
 
 func TestEveryRoute(t *testing.T) {
@@ -20,15 +22,14 @@ func TestEveryRoute(t *testing.T) {
 	}
 	b.newSession(t, "key-bob", "demo")
 
+	ctx, c := context.Background(), b.as("key-alice")
 	// Sessions: newest first, paged, the caller's only.
-	r := b.do(t, "GET", "/v1/sessions?limit=2&app=demo", "key-alice", "")
-	page, _ := r.body["sessions"].([]any)
-	if r.status != 200 || len(page) != 2 || page[0].(map[string]any)["id"] != ids[2] || r.body["next_cursor"] == nil {
-		t.Fatalf("first page: %d %s", r.status, r.raw)
+	page, err := c.ListSessions(ctx, "demo", 2, "")
+	if err != nil || len(page.Sessions) != 2 || page.Sessions[0].ID != ids[2] || page.NextCursor == "" {
+		t.Fatalf("first page: %+v %v", page, err)
 	}
-	r = b.do(t, "GET", "/v1/sessions?limit=2&cursor="+r.body["next_cursor"].(string), "key-alice", "")
-	if page, _ := r.body["sessions"].([]any); len(page) != 1 || page[0].(map[string]any)["id"] != ids[0] || r.body["next_cursor"] != nil {
-		t.Fatalf("second page: %s", r.raw)
+	if page, err = c.ListSessions(ctx, "", 2, page.NextCursor); err != nil || len(page.Sessions) != 1 || page.Sessions[0].ID != ids[0] || page.NextCursor != "" {
+		t.Fatalf("second page: %+v %v", page, err)
 	}
 	for _, bad := range []string{"limit=0", "limit=101", "limit=x", "cursor=zzz"} {
 		if r := b.do(t, "GET", "/v1/sessions?"+bad, "key-alice", ""); r.status != 400 {
@@ -37,22 +38,21 @@ func TestEveryRoute(t *testing.T) {
 	}
 
 	id := ids[0]
-	turn := b.do(t, "POST", "/v1/sessions/"+id+"/turns", "key-alice", `{"input":"where is order 42?"}`)
-	turnID := turn.body["turn_id"].(string)
-	r = b.do(t, "GET", "/v1/sessions/"+id, "key-alice", "")
-	if r.status != 200 || r.body["status"] != "idle" || r.body["turn_count"].(float64) != 1 || r.body["active_agent"] != "support" || r.body["parent"] != nil {
-		t.Fatalf("summary: %s", r.raw)
+	turn, err := c.RunTurn(ctx, id, client.TurnRequest{Input: "where is order 42?"})
+	if err != nil {
+		t.Fatal(err)
 	}
-	r = b.do(t, "GET", "/v1/sessions/"+id+"/turns", "key-alice", "")
-	if turns, _ := r.body["turns"].([]any); len(turns) != 1 || turns[0].(map[string]any)["status"] != "committed" ||
-		turns[0].(map[string]any)["tool_calls"].(float64) != 1 {
-		t.Fatalf("turns: %s", r.raw)
+	turnID := turn.TurnID
+	if sum, err := c.Session(ctx, id); err != nil || sum.Status != "idle" || sum.TurnCount != 1 || sum.ActiveAgent != "support" || sum.Parent != nil {
+		t.Fatalf("summary: %+v %v", sum, err)
 	}
-	r = b.do(t, "GET", "/v1/sessions/"+id+"/interrupts", "key-alice", "")
-	if r.status != 200 || !strings.Contains(r.raw, `"interrupts":[]`) {
+	if turns, err := c.Turns(ctx, id); err != nil || len(turns) != 1 || turns[0].Status != "committed" || turns[0].ToolCalls != 1 {
+		t.Fatalf("turns: %+v %v", turns, err)
+	}
+	if r := b.do(t, "GET", "/v1/sessions/"+id+"/interrupts", "key-alice", ""); r.status != 200 || !strings.Contains(r.raw, `"interrupts":[]`) {
 		t.Fatalf("interrupts: %s", r.raw)
 	}
-	r = b.do(t, "POST", "/v1/sessions/"+id+"/turns/"+turnID+"/cancel", "key-alice", "")
+	r := b.do(t, "POST", "/v1/sessions/"+id+"/turns/"+turnID+"/cancel", "key-alice", "")
 	if r.status != 409 {
 		t.Fatalf("cancel of a committed turn: %d %s", r.status, r.raw)
 	}
@@ -61,19 +61,18 @@ func TestEveryRoute(t *testing.T) {
 	}
 
 	// Branch at the turn; the branch-points list it; the summary names the parent.
-	r = b.do(t, "POST", "/v1/sessions/"+id+"/branches", "key-alice", `{"at_turn":"`+turnID+`"}`)
-	if r.status != 201 || r.body["parent_id"] != id {
-		t.Fatalf("branch: %d %s", r.status, r.raw)
+	br, err := c.Branch(ctx, id, client.BranchRequest{AtTurn: turnID})
+	if err != nil || br.ParentID != id {
+		t.Fatalf("branch: %+v %v", br, err)
 	}
-	branch := r.body["id"].(string)
-	r = b.do(t, "GET", "/v1/sessions/"+id+"/branch-points", "key-alice", "")
-	points, _ := r.body["branch_points"].([]any)
-	if len(points) != 1 || !strings.Contains(r.raw, `"branches":["`+branch+`"]`) {
-		t.Fatalf("branch points: %s", r.raw)
+	branch := br.ID
+	points, err := c.BranchPoints(ctx, id)
+	if err != nil || len(points.BranchPoints) != 1 || strings.Join(points.BranchPoints[0].Branches, ",") != branch {
+		t.Fatalf("branch points: %+v %v", points, err)
 	}
-	seq := int(points[0].(map[string]any)["seq"].(float64))
-	if r := b.do(t, "POST", "/v1/sessions/"+id+"/branches", "key-alice", `{"at_seq":`+strconv.Itoa(seq)+`}`); r.status != 201 {
-		t.Fatalf("branch at seq: %d %s", r.status, r.raw)
+	seq := int(points.BranchPoints[0].Seq)
+	if _, err := c.Branch(ctx, id, client.BranchRequest{AtSeq: int64(seq)}); err != nil {
+		t.Fatalf("branch at seq: %v", err)
 	}
 	for body, status := range map[string]int{`{"at_seq":2}`: 409, `{}`: 400, `{"at_turn":"nope"}`: 404, `{"at_seq":-1}`: 400} {
 		if r := b.do(t, "POST", "/v1/sessions/"+id+"/branches", "key-alice", body); r.status != status {
@@ -83,37 +82,23 @@ func TestEveryRoute(t *testing.T) {
 	if r := b.do(t, "POST", "/v1/sessions/"+id+"/branches", "key-bob", `{"at_turn":"`+turnID+`"}`); r.status != 404 {
 		t.Fatalf("another user's branch: %d", r.status)
 	}
-	r = b.do(t, "GET", "/v1/sessions/"+branch, "key-alice", "")
-	if parent, _ := r.body["parent"].(map[string]any); parent["session_id"] != id || parent["turn_id"] != turnID {
-		t.Fatalf("branch summary: %s", r.raw)
+	if sum, err := c.Session(ctx, branch); err != nil || sum.Parent == nil || sum.Parent.SessionID != id || sum.Parent.TurnID != turnID {
+		t.Fatalf("branch summary: %+v %v", sum, err)
 	}
-	r = b.do(t, "POST", "/v1/sessions/"+branch+"/turns", "key-alice", `{"input":"and order 7?"}`)
-	if r.status != 200 || !strings.Contains(r.raw, "Order 7") {
-		t.Fatalf("branch turn: %s", r.raw)
+	if res, err := c.RunTurn(ctx, branch, client.TurnRequest{Input: "and order 7?"}); err != nil || !strings.Contains(res.Output, "Order 7") {
+		t.Fatalf("branch turn: %+v %v", res, err)
 	}
-	r = b.do(t, "GET", "/v1/sessions/"+branch+"/history", "key-alice", "")
-	if items, _ := r.body["items"].([]any); len(items) != 8 {
-		t.Fatalf("branch history has %d items: %s", len(items), r.raw)
+	if items, err := c.History(ctx, branch); err != nil || len(items) != 8 {
+		t.Fatalf("branch history has %d items: %v", len(items), err)
 	}
 
 	// Export is the fixture format.
-	res, err := http.NewRequest("GET", b.srv.URL+"/v1/sessions/"+id+"/export", nil)
-	if err != nil {
-		t.Fatal(err)
+	nd, err := c.Export(ctx, id)
+	if lines := strings.Count(string(nd), "\n"); err != nil || lines != 7 {
+		t.Fatalf("export: %d lines, %v", lines, err)
 	}
-	res.Header.Set("Authorization", "Bearer key-alice")
-	resp, err := http.DefaultClient.Do(res)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	lines := 0
-	for sc.Scan() {
-		lines++
-	}
-	if resp.Header.Get("Content-Type") != "application/x-ndjson" || lines != 7 {
-		t.Fatalf("export: %s, %d lines", resp.Header.Get("Content-Type"), lines)
+	if r := b.do(t, "GET", "/v1/sessions/"+id+"/export", "key-alice", ""); r.header.Get("Content-Type") != "application/x-ndjson" {
+		t.Fatalf("export: %s", r.header.Get("Content-Type"))
 	}
 }
 

@@ -69,6 +69,10 @@ func TestImportRules(t *testing.T) {
 				t.Errorf("%s imports the adapter %s", pkg, dep)
 			case pkg == "events" && dep != "":
 				t.Errorf("events imports %s: it imports no other turnlog package", dep)
+			case pkg == "client" && dep != "":
+				t.Errorf("client imports %s: it speaks only HTTP and JSON, so a program using it does not link the engine", dep)
+			case dep == "client":
+				t.Errorf("%s imports client: the client is for programs that call turnlog (and tests)", pkg)
 			}
 		}
 	}
