@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"strings"
 
@@ -20,12 +21,16 @@ func cmdServe(ctx context.Context, c *cliContext, args []string) error {
 	addr := fs.String("addr", envOr("TURNLOG_ADDR", "127.0.0.1:8080"), "listen address (env TURNLOG_ADDR)")
 	dev := fs.Bool("dev", envOr("TURNLOG_DEV", "") == "1" || envOr("TURNLOG_DEV", "") == "true", "development mode: no API keys needed (env TURNLOG_DEV=1)")
 	keySpec := fs.String("api-keys", envOr("TURNLOG_API_KEYS", ""), "comma-separated KEY=USER pairs; KEY=USER:admin gives the key the admin role (env TURNLOG_API_KEYS)")
+	publicURL := fs.String("public-url", envOr("TURNLOG_PUBLIC_URL", ""), "where people reach this server (behind a TLS proxy, its https URL: the inspector's cookie is then Secure) (env TURNLOG_PUBLIC_URL)")
 	keysFile := fs.String("api-keys-file", envOr("TURNLOG_API_KEYS_FILE", ""), "a file of KEY=USER (or KEY=USER:admin) lines (# comments), so keys need not be on a command line (env TURNLOG_API_KEYS_FILE)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if err := requireArgs(fs, 0, "no arguments"); err != nil {
 		return err
+	}
+	if u, err := url.Parse(*publicURL); *publicURL != "" && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "") {
+		return events.FieldError(events.CodeInvalid, "public-url", "must be an http or https URL, got %q", *publicURL)
 	}
 	keys, admins, err := parseKeys(*keySpec)
 	if err != nil {
@@ -76,8 +81,9 @@ func cmdServe(ctx context.Context, c *cliContext, args []string) error {
 		fmt.Fprintln(c.stderr, "turnlog: WARNING: --dev mode: requests need no API key and act as user \"dev\"; do not expose this server")
 	}
 	fmt.Fprintf(c.stderr, "turnlog: serving on http://%s (database %s)\n", ln.Addr(), f.db)
+	fmt.Fprintf(c.stderr, "turnlog: the inspector is at http://%s/ui/\n", ln.Addr())
 	logger := zerolog.New(c.stderr).With().Timestamp().Logger()
-	if err := tl.Serve(ctx, ln, turnlog.ServeOptions{Keys: keys, AdminKeys: admins, Dev: *dev, Logger: logger}); err != nil {
+	if err := tl.Serve(ctx, ln, turnlog.ServeOptions{Keys: keys, AdminKeys: admins, Dev: *dev, Logger: logger, PublicURL: *publicURL}); err != nil {
 		return err
 	}
 	fmt.Fprintln(c.stderr, "turnlog: stopped")

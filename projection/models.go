@@ -140,3 +140,15 @@ type QueuedInput struct {
 	QueuedAt time.Time   `json:"queued_at"`
 	Seq      int64       `json:"seq"`
 }
+
+// UISession is a browser's sign-in to the web inspector: found by the hash of its
+// cookie, it acts as User (an admin when the key it was made with is), and every form
+// it posts carries CSRF.
+type UISession struct {
+	IDHash    string
+	User      string
+	Admin     bool
+	CSRF      string
+	CreatedAt time.Time
+	ExpiresAt time.Time
+}

@@ -378,3 +378,11 @@ func (s *Store) PendingInterrupts(ctx context.Context, session string) ([]projec
 	}
 	return out, rows.Err()
 }
+
+// SessionsWaiting lists owner's sessions (of app, when given) whose turn waits for a
+// person, newest first.
+func (s *Store) SessionsWaiting(ctx context.Context, owner, app string) ([]projection.Session, error) {
+	return s.querySessions(ctx, qSessionCols+` WHERE owner = ?1 AND (app = ?2 OR ?2 = '')
+		AND id IN (SELECT session_id FROM proj_interrupts INDEXED BY proj_interrupts_pending WHERE status = 'pending')
+		ORDER BY created_at DESC, id DESC`, owner, app)
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/turnlog/turnlog/adapters/webhook"
 	"github.com/turnlog/turnlog/fsm"
 	"github.com/turnlog/turnlog/httpapi"
+	"github.com/turnlog/turnlog/inspector"
 )
 
 // ServeOptions say who may call the REST API.
@@ -31,15 +32,28 @@ type ServeOptions struct {
 	IdempotencyTTL time.Duration
 	// ShutdownGrace is how long in-flight requests get once ctx ends (default 30s).
 	ShutdownGrace time.Duration
+	// PublicURL is where people reach turnlog (behind a TLS proxy, its https URL):
+	// with https the inspector's cookie is Secure.
+	PublicURL string
 }
 
-// Handler is the REST API (docs/api.md) over this log, with /metrics, and a function
-// that ends its live streams (call it before shutting the HTTP server down).
+// Handler is the REST API (docs/api.md) over this log, with /metrics, and the web
+// inspector under /ui/; and a function that ends their live streams (call it before
+// shutting the HTTP server down).
 func (t *Turnlog) Handler(s ServeOptions) (http.Handler, func()) {
 	api := httpapi.New(httpapi.Config{Engine: t.Engine, Reader: t.Store, Idempotency: t.Store, IdempotencyTTL: s.IdempotencyTTL, Keys: s.Keys, AdminKeys: s.AdminKeys, Dev: s.Dev,
 		Deliveries: deliveries{t.Store, t.webhooks},
 		Ready:      t.Store.Ready, Metrics: t.metrics.Handler(), Meter: t.metrics, Logger: s.Logger})
-	return api.Handler(), api.Stop
+	ui, err := inspector.New(inspector.Config{Engine: t.Engine, Reader: t.Store, SignIns: t.Store, Keys: s.Keys, AdminKeys: s.AdminKeys,
+		Dev: s.Dev, PublicURL: s.PublicURL})
+	if err != nil {
+		panic(err) // the embedded templates parse: a test renders every page
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/ui/", ui.Handler())
+	mux.Handle("/ui", http.RedirectHandler("/ui/", http.StatusMovedPermanently))
+	mux.Handle("/", api.Handler())
+	return mux, api.Stop
 }
 
 // Serve serves the REST API on ln until ctx ends, rejecting approvals whose

@@ -1,0 +1,32 @@
+package inspector
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/turnlog/turnlog/events"
+)
+
+func asError(err error, target **events.Error) bool { return errors.As(err, target) }
+
+func statusOf(code events.Code) int {
+	switch code {
+	case events.CodeInvalid:
+		return http.StatusBadRequest
+	case events.CodeNotFound:
+		return http.StatusNotFound
+	case events.CodeConflict:
+		return http.StatusConflict
+	case events.CodePolicyDenied:
+		return http.StatusForbidden
+	}
+	return http.StatusInternalServerError
+}
+
+func stringOf(v any) string {
+	if s, ok := v.(string); ok {
+		return s
+	}
+	return fmt.Sprint(v)
+}

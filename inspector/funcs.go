@@ -1,0 +1,29 @@
+package inspector
+
+import (
+	"bytes"
+	"encoding/json"
+	"html/template"
+	"strings"
+	"time"
+)
+
+// funcs are the templates' helpers; none of them returns HTML, so html/template
+// escapes everything they give.
+var funcs = template.FuncMap{
+	"stamp": func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05Z") },
+	"took": func(start time.Time, end *time.Time) string {
+		if end == nil {
+			return "running"
+		}
+		return end.Sub(start).Round(time.Millisecond).String()
+	},
+	"join": func(s []string) string { return strings.Join(s, " → ") },
+	"json": func(raw json.RawMessage) string { // indented, every number as written
+		var b bytes.Buffer
+		if json.Indent(&b, raw, "", "  ") != nil {
+			return string(raw)
+		}
+		return b.String()
+	},
+}

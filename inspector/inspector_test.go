@@ -1,0 +1,277 @@
+package inspector_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/turnlog/turnlog/examples/demo"
+	"github.com/turnlog/turnlog/pkg/turnlog"
+)
+
+type bundle struct {
+	t   *testing.T
+	tl  *turnlog.Turnlog
+	srv *httptest.Server
+}
+
+// setup serves the demo with keys for alice, bob and an admin, behind publicURL.
+func setup(t *testing.T, publicURL string, dev bool) bundle {
+	t.Helper()
+	tl, err := turnlog.Open(context.Background(), turnlog.Options{DB: filepath.Join(t.TempDir(), "turnlog.db"), ConfigData: demo.Config, Functions: demo.Functions()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tl.Close() })
+	opts := turnlog.ServeOptions{Keys: map[string]string{"k-alice": "alice", "k-bob": "bob"}, PublicURL: publicURL, Dev: dev}
+	if dev {
+		opts.Keys = nil
+	}
+	h, stop := tl.Handler(opts)
+	t.Cleanup(stop)
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return bundle{t: t, tl: tl, srv: srv}
+}
+
+// browser is a client with its own cookies that does not follow redirects.
+type browser struct {
+	b   bundle
+	c   *http.Client
+	jar http.CookieJar
+}
+
+func (b bundle) browser() *browser {
+	jar, _ := cookiejar.New(nil)
+	return &browser{b: b, jar: jar, c: &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+}
+
+type answer struct {
+	status int
+	header http.Header
+	body   string
+}
+
+func (w *browser) do(method, path string, form url.Values) answer {
+	w.b.t.Helper()
+	var body io.Reader
+	if form != nil {
+		body = strings.NewReader(form.Encode())
+	}
+	req, _ := http.NewRequest(method, w.b.srv.URL+path, body)
+	if form != nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	res, err := w.c.Do(req)
+	if err != nil {
+		w.b.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	raw, _ := io.ReadAll(res.Body)
+	return answer{res.StatusCode, res.Header, string(raw)}
+}
+
+func (w *browser) signIn(key string) {
+	w.b.t.Helper()
+	if a := w.do("POST", "/ui/signin", url.Values{"key": {key}, "next": {"/ui/"}}); a.status != http.StatusSeeOther || a.header.Get("Location") != "/ui/" {
+		w.b.t.Fatalf("sign in: %d %s", a.status, a.body)
+	}
+}
+
+var csrfRe = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
+
+func csrfOf(t *testing.T, page string) string {
+	t.Helper()
+	m := csrfRe.FindStringSubmatch(page)
+	if m == nil {
+		t.Fatalf("the page has no CSRF token: %.400s", page)
+	}
+	return m[1]
+}
+
+// TestSignInWithAnAPIKey: the pages need a sign-in; a key becomes a cookie for /ui/
+// only (HttpOnly, SameSite=Strict, Secure behind https), kept in the store — so
+// signing out revokes it for every node; the cookie never opens the JSON API.
+func TestSignInWithAnAPIKey(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "https://turnlog.example.test", false)
+	w := b.browser()
+	if a := w.do("GET", "/ui/", nil); a.status != http.StatusSeeOther || !strings.HasPrefix(a.header.Get("Location"), "/ui/signin?next=") {
+		t.Fatalf("not signed in: %d %v", a.status, a.header)
+	}
+	if a := w.do("POST", "/ui/signin", url.Values{"key": {"k-mallory"}}); a.status != http.StatusUnauthorized || !strings.Contains(a.body, "not one this server knows") {
+		t.Fatalf("a wrong key: %d %s", a.status, a.body)
+	}
+	a := w.do("POST", "/ui/signin", url.Values{"key": {"k-alice"}, "next": {"//evil.example/x"}})
+	cookie := a.header.Get("Set-Cookie")
+	if a.status != http.StatusSeeOther || a.header.Get("Location") != "/ui/" {
+		t.Fatalf("sign in (an off-site next is not followed): %d %v", a.status, a.header)
+	}
+	for _, want := range []string{"turnlog_ui=", "Path=/ui/", "HttpOnly", "SameSite=Strict", "Secure"} {
+		if !strings.Contains(cookie, want) {
+			t.Errorf("cookie %q lacks %s", cookie, want)
+		}
+	}
+	if strings.Contains(cookie, "k-alice") {
+		t.Fatal("the cookie holds the API key")
+	}
+	// The jar keeps Secure cookies for https only: send it by hand from here on.
+	value := strings.TrimPrefix(strings.Split(cookie, ";")[0], "turnlog_ui=")
+	get := func(path string) answer {
+		req, _ := http.NewRequest("GET", b.srv.URL+path, nil)
+		req.AddCookie(&http.Cookie{Name: "turnlog_ui", Value: value})
+		res, err := w.c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		raw, _ := io.ReadAll(res.Body)
+		return answer{res.StatusCode, res.Header, string(raw)}
+	}
+	page := get("/ui/")
+	if page.status != 200 || !strings.Contains(page.body, "signed in as <strong>alice</strong>") {
+		t.Fatalf("signed in: %d %.300s", page.status, page.body)
+	}
+	if csp := page.header.Get("Content-Security-Policy"); !strings.Contains(csp, "frame-ancestors 'none'") || !strings.Contains(csp, "script-src 'self'") {
+		t.Fatalf("CSP: %q", csp)
+	}
+	if api := get("/v1/sessions"); api.status != http.StatusUnauthorized {
+		t.Fatalf("the cookie opened the JSON API: %d", api.status)
+	}
+	// Sign out without the form's token is refused; with it, the cookie is dead here
+	// and on another node on the same store.
+	post := func(form url.Values) answer {
+		req, _ := http.NewRequest("POST", b.srv.URL+"/ui/signout", strings.NewReader(form.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.AddCookie(&http.Cookie{Name: "turnlog_ui", Value: value})
+		res, err := w.c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return answer{status: res.StatusCode}
+	}
+	if a := post(url.Values{}); a.status != http.StatusForbidden {
+		t.Fatalf("sign out without CSRF: %d", a.status)
+	}
+	if a := get("/ui/"); a.status != 200 {
+		t.Fatalf("a refused sign-out signed out: %d", a.status)
+	}
+	if a := post(url.Values{"csrf": {csrfOf(t, page.body)}}); a.status != http.StatusSeeOther {
+		t.Fatalf("sign out: %d", a.status)
+	}
+	if a := get("/ui/"); a.status != http.StatusSeeOther {
+		t.Fatalf("after sign-out: %d", a.status)
+	}
+}
+
+// TestPagesShowOnlyYourSessions: the list and a session page are the user's own;
+// another's session is a 404 page; waiting sessions come first, marked.
+func TestPagesShowOnlyYourSessions(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "", false)
+	ctx := context.Background()
+	mine, _ := b.tl.Engine.CreateSession(ctx, "demo", "alice", nil)
+	waiting, _ := b.tl.Engine.CreateSession(ctx, "demo", "alice", nil)
+	theirs, _ := b.tl.Engine.CreateSession(ctx, "demo", "bob", nil)
+	for id, input := range map[string]string{mine.ID: "where is order 42?", waiting.ID: "refund order 42"} {
+		st, err := b.tl.Engine.StartTurn(ctx, id, input)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st.Wait()
+	}
+	w := b.browser()
+	w.signIn("k-alice")
+	list := w.do("GET", "/ui/", nil)
+	if list.status != 200 || !strings.Contains(list.body, mine.ID) || strings.Contains(list.body, theirs.ID) {
+		t.Fatalf("list: %d %.500s", list.status, list.body)
+	}
+	waitingAt, allAt := strings.Index(list.body, "Waiting for a person"), strings.Index(list.body, "All sessions")
+	if waitingAt < 0 || waitingAt > allAt || !strings.Contains(list.body[waitingAt:allAt], waiting.ID) || strings.Contains(list.body[waitingAt:allAt], mine.ID) {
+		t.Fatalf("the waiting session is not first: %s", list.body)
+	}
+	if a := w.do("GET", "/ui/?status=waiting", nil); !strings.Contains(a.body, waiting.ID) || strings.Contains(a.body, mine.ID) {
+		t.Fatalf("status=waiting: %s", a.body)
+	}
+	page := w.do("GET", "/ui/sessions/"+mine.ID, nil)
+	if page.status != 200 || !strings.Contains(page.body, "Order 42 is shipped") || !strings.Contains(page.body, "lookup_order") {
+		t.Fatalf("session page: %d %.500s", page.status, page.body)
+	}
+	if a := w.do("GET", "/ui/sessions/"+theirs.ID, nil); a.status != http.StatusNotFound || !strings.Contains(a.body, "no session") {
+		t.Fatalf("another user's session: %d %s", a.status, a.body)
+	}
+	if a := w.do("GET", "/ui/?status=lost", nil); a.status != 400 || !strings.Contains(a.body, "status") {
+		t.Fatalf("a bad filter: %d %s", a.status, a.body)
+	}
+}
+
+// TestRunATurnFromThePage: the input form runs a turn through the engine (with its
+// CSRF token; without, nothing runs), and the transcript shows it.
+func TestRunATurnFromThePage(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "", false)
+	s, _ := b.tl.Engine.CreateSession(context.Background(), "demo", "alice", nil)
+	w := b.browser()
+	w.signIn("k-alice")
+	page := w.do("GET", "/ui/sessions/"+s.ID, nil)
+	if a := w.do("POST", "/ui/sessions/"+s.ID+"/turns", url.Values{"input": {"where is order 42?"}}); a.status != http.StatusForbidden {
+		t.Fatalf("without CSRF: %d", a.status)
+	}
+	if turns, _ := b.tl.Store.Turns(context.Background(), s.ID); len(turns) != 0 {
+		t.Fatalf("a refused form ran a turn: %+v", turns)
+	}
+	a := w.do("POST", "/ui/sessions/"+s.ID+"/turns", url.Values{"input": {"where is order 42?"}, "csrf": {csrfOf(t, page.body)}})
+	if a.status != http.StatusSeeOther {
+		t.Fatalf("run: %d %s", a.status, a.body)
+	}
+	if page = w.do("GET", "/ui/sessions/"+s.ID, nil); !strings.Contains(page.body, "Order 42 is shipped") {
+		t.Fatalf("after the run: %s", page.body)
+	}
+}
+
+// TestOutputIsText: a tool output holding script and HTML is shown as text.
+func TestOutputIsText(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "", false)
+	s, _ := b.tl.Engine.CreateSession(context.Background(), "demo", "alice", nil)
+	st, err := b.tl.Engine.StartTurn(context.Background(), s.ID, `<script>document.title="owned"</script><img src=x onerror=alert(1)>`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Wait()
+	w := b.browser()
+	w.signIn("k-alice")
+	page := w.do("GET", "/ui/sessions/"+s.ID, nil)
+	if strings.Contains(page.body, "<script>document") || strings.Contains(page.body, "<img src=x") || !strings.Contains(page.body, "&lt;script&gt;") {
+		t.Fatalf("the input is not escaped: %s", page.body)
+	}
+}
+
+// TestDevOpensForLoopbackOnly: --dev needs no sign-in and says so in a banner; a
+// request for another Host name is refused.
+func TestDevOpensForLoopbackOnly(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "", true)
+	w := b.browser()
+	if a := w.do("GET", "/ui/", nil); a.status != 200 || !strings.Contains(a.body, "Development mode") {
+		t.Fatalf("dev: %d %.300s", a.status, a.body)
+	}
+	req, _ := http.NewRequest("GET", b.srv.URL+"/ui/", nil)
+	req.Host = "rebound.example.test"
+	res, err := w.c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusMisdirectedRequest {
+		t.Fatalf("another Host under --dev: %d", res.StatusCode)
+	}
+}

@@ -1,0 +1,188 @@
+package inspector
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/projection"
+)
+
+// PageSize is how many sessions a list page holds.
+const PageSize = 50
+
+func signInOf(c echo.Context) projection.UISession {
+	u, _ := c.Get(signInKey).(projection.UISession)
+	return u
+}
+
+// sessionRow is one session of the list, with what it is doing.
+type sessionRow struct {
+	projection.Session
+	Status string // idle, running or waiting
+}
+
+func (s *Server) statusOf(c echo.Context, sess projection.Session) (string, error) {
+	turn, err := s.cfg.Reader.LastTurn(c.Request().Context(), sess.ID)
+	switch {
+	case events.IsCode(err, events.CodeNotFound):
+		return "idle", nil
+	case err != nil:
+		return "", err
+	case turn.Status == projection.TurnSuspended:
+		return "waiting", nil
+	case turn.Status == projection.TurnRunning:
+		return "running", nil
+	}
+	return "idle", nil
+}
+
+var sessionStatuses = []string{"idle", "running", "waiting"}
+
+// sessionList lists the user's sessions: those waiting for a person first (all of
+// them, marked), then every session newest first, a page at a time.
+func (s *Server) sessionList(c echo.Context) error {
+	ctx, user := c.Request().Context(), signInOf(c).User
+	app, status := c.QueryParam("app"), c.QueryParam("status")
+	if status != "" && !slices.Contains(sessionStatuses, status) {
+		return events.FieldError(events.CodeInvalid, "status", "must be one of %v, got %q", sessionStatuses, status)
+	}
+	waiting, err := s.sessionsWaiting(c, user, app)
+	if err != nil {
+		return err
+	}
+	var afterCreated time.Time
+	afterID := ""
+	if v := c.QueryParam("after"); v != "" {
+		raw, err := base64.RawURLEncoding.DecodeString(v)
+		created, id, ok := strings.Cut(string(raw), "|")
+		t, terr := time.Parse(time.RFC3339Nano, created)
+		if err != nil || !ok || terr != nil || id == "" {
+			return events.FieldError(events.CodeInvalid, "after", "is not a page this inspector linked to")
+		}
+		afterCreated, afterID = t, id
+	}
+	page, err := s.cfg.Reader.SessionPage(ctx, user, app, afterCreated, afterID, PageSize+1)
+	if err != nil {
+		return err
+	}
+	next := ""
+	if len(page) > PageSize {
+		page = page[:PageSize]
+		last := page[PageSize-1]
+		next = base64.RawURLEncoding.EncodeToString([]byte(last.CreatedAt.UTC().Format(time.RFC3339Nano) + "|" + last.ID))
+	}
+	var rows []sessionRow
+	for _, sess := range page {
+		st, err := s.statusOf(c, sess)
+		if err != nil {
+			return err
+		}
+		if status == "" || st == status {
+			rows = append(rows, sessionRow{sess, st})
+		}
+	}
+	if status == "waiting" {
+		rows = nil // they are all above
+	}
+	if status != "" && status != "waiting" {
+		waiting = nil
+	}
+	return s.render(c, http.StatusOK, "sessions", "Sessions", map[string]any{
+		"Waiting": waiting, "Rows": rows, "Next": next, "App": app, "Status": status, "Statuses": sessionStatuses})
+}
+
+func (s *Server) sessionsWaiting(c echo.Context, user, app string) ([]sessionRow, error) {
+	w, ok := s.cfg.Reader.(interface {
+		SessionsWaiting(ctx context.Context, owner, app string) ([]projection.Session, error)
+	})
+	if !ok {
+		return nil, nil
+	}
+	list, err := w.SessionsWaiting(c.Request().Context(), user, app)
+	var rows []sessionRow
+	for _, sess := range list {
+		rows = append(rows, sessionRow{sess, "waiting"})
+	}
+	return rows, err
+}
+
+// ownedSession is the session of the path when it is the user's; another's is
+// not found, as an unknown one is.
+func (s *Server) ownedSession(c echo.Context) (projection.Session, error) {
+	sess, err := s.cfg.Reader.Session(c.Request().Context(), c.Param("id"))
+	if err == nil && sess.Owner != signInOf(c).User {
+		err = events.FieldError(events.CodeNotFound, "id", "no session %s", c.Param("id"))
+	}
+	return sess, err
+}
+
+// shownItem is one transcript entry as the page shows it.
+type shownItem struct {
+	events.Item
+	ProposedArguments json.RawMessage `json:"proposed_arguments,omitempty"`
+	EditedBy          string          `json:"edited_by,omitempty"`
+}
+
+// sessionPage shows a session: its transcript, its turns, the questions it waits
+// for, and an input box for a new turn.
+func (s *Server) sessionPage(c echo.Context) error {
+	sess, err := s.ownedSession(c)
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	raw, err := s.cfg.Reader.HistoryAsRun(ctx, sess.ID)
+	if err != nil {
+		return err
+	}
+	items := make([]shownItem, 0, len(raw))
+	for _, r := range raw {
+		var it shownItem
+		if err := json.Unmarshal(r, &it); err != nil {
+			return err
+		}
+		items = append(items, it)
+	}
+	turns, err := s.cfg.Reader.Turns(ctx, sess.ID)
+	if err != nil {
+		return err
+	}
+	pending, err := s.cfg.Reader.PendingInterrupts(ctx, sess.ID)
+	if err != nil {
+		return err
+	}
+	st, err := s.statusOf(c, sess)
+	if err != nil {
+		return err
+	}
+	return s.render(c, http.StatusOK, "session", "Session "+sess.ID, map[string]any{
+		"Session": sess, "Status": st, "Items": items, "Turns": turns, "Pending": pending, "Message": c.QueryParam("message")})
+}
+
+// runTurn starts a turn with the form's input and goes back to the session page,
+// where it shows.
+func (s *Server) runTurn(c echo.Context) error {
+	sess, err := s.ownedSession(c)
+	if err != nil {
+		return err
+	}
+	input := strings.TrimSpace(c.FormValue("input"))
+	if input == "" {
+		return events.FieldError(events.CodeInvalid, "input", "is empty: write what the agent should do")
+	}
+	st, err := s.cfg.Engine.StartTurn(c.Request().Context(), sess.ID, input)
+	if err != nil {
+		return err
+	}
+	if _, err := st.Wait(); err != nil {
+		return err
+	}
+	return c.Redirect(http.StatusSeeOther, "/ui/sessions/"+sess.ID)
+}

@@ -1,0 +1,180 @@
+package inspector
+
+import (
+	"context"
+	"embed"
+	"encoding/json"
+	"html/template"
+	"io/fs"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/fsm"
+	"github.com/turnlog/turnlog/projection"
+)
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+//go:embed assets
+var assetFS embed.FS
+
+// Reader is what the pages read.
+type Reader interface {
+	Session(ctx context.Context, id string) (projection.Session, error)
+	SessionPage(ctx context.Context, owner, app string, afterCreated time.Time, afterID string, limit int) ([]projection.Session, error)
+	HistoryAsRun(ctx context.Context, session string) ([]json.RawMessage, error)
+	Turns(ctx context.Context, session string) ([]projection.Turn, error)
+	LastTurn(ctx context.Context, session string) (projection.Turn, error)
+	PendingInterrupts(ctx context.Context, session string) ([]projection.Interrupt, error)
+	Audit(ctx context.Context, session string) ([]projection.AuditEntry, error)
+}
+
+// Engine is what the pages act through: the engine the REST API drives.
+type Engine interface {
+	StartTurn(ctx context.Context, session, input string) (*fsm.StartedTurn, error)
+}
+
+// SignIns keeps the inspector's sign-ins (the store).
+type SignIns interface {
+	CreateUISession(ctx context.Context, u projection.UISession) error
+	UISession(ctx context.Context, idHash string, now time.Time) (projection.UISession, error)
+	RevokeUISession(ctx context.Context, idHash string, now time.Time) error
+}
+
+// Config configures the inspector.
+type Config struct {
+	Engine  Engine
+	Reader  Reader
+	SignIns SignIns
+	// Keys are the API's keys and the users they act as; AdminKeys carry the admin
+	// role.
+	Keys      map[string]string
+	AdminKeys map[string]bool
+	// Dev opens without signing in, as the user "dev", for loopback Host names only.
+	Dev bool
+	// PublicURL is where people reach turnlog (behind a TLS proxy, the https URL):
+	// https makes the cookie Secure.
+	PublicURL string
+	// SignInTTL is how long a sign-in lasts (default 12h).
+	SignInTTL time.Duration
+	Clock     func() time.Time
+}
+
+// Server serves the inspector's pages.
+type Server struct {
+	cfg   Config
+	pages map[string]*template.Template
+	e     *echo.Echo
+}
+
+// New builds the inspector. Its handler serves paths under /ui/ only.
+func New(cfg Config) (*Server, error) {
+	if cfg.Clock == nil {
+		cfg.Clock = time.Now
+	}
+	if cfg.SignInTTL <= 0 {
+		cfg.SignInTTL = 12 * time.Hour
+	}
+	s := &Server{cfg: cfg, pages: map[string]*template.Template{}}
+	for _, page := range []string{"signin", "sessions", "session", "error"} {
+		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+page+".html")
+		if err != nil {
+			return nil, err
+		}
+		s.pages[page] = t
+	}
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	e.HTTPErrorHandler = s.errorPage
+	e.Use(s.secureHeaders)
+	if cfg.Dev {
+		e.Use(loopbackOnly)
+	}
+	assets, _ := fs.Sub(assetFS, "assets")
+	e.GET("/ui/assets/*", echo.WrapHandler(http.StripPrefix("/ui/assets/", http.FileServer(http.FS(assets)))))
+	e.GET("/ui/signin", s.signInForm)
+	e.POST("/ui/signin", s.signIn)
+	ui := e.Group("/ui", s.signedIn)
+	ui.POST("/signout", s.signOut, s.checkCSRF)
+	ui.GET("/", s.sessionList)
+	ui.GET("/sessions/:id", s.sessionPage)
+	ui.POST("/sessions/:id/turns", s.runTurn, s.checkCSRF)
+	s.e = e
+	return s, nil
+}
+
+// Handler is the inspector's http.Handler, for paths under /ui/.
+func (s *Server) Handler() http.Handler { return s.e }
+
+// secureHeaders sends every answer with the policy that keeps a page from being
+// framed or running script it did not load from /ui/assets.
+func (s *Server) secureHeaders(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		h := c.Response().Header()
+		h.Set("Content-Security-Policy", "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'")
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Referrer-Policy", "same-origin")
+		h.Set("Cache-Control", "no-store")
+		return next(c)
+	}
+}
+
+// loopbackOnly answers only requests whose Host is a loopback name: --dev needs no
+// sign-in, so a page of another site must not reach it through DNS rebinding.
+func loopbackOnly(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		host := c.Request().Host
+		if h, _, err := net.SplitHostPort(host); err == nil {
+			host = h
+		}
+		host = strings.Trim(host, "[]")
+		if host != "localhost" && host != "127.0.0.1" && host != "::1" {
+			return echo.NewHTTPError(http.StatusMisdirectedRequest, "under --dev the inspector answers only localhost, 127.0.0.1 and [::1]")
+		}
+		return next(c)
+	}
+}
+
+// page is what every page template gets.
+type page struct {
+	Title string
+	User  string
+	Dev   bool
+	CSRF  string
+	Data  any
+}
+
+func (s *Server) render(c echo.Context, status int, name, title string, data any) error {
+	p := page{Title: title, Dev: s.cfg.Dev, Data: data}
+	if u, ok := c.Get(signInKey).(projection.UISession); ok {
+		p.User, p.CSRF = u.User, u.CSRF
+	}
+	var b strings.Builder
+	if err := s.pages[name].Execute(&b, p); err != nil {
+		return err
+	}
+	return c.HTML(status, b.String())
+}
+
+// errorPage says what went wrong, with the API's message, as a page.
+func (s *Server) errorPage(err error, c echo.Context) {
+	if c.Response().Committed {
+		return
+	}
+	status, msg := http.StatusInternalServerError, "internal error"
+	var te *events.Error
+	switch {
+	case asError(err, &te):
+		status, msg = statusOf(te.Code), te.Error()
+	default:
+		if he, ok := err.(*echo.HTTPError); ok {
+			status, msg = he.Code, strings.TrimSpace(stringOf(he.Message))
+		}
+	}
+	_ = s.render(c, status, "error", http.StatusText(status), map[string]any{"Status": status, "Message": msg})
+}
