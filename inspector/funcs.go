@@ -11,6 +11,7 @@ import (
 // funcs are the templates' helpers; none of them returns HTML, so html/template
 // escapes everything they give.
 var funcs = template.FuncMap{
+	"eqs": func(a, b string) bool { return a == b },
 	"stamp": func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05Z") },
 	"took": func(start time.Time, end *time.Time) string {
 		if end == nil {
@@ -19,11 +20,14 @@ var funcs = template.FuncMap{
 		return end.Sub(start).Round(time.Millisecond).String()
 	},
 	"join": func(s []string) string { return strings.Join(s, " → ") },
-	"json": func(raw json.RawMessage) string { // indented, every number as written
-		var b bytes.Buffer
-		if json.Indent(&b, raw, "", "  ") != nil {
-			return string(raw)
-		}
-		return b.String()
-	},
+	"json": indentJSON,
+}
+
+// indentJSON indents JSON, every number as written.
+func indentJSON(raw json.RawMessage) string {
+	var b bytes.Buffer
+	if json.Indent(&b, raw, "", "  ") != nil {
+		return string(raw)
+	}
+	return b.String()
 }

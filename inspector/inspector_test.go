@@ -275,3 +275,58 @@ func TestDevOpensForLoopbackOnly(t *testing.T) {
 		t.Fatalf("another Host under --dev: %d", res.StatusCode)
 	}
 }
+
+// TestAnswerQuestions: a refund waits for approval; an edit that fails the tool's
+// schema is refused, the page names the field and nothing is recorded; a valid edit
+// runs the tool once with it; a rejection's message reaches the model.
+func TestAnswerQuestions(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "", false)
+	ctx := context.Background()
+	s, _ := b.tl.Engine.CreateSession(ctx, "demo", "alice", nil)
+	st, _ := b.tl.Engine.StartTurn(ctx, s.ID, "refund order 42")
+	res, _ := st.Wait()
+	if res == nil || len(res.Interrupts) != 1 {
+		t.Fatalf("suspend: %+v", res)
+	}
+	id := res.Interrupts[0].ID
+	w := b.browser()
+	w.signIn("k-alice")
+	page := w.do("GET", "/ui/sessions/"+s.ID, nil)
+	if !strings.Contains(page.body, "Approve <code>issue_refund</code>?") || !strings.Contains(page.body, `name="choice.`+id+`"`) {
+		t.Fatalf("the question: %s", page.body)
+	}
+	csrf := csrfOf(t, page.body)
+	events := func() int {
+		evs, _ := b.tl.Store.Events(ctx, s.ID, 0)
+		return len(evs)
+	}
+	before := events()
+	bad := w.do("POST", "/ui/sessions/"+s.ID+"/answers", url.Values{"csrf": {csrf}, "choice." + id: {"edit"}, "arguments." + id: {`{"order_id": 0}`}})
+	if bad.status != http.StatusBadRequest || !strings.Contains(bad.body, "order_id") || !strings.Contains(bad.body, `{&#34;order_id&#34;: 0}`) {
+		t.Fatalf("a bad edit: %d %s", bad.status, bad.body)
+	}
+	if events() != before {
+		t.Fatal("a refused edit recorded something")
+	}
+	if a := w.do("POST", "/ui/sessions/"+s.ID+"/answers", url.Values{"choice." + id: {"approve"}}); a.status != http.StatusForbidden || events() != before {
+		t.Fatalf("an answer without CSRF: %d", a.status)
+	}
+	ok := w.do("POST", "/ui/sessions/"+s.ID+"/answers", url.Values{"csrf": {csrf}, "choice." + id: {"edit"}, "arguments." + id: {`{"order_id": 7}`}})
+	if ok.status != http.StatusSeeOther {
+		t.Fatalf("a valid edit: %d %s", ok.status, ok.body)
+	}
+	page = w.do("GET", "/ui/sessions/"+s.ID, nil)
+	if !strings.Contains(page.body, "Refunded 12.00 EUR for order 7.") || !strings.Contains(page.body, "edited by <strong>alice</strong>") {
+		t.Fatalf("after the edit: %s", page.body)
+	}
+	// A rejection with a message: the model is told.
+	st, _ = b.tl.Engine.StartTurn(ctx, s.ID, "refund order 42")
+	res, _ = st.Wait()
+	id = res.Interrupts[0].ID
+	page = w.do("GET", "/ui/sessions/"+s.ID, nil)
+	w.do("POST", "/ui/sessions/"+s.ID+"/answers", url.Values{"csrf": {csrfOf(t, page.body)}, "choice." + id: {"reject"}, "message." + id: {"needs a manager"}})
+	if page = w.do("GET", "/ui/sessions/"+s.ID, nil); !strings.Contains(page.body, "needs a manager") {
+		t.Fatalf("the rejection: %s", page.body)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -133,6 +134,12 @@ type shownItem struct {
 // sessionPage shows a session: its transcript, its turns, the questions it waits
 // for, and an input box for a new turn.
 func (s *Server) sessionPage(c echo.Context) error {
+	return s.sessionPageWith(c, http.StatusOK, nil, nil)
+}
+
+// sessionPageWith is the session page with a refused answer's error and the form as
+// it was filled in.
+func (s *Server) sessionPageWith(c echo.Context, status int, refused error, form url.Values) error {
 	sess, err := s.ownedSession(c)
 	if err != nil {
 		return err
@@ -162,8 +169,19 @@ func (s *Server) sessionPage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return s.render(c, http.StatusOK, "session", "Session "+sess.ID, map[string]any{
-		"Session": sess, "Status": st, "Items": items, "Turns": turns, "Pending": pending, "Message": c.QueryParam("message")})
+	questions := make([]question, len(pending))
+	for i, p := range pending {
+		questions[i] = question{Interrupt: p, Choice: form.Get("choice." + p.ID), Message: form.Get("message." + p.ID),
+			Notes: form.Get("notes." + p.ID), Edit: form.Get("arguments." + p.ID)}
+		if questions[i].Edit == "" && len(p.Arguments) > 0 {
+			questions[i].Edit = indentJSON(p.Arguments)
+		}
+	}
+	data := map[string]any{"Session": sess, "Status": st, "Items": items, "Turns": turns, "Pending": questions, "Message": c.QueryParam("message")}
+	if refused != nil {
+		data["Refused"] = refused.Error()
+	}
+	return s.render(c, status, "session", "Session "+sess.ID, data)
 }
 
 // runTurn starts a turn with the form's input and goes back to the session page,
@@ -185,4 +203,10 @@ func (s *Server) runTurn(c echo.Context) error {
 		return err
 	}
 	return c.Redirect(http.StatusSeeOther, "/ui/sessions/"+sess.ID)
+}
+
+// question is a pending interrupt with its answer form as it was filled in.
+type question struct {
+	projection.Interrupt
+	Choice, Message, Notes, Edit string
 }

@@ -37,6 +37,7 @@ type Reader interface {
 // Engine is what the pages act through: the engine the REST API drives.
 type Engine interface {
 	StartTurn(ctx context.Context, session, input string) (*fsm.StartedTurn, error)
+	Resume(ctx context.Context, session, user string, answers map[string]fsm.Answer) (*fsm.StartedTurn, error)
 }
 
 // SignIns keeps the inspector's sign-ins (the store).
@@ -104,6 +105,7 @@ func New(cfg Config) (*Server, error) {
 	ui.GET("/", s.sessionList)
 	ui.GET("/sessions/:id", s.sessionPage)
 	ui.POST("/sessions/:id/turns", s.runTurn, s.checkCSRF)
+	ui.POST("/sessions/:id/answers", s.answer, s.checkCSRF)
 	s.e = e
 	return s, nil
 }

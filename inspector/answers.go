@@ -1,0 +1,91 @@
+package inspector
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/fsm"
+)
+
+// answer reads the form's answers, one per pending interrupt (fields named
+// "<field>.<interrupt id>"), and resumes the turn through the engine, as the REST
+// API's resume_map does. A refused answer (an edit that fails the tool's schema)
+// changes nothing: the page shows the error, naming the field, with the form as it
+// was filled in.
+func (s *Server) answer(c echo.Context) error {
+	sess, err := s.ownedSession(c)
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	pending, err := s.cfg.Reader.PendingInterrupts(ctx, sess.ID)
+	if err != nil {
+		return err
+	}
+	if len(pending) == 0 {
+		return events.Errorf(events.CodeConflict, "session %s waits for no answer (someone may have answered already)", sess.ID)
+	}
+	form, err := c.FormParams()
+	if err != nil {
+		return events.FieldError(events.CodeInvalid, "form", "%v", err)
+	}
+	answers := map[string]fsm.Answer{}
+	for _, p := range pending {
+		a, err := answerOf(form, p.ID, p.Kind)
+		if err != nil {
+			return s.sessionPageWith(c, http.StatusBadRequest, err, form)
+		}
+		answers[p.ID] = a
+	}
+	st, err := s.cfg.Engine.Resume(ctx, sess.ID, signInOf(c).User, answers)
+	if err != nil {
+		if events.IsCode(err, events.CodeInvalid) {
+			return s.sessionPageWith(c, http.StatusBadRequest, err, form)
+		}
+		return err
+	}
+	if _, err := st.Wait(); err != nil {
+		return err
+	}
+	return c.Redirect(http.StatusSeeOther, "/ui/sessions/"+sess.ID+"?message="+url.QueryEscape("Answered. The turn went on."))
+}
+
+// answerOf is one interrupt's answer from the form.
+func answerOf(form url.Values, id, kind string) (fsm.Answer, error) {
+	choice := form.Get("choice." + id)
+	field := func(name string) string { return "answer " + id + ": " + name }
+	yes, no := true, false
+	if kind == events.InterruptGuardrailReview {
+		notes := strings.TrimSpace(form.Get("notes." + id))
+		switch choice {
+		case events.DecisionApprove, events.DecisionReject:
+			a := fsm.Answer{Decision: &choice}
+			if notes != "" {
+				a.ReviewerNotes = &notes
+			}
+			return a, nil
+		}
+		return fsm.Answer{}, events.FieldError(events.CodeInvalid, field("decision"), "choose approve or reject")
+	}
+	switch choice {
+	case "approve":
+		return fsm.Answer{Confirmed: &yes}, nil
+	case "reject":
+		a := fsm.Answer{Confirmed: &no}
+		if msg := strings.TrimSpace(form.Get("message." + id)); msg != "" {
+			a.RejectionMessage = &msg
+		}
+		return a, nil
+	case "edit":
+		raw := strings.TrimSpace(form.Get("arguments." + id))
+		if !json.Valid([]byte(raw)) || !strings.HasPrefix(raw, "{") {
+			return fsm.Answer{}, events.FieldError(events.CodeInvalid, field("arguments"), "must be a JSON object, as the tool takes")
+		}
+		return fsm.Answer{Confirmed: &yes, Arguments: json.RawMessage(raw)}, nil
+	}
+	return fsm.Answer{}, events.FieldError(events.CodeInvalid, field("choice"), "choose approve, reject or edit")
+}
