@@ -11,7 +11,7 @@ import (
 // funcs are the templates' helpers; none of them returns HTML, so html/template
 // escapes everything they give.
 var funcs = template.FuncMap{
-	"eqs": func(a, b string) bool { return a == b },
+	"eqs":   func(a, b string) bool { return a == b },
 	"stamp": func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05Z") },
 	"took": func(start time.Time, end *time.Time) string {
 		if end == nil {

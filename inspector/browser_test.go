@@ -1,0 +1,112 @@
+package inspector_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// chromium starts Debian's chromium headless for one test; CI sets
+// TURNLOG_REQUIRE_CHROMIUM, and then a missing browser fails the test.
+func chromium(t *testing.T) context.Context {
+	t.Helper()
+	path, err := exec.LookPath("chromium")
+	if err != nil {
+		if os.Getenv("TURNLOG_REQUIRE_CHROMIUM") != "" {
+			t.Fatalf("chromium is needed (apt-get install -y chromium): %v", err)
+		}
+		t.Skip("chromium is not installed")
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(path), chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.Flag("disable-background-networking", true), chromedp.WindowSize(1280, 800))
+	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancel := chromedp.NewContext(alloc)
+	ctx, cancelTimeout := context.WithTimeout(ctx, 90*time.Second)
+	t.Cleanup(func() { cancelTimeout(); cancel(); cancelAlloc() })
+	if err := chromedp.Do(ctx); err != nil {
+		t.Fatalf("start chromium: %v", err)
+	}
+	return ctx
+}
+
+// TestInABrowser drives the inspector in a real Chromium: sign in, the list, a
+// session, a turn run from the page, an approval (the tool runs once), another
+// user's session (a 404 page), and output holding script shown as text (no script
+// runs).
+func TestInABrowser(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "", false)
+	ctx := chromium(t)
+	bg := context.Background()
+	s, _ := b.tl.Engine.CreateSession(bg, "demo", "alice", nil)
+	theirs, _ := b.tl.Engine.CreateSession(bg, "demo", "bob", nil)
+	st, _ := b.tl.Engine.StartTurn(bg, s.ID, `<script>window.owned = 1; document.title = "owned"</script><b>bold?</b>`)
+	st.Wait()
+	base := b.srv.URL
+	step := func(what string, steps ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		if err := chromedp.Do(ctx, steps...); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	text := func(sel string) string {
+		t.Helper()
+		v, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
+		if err != nil {
+			t.Fatalf("text of %s: %v", sel, err)
+		}
+		return v
+	}
+	step("sign in",
+		chromedp.Navigate(base+"/ui/"),
+		chromedp.WaitVisible(chromedp.ID("key")),
+		chromedp.SendKeys(chromedp.ID("key"), "k-alice"),
+		chromedp.Submit(chromedp.ID("key")),
+		chromedp.WaitVisible(chromedp.Search(`//h1[text()="Sessions"]`)))
+	if list := text("main"); !strings.Contains(list, s.ID) || strings.Contains(list, theirs.ID) {
+		t.Fatalf("the list: %s", list)
+	}
+	step("open the session",
+		chromedp.Click(chromedp.CSS(`a[href="/ui/sessions/`+s.ID+`"]`)),
+		chromedp.WaitVisible(chromedp.ID("transcript-h")))
+	transcript := text(".transcript")
+	owned, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`window.owned === 1`))
+	title, _ := chromedp.Run(ctx, chromedp.Title())
+	if err != nil || !strings.Contains(transcript, `<script>window.owned = 1;`) || !strings.Contains(transcript, "<b>bold?</b>") || owned || title == "owned" {
+		t.Fatalf("script in the transcript ran or was not shown as text: owned=%v (%v) title=%q text=%s", owned, err, title, transcript)
+	}
+
+	// A turn from the page, then an approval.
+	step("run a turn from the page",
+		chromedp.SendKeys(chromedp.ID("input"), "where is order 42?"),
+		chromedp.Submit(chromedp.ID("input")),
+		chromedp.WaitVisible(chromedp.Search(`//div[contains(., "Order 42 is shipped")]`)))
+	step("approve from the page",
+		chromedp.SendKeys(chromedp.ID("input"), "refund order 42"),
+		chromedp.Submit(chromedp.ID("input")),
+		chromedp.WaitVisible(chromedp.ID("pending-h")),
+		chromedp.Click(chromedp.CSS(`input[type=radio][value=approve]`)),
+		chromedp.Click(chromedp.CSS(`form.answers button[type=submit]`)),
+		chromedp.WaitVisible(chromedp.Search(`//div[contains(., "Refunded 58.40 EUR for order 42.")]`)))
+	evs, _ := b.tl.Store.Events(bg, s.ID, 0)
+	refunds := 0
+	for _, ev := range evs {
+		if ev.Type == "ToolResulted" && strings.Contains(string(ev.Data), `"tool":"issue_refund"`) {
+			refunds++
+		}
+	}
+	if refunds != 1 {
+		t.Fatalf("issue_refund ran %d times", refunds)
+	}
+
+	// Another user's session is a 404 page, not a blank one.
+	step("another user's session", chromedp.Navigate(base+"/ui/sessions/"+theirs.ID), chromedp.WaitVisible(chromedp.CSS(".error")))
+	if page := text("main"); !strings.Contains(page, "404") || !strings.Contains(page, "no session") {
+		t.Fatalf("another user's session: %s", page)
+	}
+}
