@@ -330,3 +330,54 @@ func TestAnswerQuestions(t *testing.T) {
 		t.Fatalf("the rejection: %s", page.body)
 	}
 }
+
+// TestBranchAuditExport: "branch here" on a committed turn opens the new session,
+// whose page names its parent and whose parent lists it; the audit is a table of
+// who did what; the session downloads as a fixture.
+func TestBranchAuditExport(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "", false)
+	ctx := context.Background()
+	s, _ := b.tl.Engine.CreateSession(ctx, "demo", "alice", nil)
+	for _, input := range []string{"where is order 42?", "refund order 42"} {
+		st, _ := b.tl.Engine.StartTurn(ctx, s.ID, input)
+		st.Wait()
+	}
+	w := b.browser()
+	w.signIn("k-alice")
+	page := w.do("GET", "/ui/sessions/"+s.ID, nil)
+	turns, _ := b.tl.Store.Turns(ctx, s.ID)
+	first := turns[0].ID
+	if !strings.Contains(page.body, `name="turn" value="`+first+`"`) || strings.Contains(page.body, `name="turn" value="`+turns[1].ID+`"`) {
+		t.Fatalf("branch here on committed turns only: %s", page.body)
+	}
+	a := w.do("POST", "/ui/sessions/"+s.ID+"/branches", url.Values{"csrf": {csrfOf(t, page.body)}, "turn": {first}})
+	loc := a.header.Get("Location")
+	if a.status != http.StatusSeeOther || !strings.HasPrefix(loc, "/ui/sessions/") {
+		t.Fatalf("branch: %d %s", a.status, a.body)
+	}
+	branch := strings.TrimPrefix(strings.Split(loc, "?")[0], "/ui/sessions/")
+	bp := w.do("GET", "/ui/sessions/"+branch, nil)
+	if !strings.Contains(bp.body, "branched from <a href=\"/ui/sessions/"+s.ID+"\">") || !strings.Contains(bp.body, "Order 42 is shipped") || strings.Contains(bp.body, "refund order 42") {
+		t.Fatalf("the branch holds the prefix up to turn 1 only: %s", bp.body)
+	}
+	if page = w.do("GET", "/ui/sessions/"+s.ID, nil); !strings.Contains(page.body, `branch <a href="/ui/sessions/`+branch+`">`) {
+		t.Fatalf("the parent does not list its branch: %s", page.body)
+	}
+	audit := w.do("GET", "/ui/sessions/"+s.ID+"/audit", nil)
+	if audit.status != 200 || !strings.Contains(audit.body, "<code>lookup_order</code>") || !strings.Contains(audit.body, "<td>result</td>") {
+		t.Fatalf("audit: %d %s", audit.status, audit.body)
+	}
+	dl := w.do("GET", "/ui/sessions/"+s.ID+"/export", nil)
+	if dl.status != 200 || !strings.Contains(dl.header.Get("Content-Disposition"), "attachment") || !strings.HasPrefix(dl.body, `{"session":"`+s.ID+`","seq":1,"type":"SessionCreated"`) {
+		t.Fatalf("export: %d %v %.200s", dl.status, dl.header, dl.body)
+	}
+	if a := w.do("GET", "/ui/sessions/"+s.ID+"/export", nil); a.status != 200 {
+		t.Fatal(a.status)
+	}
+	other := b.browser()
+	other.signIn("k-bob")
+	if a := other.do("GET", "/ui/sessions/"+s.ID+"/export", nil); a.status != http.StatusNotFound {
+		t.Fatalf("another user's export: %d", a.status)
+	}
+}

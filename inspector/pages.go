@@ -177,7 +177,17 @@ func (s *Server) sessionPageWith(c echo.Context, status int, refused error, form
 			questions[i].Edit = indentJSON(p.Arguments)
 		}
 	}
-	data := map[string]any{"Session": sess, "Status": st, "Items": items, "Turns": turns, "Pending": questions, "Message": c.QueryParam("message")}
+	children, err := s.cfg.Reader.Branches(ctx, sess.ID)
+	if err != nil {
+		return err
+	}
+	var mine []projection.Session
+	for _, ch := range children {
+		if ch.Owner == sess.Owner { // another user's branch is not shown
+			mine = append(mine, ch)
+		}
+	}
+	data := map[string]any{"Session": sess, "Status": st, "Items": items, "Turns": turns, "Pending": questions, "Message": c.QueryParam("message"), "Branches": mine}
 	if refused != nil {
 		data["Refused"] = refused.Error()
 	}

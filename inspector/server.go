@@ -32,12 +32,15 @@ type Reader interface {
 	LastTurn(ctx context.Context, session string) (projection.Turn, error)
 	PendingInterrupts(ctx context.Context, session string) ([]projection.Interrupt, error)
 	Audit(ctx context.Context, session string) ([]projection.AuditEntry, error)
+	Branches(ctx context.Context, session string) ([]projection.Session, error)
+	Events(ctx context.Context, session string, after int64) ([]events.Event, error)
 }
 
 // Engine is what the pages act through: the engine the REST API drives.
 type Engine interface {
 	StartTurn(ctx context.Context, session, input string) (*fsm.StartedTurn, error)
 	Resume(ctx context.Context, session, user string, answers map[string]fsm.Answer) (*fsm.StartedTurn, error)
+	Branch(ctx context.Context, source, owner string, at fsm.BranchPoint, metadata json.RawMessage) (projection.Session, error)
 }
 
 // SignIns keeps the inspector's sign-ins (the store).
@@ -82,7 +85,7 @@ func New(cfg Config) (*Server, error) {
 		cfg.SignInTTL = 12 * time.Hour
 	}
 	s := &Server{cfg: cfg, pages: map[string]*template.Template{}}
-	for _, page := range []string{"signin", "sessions", "session", "error"} {
+	for _, page := range []string{"signin", "sessions", "session", "audit", "error"} {
 		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+page+".html")
 		if err != nil {
 			return nil, err
@@ -106,6 +109,9 @@ func New(cfg Config) (*Server, error) {
 	ui.GET("/sessions/:id", s.sessionPage)
 	ui.POST("/sessions/:id/turns", s.runTurn, s.checkCSRF)
 	ui.POST("/sessions/:id/answers", s.answer, s.checkCSRF)
+	ui.POST("/sessions/:id/branches", s.branch, s.checkCSRF)
+	ui.GET("/sessions/:id/audit", s.auditPage)
+	ui.GET("/sessions/:id/export", s.export)
 	s.e = e
 	return s, nil
 }
