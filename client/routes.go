@@ -74,7 +74,9 @@ func (c *Client) RunTurn(ctx context.Context, id string, req TurnRequest, opts .
 
 // StreamTurn runs or resumes a turn and streams it (SSE). Read it with Next; close it
 // when done. A stream cut short is continued by calling StreamTurn again with the
-// same request and LastEventID(the last id read): the turn is never started twice.
+// same request, the same IdempotencyKey and LastEventID(the last id read): the turn is
+// never started twice (a new turn's request continues without a key too; a resume's
+// needs one). A queued input (on_busy: enqueue) answers *Accepted instead.
 func (c *Client) StreamTurn(ctx context.Context, id string, req TurnRequest, opts ...Option) (*Stream, error) {
 	req.Stream = true
 	r, err := c.request(ctx, http.MethodPost, sessionPath(id, "turns"), req, opts)

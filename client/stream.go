@@ -21,6 +21,15 @@ type StreamEvent struct {
 // Decode reads the event's data into v.
 func (e StreamEvent) Decode(v any) error { return json.Unmarshal(e.Data, v) }
 
+// Accepted is what StreamTurn returns instead of a stream when the input was queued
+// behind a busy session's turn (on_busy: enqueue): TurnID, Status queued, Location,
+// Position. Follow the turn with FollowTurn once it runs.
+type Accepted struct{ TurnResult }
+
+func (a *Accepted) Error() string {
+	return "turnlog: the input was queued as turn " + a.TurnID + " (follow it with FollowTurn)"
+}
+
 // Stream reads an SSE answer.
 type Stream struct {
 	body   io.ReadCloser
@@ -32,6 +41,14 @@ func (c *Client) stream(req *http.Request) (*Stream, error) {
 	res, err := c.send(req)
 	if err != nil {
 		return nil, err
+	}
+	if res.StatusCode == http.StatusAccepted { // queued (on_busy: enqueue): there is no stream yet
+		defer res.Body.Close()
+		var acc Accepted
+		if err := json.NewDecoder(res.Body).Decode(&acc.TurnResult); err != nil {
+			return nil, err
+		}
+		return nil, &acc
 	}
 	if !strings.HasPrefix(res.Header.Get("Content-Type"), "text/event-stream") {
 		res.Body.Close()

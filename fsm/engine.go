@@ -52,6 +52,7 @@ type Engine struct {
 // runHandle lets a person cancel the turn running on a session.
 type runHandle struct {
 	turn     string        // set once TurnStarted is durable (under Engine.mu)
+	from     int64         // the seq this run began at: its TurnStarted, a resume's TurnResumed (0: the turn's start is older)
 	cancel   chan struct{} // closed to stop now: tools' contexts end
 	soft     chan struct{} // closed to stop at the next safe point (new input interrupts)
 	once     sync.Once
@@ -181,14 +182,15 @@ func canonicalMetadata(metadata json.RawMessage) (json.RawMessage, error) {
 	return canon, nil
 }
 
-// Settled returns once the session is no longer held by turn's run in this process
-// (or ctx ends). A turn's end is durable a moment before its run lets the session
-// go: whoever saw the end and answers a client waits for this first, so the client's
-// next turn is not refused as busy.
-func (e *Engine) Settled(ctx context.Context, session, turn string) error {
+// Settled returns once the session is no longer held by the run of turn that wrote
+// its end at seq `end` (or ctx ends). A turn's end is durable a moment before its run
+// lets the session go: whoever saw the end and answers a client waits for this
+// first, so the client's next turn is not refused as busy. A later run of the same
+// turn (a resume after a suspension) is not waited for.
+func (e *Engine) Settled(ctx context.Context, session, turn string, end int64) error {
 	e.mu.Lock()
 	h := e.running[session]
-	held := h != nil && h.turn == turn
+	held := h != nil && h.turn == turn && h.from <= end
 	e.mu.Unlock()
 	if !held {
 		return nil
@@ -219,9 +221,9 @@ func (e *Engine) lock(session string) (*runHandle, func(), error) {
 	}, nil
 }
 
-func (e *Engine) setRunningTurn(h *runHandle, turn string) {
+func (e *Engine) setRunningTurn(h *runHandle, turn string, from int64) {
 	e.mu.Lock()
-	h.turn = turn
+	h.turn, h.from = turn, from
 	e.mu.Unlock()
 }
 
@@ -398,7 +400,7 @@ func (e *Engine) prepareTurnAs(ctx context.Context, session, input string, h *ru
 	if err != nil {
 		return nil, fmt.Errorf("start turn: %w", err)
 	}
-	e.setRunningTurn(h, turn)
+	e.setRunningTurn(h, turn, out[0].Seq)
 	r := e.newRun(ctx, app, agent, session, s.Owner, turn, out[0].Seq, conv, nil, nil)
 	r.cancel, r.stopper = h.cancel, h
 	r.input = input // as recorded: after redaction
@@ -443,7 +445,7 @@ func (e *Engine) recoverTurn(ctx context.Context, t projection.Turn) (*Result, e
 		return nil, err
 	}
 	defer unlock()
-	e.setRunningTurn(h, t.ID)
+	e.setRunningTurn(h, t.ID, 0)
 	e.forget(t.Session)
 	s, err := e.store.Session(ctx, t.Session)
 	if err != nil {
@@ -499,8 +501,14 @@ func (e *Engine) Cancel(ctx context.Context, session, turn, reason string) (proj
 	}
 	t, err := e.store.Turn(ctx, session, turn)
 	if events.IsCode(err, events.CodeNotFound) {
-		if dropped, derr := e.dropQueued(ctx, session, turn, reason); dropped || derr != nil {
-			return projection.Turn{Session: session, ID: turn, Status: projection.TurnCanceled, ErrorCode: events.CodeCanceled, ErrorMessage: reason}, derr
+		if q, derr := e.dropQueued(ctx, session, turn, reason); q != nil || derr != nil {
+			if derr != nil {
+				return projection.Turn{}, derr
+			}
+			// It never started: the turn as it stood, queued, now canceled.
+			now := e.opts.Clock().UTC()
+			return projection.Turn{Session: session, ID: turn, Status: projection.TurnCanceled, Input: q.Input, Agents: []string{},
+				StartedAt: q.QueuedAt, EndedAt: &now, ErrorCode: events.CodeCanceled, ErrorMessage: reason}, nil
 		}
 	}
 	if err != nil {

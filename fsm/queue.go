@@ -67,6 +67,25 @@ func (e *Engine) appendPastQueue(ctx context.Context, session string, after int6
 	}
 }
 
+// appendQueueEvent appends a queue event at the end of the session's log, wherever
+// that is when it commits: it belongs to no turn, so it commutes with a running
+// turn's events, and a turn that appended first is no conflict.
+func (e *Engine) appendQueueEvent(ctx context.Context, session string, ev events.Event) error {
+	for {
+		last, err := e.store.LastSeq(ctx, session)
+		if err != nil {
+			return err
+		}
+		_, err = e.store.Append(ctx, session, last, []events.Event{ev})
+		if err == nil || !events.IsCode(err, events.CodeConflict) {
+			return err
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+}
+
 // Enqueue adds input to a busy session's queue, durably, and returns where it stands.
 // With interrupt, the turn running here is stopped at its next safe point — a tool
 // already running finishes and is recorded —, and a turn waiting for people is
@@ -96,11 +115,7 @@ func (e *Engine) Enqueue(ctx context.Context, session, user, input string, inter
 	if err != nil {
 		return Queued{}, err
 	}
-	last, err := e.store.LastSeq(ctx, session)
-	if err != nil {
-		return Queued{}, err
-	}
-	if _, err := e.appendPastQueue(ctx, session, last, []events.Event{ev}, false); err != nil {
+	if err := e.appendQueueEvent(ctx, session, ev); err != nil {
 		return Queued{}, fmt.Errorf("queue input: %w", err)
 	}
 	if interrupt {
@@ -208,27 +223,23 @@ func (e *Engine) Queue(ctx context.Context, session string) ([]projection.Queued
 	return qs.Queued(ctx, session)
 }
 
-// dropQueued takes a queued input out of its queue. Errors: not_found.
-func (e *Engine) dropQueued(ctx context.Context, session, turn, reason string) (bool, error) {
+// dropQueued takes a queued input out of its queue and returns it (nil: it waits in
+// no queue).
+func (e *Engine) dropQueued(ctx context.Context, session, turn, reason string) (*projection.QueuedInput, error) {
 	qs, ok := e.store.(queueStore)
 	if !ok {
-		return false, nil
+		return nil, nil
 	}
 	waiting, err := qs.Queued(ctx, session)
 	if err != nil {
-		return false, err
+		return nil, err
 	}
 	for _, w := range waiting {
 		if w.Turn != turn {
 			continue
 		}
-		last, err := e.store.LastSeq(ctx, session)
-		if err != nil {
-			return true, err
-		}
 		drop := events.MustNew("", "queue/"+turn, &events.QueuedInputDropped{TurnID: turn, Reason: reason})
-		_, err = e.appendPastQueue(ctx, session, last, []events.Event{drop}, false)
-		return true, err
+		return &w, e.appendQueueEvent(ctx, session, drop)
 	}
-	return false, nil
+	return nil, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -164,5 +165,48 @@ func TestQueueSurvivesARestart(t *testing.T) {
 	// the queued input ran as its turn (this agent asks for approval again: it waits)
 	if turns[1].ID != q.TurnID || turns[1].Input != "and then?" || turns[1].Status != projection.TurnSuspended {
 		t.Fatalf("turns %+v", turns)
+	}
+}
+
+// staleSeq is a store whose next LastSeq answers one seq behind, as if a running
+// turn appended between reading it and appending after it.
+type staleSeq struct {
+	*sqlite.Store
+	stale atomic.Bool
+}
+
+func (s *staleSeq) LastSeq(ctx context.Context, session string) (int64, error) {
+	n, err := s.Store.LastSeq(ctx, session)
+	if s.stale.CompareAndSwap(true, false) {
+		n--
+	}
+	return n, err
+}
+
+// TestEnqueueWhileTheTurnAppends: input queued while the running turn appends its
+// own events is queued all the same (a queue event belongs to no turn), and so is
+// its cancellation.
+func TestEnqueueWhileTheTurnAppends(t *testing.T) {
+	t.Parallel()
+	store, _ := sqlite.MustOpen(t, sqlite.Options{Clock: testClock, Synchronous: "OFF"})
+	stale := &staleSeq{Store: store}
+	agent := &fsm.Agent{Name: "a", LLM: "m", Model: modelFunc(func(fsm.ModelRequest) (fsm.ModelResponse, error) {
+		return fsm.ModelResponse{ModelResponse: events.ModelResponse{Text: "hi"}}, nil
+	})}
+	e, err := fsm.New(stale, []*fsm.App{{Name: "test", StartAgent: "a", Agents: map[string]*fsm.Agent{"a": agent}}}, fsm.Options{Clock: testClock, NewID: counterIDs("id")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	s, err := e.CreateSession(ctx, "test", "alice", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, _ := e.StartTurn(ctx, s.ID, "first")
+	st.Wait()
+	stale.stale.Store(true)
+	q, err := e.Enqueue(ctx, s.ID, "alice", "then this", false)
+	if err != nil || q.TurnID == "" {
+		t.Fatalf("enqueue after a stale seq: %+v %v", q, err)
 	}
 }

@@ -166,7 +166,7 @@ func (e *Engine) prepareResume(ctx context.Context, session, user string, answer
 	if err != nil {
 		return nil, nil, fmt.Errorf("resume turn %s: %w", t.ID, err)
 	}
-	e.setRunningTurn(h, t.ID)
+	e.setRunningTurn(h, t.ID, out[0].Seq)
 	all := append(evs, out...)
 	conv, err := e.conversation(ctx, s)
 	if err != nil {

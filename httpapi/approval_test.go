@@ -117,3 +117,29 @@ func (b testBundle) suspendRefund(t *testing.T, turns, key string) string {
 	}
 	return r.SuspendPayload.ID
 }
+
+// TestFollowingAResumedTurn: the stream of a turn that suspended and was resumed
+// goes past the suspension to how the turn ended.
+func TestFollowingAResumedTurn(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx, c := context.Background(), b.as("key-alice")
+	id := b.newSession(t, "key-alice", "demo")
+	interrupt := b.suspendRefund(t, "/v1/sessions/"+id+"/turns", "key-alice")
+	res, err := c.RunTurn(ctx, id, client.TurnRequest{ResumeMap: map[string]client.Answer{interrupt: client.Approve()}})
+	if err != nil || res.Status != "completed" {
+		t.Fatalf("resume: %+v %v", res, err)
+	}
+	st, err := c.FollowTurn(ctx, id, res.TurnID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	var names []string
+	for ev, err := st.Next(); err == nil; ev, err = st.Next() {
+		names = append(names, ev.Name)
+	}
+	if got := strings.Join(names, ","); !strings.Contains(got, "turn_suspended,") || !strings.HasSuffix(got, ",turn_committed") {
+		t.Fatalf("the stream of a resumed turn: %s", got)
+	}
+}

@@ -113,6 +113,7 @@ func (s *Server) answerTurn(c echo.Context, session, turn string, stream bool, s
 			return err
 		}
 		if ended {
+			s.settled(ctx, session, turn)
 			return c.JSON(http.StatusOK, res)
 		}
 		select {
@@ -123,6 +124,31 @@ func (s *Server) answerTurn(c echo.Context, session, turn string, stream bool, s
 			return echo.NewHTTPError(http.StatusServiceUnavailable, "the server is stopping; ask again")
 		}
 	}
+}
+
+// settled waits until the run that ended turn has let its session go (see
+// fsm.Engine.Settled), or the request or the server ends.
+func (s *Server) settled(ctx context.Context, session, turn string) {
+	t, err := s.cfg.Reader.Turn(ctx, session, turn)
+	if err != nil || t.EndSeq == 0 {
+		return // suspended (or unknown): no run of it that ended is left to wait for
+	}
+	s.settledAt(ctx, session, turn, t.EndSeq)
+}
+
+// settledAt waits until the run of turn that wrote its end at seq end has let the
+// session go, or the request or the server ends.
+func (s *Server) settledAt(ctx context.Context, session, turn string, end int64) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-s.stopping:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	s.cfg.Engine.Settled(ctx, session, turn, end)
 }
 
 // replayTurnEvents streams what the log holds of a turn that is not running, after
@@ -136,13 +162,20 @@ func (s *Server) replayTurnEvents(c echo.Context, session, turn string, from int
 	if err != nil {
 		return err
 	}
+	var gate textGate
 	for _, ev := range evs {
 		if ev.Turn != turn {
 			continue
 		}
 		name, data, last := turnEvent(ev)
-		if name != "" {
-			if err := out.send(ev.Seq, name, data); err != nil {
+		if last && ev.Type == events.TypeTurnSuspended && resumedLater(evs, ev) {
+			last = false // it was resumed: what came after is part of it
+		}
+		if last {
+			s.settledAt(c.Request().Context(), session, turn, ev.Seq)
+		}
+		for _, o := range gate.pass(ev, name, data) {
+			if err := out.send(o.seq, o.name, o.data); err != nil {
 				return nil
 			}
 		}
@@ -217,8 +250,8 @@ func (s *Server) getTurn(c echo.Context) error {
 		if ended || wait == 0 {
 			if !ended {
 				res = turnResponse{TurnID: turn, Status: status, Items: []events.Item{}, Interrupts: []fsm.Interrupt{}}
-			} else if err := s.cfg.Engine.Settled(ctx, session, turn); err != nil {
-				return err // the client's next request must not find the session busy with it
+			} else {
+				s.settled(ctx, session, turn) // the client's next request must not find the session busy with it
 			}
 			return c.JSON(http.StatusOK, res)
 		}

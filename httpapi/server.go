@@ -47,7 +47,7 @@ type Engine interface {
 	App(name string) (*fsm.App, bool)
 	// Settled returns once turn's run no longer holds the session (see
 	// fsm.Engine.Settled).
-	Settled(ctx context.Context, session, turn string) error
+	Settled(ctx context.Context, session, turn string, end int64) error
 }
 
 // Config configures a Server.

@@ -123,6 +123,7 @@ func (s *Server) follow(c echo.Context, from int64, prelude []liveEvent, live <-
 	// A delta waits until the events it was computed after are sent (fsm.Delta.After):
 	// an answer's text never precedes the tool results it depends on.
 	var queued []fsm.Delta
+	var gate textGate // an answer's text waits until no guardrail stops it
 	flush := func() error {
 		for len(queued) > 0 && queued[0].After <= from {
 			d := queued[0]
@@ -173,11 +174,14 @@ func (s *Server) follow(c echo.Context, from int64, prelude []liveEvent, live <-
 			}
 			from = ev.Seq
 			name, data, last := render(ev)
-			if last { // the client's next request must not find the session busy with it
-				s.cfg.Engine.Settled(ctx, session, ev.Turn)
+			if last && ev.Type == events.TypeTurnSuspended && resumedLater(evs, ev) {
+				last = false // the turn went on: its stream does too
 			}
-			if name != "" {
-				if err := out.send(ev.Seq, name, data); err != nil {
+			if last { // the client's next request must not find the session busy with it
+				s.settledAt(ctx, session, ev.Turn, ev.Seq)
+			}
+			for _, o := range gate.pass(ev, name, data) {
+				if err := out.send(o.seq, o.name, o.data); err != nil {
 					return nil
 				}
 			}
@@ -202,6 +206,16 @@ func (s *Server) follow(c echo.Context, from int64, prelude []liveEvent, live <-
 			return nil
 		}
 	}
+}
+
+// resumedLater says whether the turn that suspended at ev was resumed later in evs.
+func resumedLater(evs []events.Event, ev events.Event) bool {
+	for _, later := range evs {
+		if later.Seq > ev.Seq && later.Turn == ev.Turn && later.Type == events.TypeTurnResumed {
+			return true
+		}
+	}
+	return false
 }
 
 // streamTurn streams one turn as it runs, from its TurnStarted to its end, with the
@@ -319,6 +333,14 @@ func turnEvent(ev events.Event) (string, any, bool) {
 		return "tool_result", with("call_id", d.Get("call_id").String(), "tool", d.Get("tool").String(),
 			"output", d.Get("output").String(), "is_error", d.Get("is_error").Bool(), "path", ev.Path), false
 	case events.TypeApprovalRequested:
+		for _, k := range []string{"rule", "level", "alternative"} { // when the tool policy asks
+			if v := d.Get(k).String(); v != "" {
+				base[k] = v
+			}
+		}
+		if r := d.Get("resources"); r.IsArray() {
+			base["resources"] = json.RawMessage(r.Raw)
+		}
 		return "interrupt", with("id", d.Get("interrupt_id").String(), "kind", d.Get("kind").String(), "path", ev.Path,
 			"call_id", d.Get("call_id").String(), "tool", d.Get("tool").String(), "arguments", json.RawMessage(d.Get("arguments").Raw),
 			"reason", d.Get("reason").String()), false
@@ -335,8 +357,11 @@ func turnEvent(ev events.Event) (string, any, bool) {
 		return "turn_committed", with("status", fsm.StatusCompleted, "output", d.Get("output").String(),
 			"agent", d.Get("agent").String(), "items", json.RawMessage(d.Get("items").Raw), "usage", json.RawMessage(d.Get("usage").Raw)), true
 	case events.TypeTurnFailed:
-		return "turn_failed", with("status", fsm.StatusFailed, "usage", json.RawMessage(d.Get("usage").Raw),
-			"error", map[string]string{"code": d.Get("error_code").String(), "message": d.Get("message").String()}), true
+		failure := map[string]string{"code": d.Get("error_code").String(), "message": d.Get("message").String()}
+		if p := d.Get("path").String(); p != "" {
+			failure["path"] = p
+		}
+		return "turn_failed", with("status", fsm.StatusFailed, "usage", json.RawMessage(d.Get("usage").Raw), "error", failure), true
 	case events.TypeTurnCanceled:
 		return "turn_failed", with("status", fsm.StatusFailed, "usage", json.RawMessage(d.Get("usage").Raw),
 			"error", map[string]string{"code": string(events.CodeCanceled), "message": d.Get("reason").String()}), true

@@ -164,6 +164,12 @@ func (s *Server) queuedAnswer(c echo.Context, session, turn string) error {
 			position = i + 1
 		}
 	}
+	if position == 0 { // it left the queue: it started, or it was canceled
+		if _, err := s.cfg.Reader.Turn(c.Request().Context(), session, turn); err == nil {
+			return s.accepted(c, session, turn)
+		}
+		return events.Errorf(events.CodeConflict, "the input queued as turn %s was canceled before it ran", turn)
+	}
 	loc := "/v1/sessions/" + session + "/turns/" + turn
 	c.Response().Header().Set(echo.HeaderLocation, loc)
 	return c.JSON(http.StatusAccepted, map[string]any{"turn_id": turn, "status": "queued", "position": position, "location": loc})

@@ -24,7 +24,7 @@ func (s *Store) Audit(ctx context.Context, session string) ([]projection.AuditEn
 	for rows.Next() {
 		var e projection.AuditEntry
 		var at string
-		var exit sql.NullInt64
+		var exit any // a command's exit code; any other tool's "exit_code" need not be an integer
 		var proposed, approved, resources sql.NullString
 		if err := rows.Scan(&e.Seq, &e.Turn, &at, &e.Path, &e.Kind, &e.Tool, &e.Outcome, &e.Rule, &e.Reason, &resources, &exit, &e.Diff,
 			&e.By, &proposed, &approved); err != nil {
@@ -40,8 +40,8 @@ func (s *Store) Audit(ctx context.Context, session string) ([]projection.AuditEn
 			e.Approved = json.RawMessage(approved.String)
 		}
 		e.At, _ = time.Parse(time.RFC3339Nano, at)
-		if exit.Valid {
-			e.ExitCode = &exit.Int64
+		if n, ok := exit.(int64); ok {
+			e.ExitCode = &n
 		}
 		out = append(out, e)
 	}

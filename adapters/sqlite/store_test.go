@@ -337,3 +337,28 @@ func TestFailedRequestInBatchChangesNothingAndSparesOthers(t *testing.T) {
 		t.Fatalf("append after the failed request: %v", err)
 	}
 }
+
+// TestAuditTakesOnlyIntegerExitCodes: a tool's JSON output whose "exit_code" is not
+// an integer (a tool of one's own may say anything) leaves the audit's exit code
+// empty; it never fails the audit.
+func TestAuditTakesOnlyIntegerExitCodes(t *testing.T) {
+	t.Parallel()
+	b := setup(t, sqlite.Options{})
+	createSession(t, b, "s1")
+	evs := []events.Event{events.MustNew("t1", "", &events.TurnStarted{Input: "hi", Agent: "a"})}
+	for i, out := range []string{`{"exit_code":"n/a"}`, `{"exit_code":3}`, `{"exit_code":1.5}`} {
+		path := fmt.Sprintf("a/tool/c%d", i)
+		evs = append(evs, events.MustNew("t1", path, &events.ToolScheduled{CallID: fmt.Sprintf("c%d", i), Tool: "t", Arguments: []byte(`{}`)}),
+			events.MustNew("t1", path, &events.ToolResulted{CallID: fmt.Sprintf("c%d", i), Tool: "t", Output: out}))
+	}
+	if _, err := b.store.Append(b.ctx, "s1", 1, evs); err != nil {
+		t.Fatal(err)
+	}
+	audit, err := b.store.Audit(b.ctx, "s1")
+	if err != nil || len(audit) != 3 {
+		t.Fatalf("audit: %+v %v", audit, err)
+	}
+	if audit[0].ExitCode != nil || audit[1].ExitCode == nil || *audit[1].ExitCode != 3 || audit[2].ExitCode != nil {
+		t.Fatalf("exit codes: %v %v %v", audit[0].ExitCode, audit[1].ExitCode, audit[2].ExitCode)
+	}
+}
