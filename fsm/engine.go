@@ -28,6 +28,11 @@ type Options struct {
 	// CancelGrace is how long a canceled turn waits for a tool that ignores its
 	// context before it records the call as abandoned and ends (default 5s).
 	CancelGrace time.Duration
+	// ReplayOnly makes an engine that acts on nothing, for replays that must not: a
+	// model call or a tool call its recording lacks is never made — the model call
+	// fails the turn with nondeterminism, the tool call gets a replay_only error —, so
+	// the replay diverges there instead of acting.
+	ReplayOnly bool
 }
 
 // DefaultCancelGrace is the default of Options.CancelGrace.

@@ -99,6 +99,10 @@ func (r *run) judge(g Guardrail, path, text string) (string, []events.Event, *Re
 		r.usage = r.usage.Add(mc.Usage)
 		return mc.Response.Text, []events.Event{ev}, nil
 	}
+	if r.e.opts.ReplayOnly {
+		return "", nil, &ResultError{Code: events.CodeNondeterminism, Path: path,
+			Message: fmt.Sprintf("the recording has no verdict of judge %s here, and a replay-only engine calls no model", g.Name)}
+	}
 	resp, err := g.Model.Call(r.ctx, ModelRequest{LLM: g.LLM, Agent: g.Name, Instructions: g.Instructions, Items: items})
 	if err != nil {
 		return "", nil, &ResultError{Code: events.CodeModelFailed, Path: path, Message: fmt.Sprintf("judge %s failed: %v", g.Name, err)}

@@ -277,6 +277,10 @@ func (r *run) modelStep() (events.ModelResponse, []events.Event, *ResultError) {
 		return mc.Response, append(compacted, ev), nil
 	}
 
+	if r.e.opts.ReplayOnly {
+		return events.ModelResponse{}, nil, &ResultError{Code: events.CodeNondeterminism, Path: path,
+			Message: fmt.Sprintf("the recording has no response of model %s here, and a replay-only engine calls no model", ag.LLM)}
+	}
 	callCtx, stop := r.cancelContext()
 	defer stop()
 	began := time.Now()

@@ -19,6 +19,7 @@ const (
 	ToolErrPanicked         = "panicked"
 	ToolErrTimeout          = "timeout"
 	ToolErrUnknownTool      = "unknown_tool"
+	ToolErrReplayOnly       = "replay_only" // a replay-only engine runs no tool
 	ToolErrInvalidOutput    = "invalid_output"
 	// ToolErrOutcomeUnknown: the tool may or may not have acted (a request that got no
 	// answer); calling it again may act twice.
@@ -300,6 +301,10 @@ func (r *run) execute(s *toolSlot) *events.ToolResulted {
 	}
 	if s.tool == nil {
 		setToolError(tr, ToolErrUnknownTool, fmt.Sprintf("no tool named %s", s.call.Name), true)
+		return finish()
+	}
+	if r.e.opts.ReplayOnly {
+		setToolError(tr, ToolErrReplayOnly, fmt.Sprintf("the recording has no result of %s here, and a replay-only engine runs no tool", s.call.Name), true)
 		return finish()
 	}
 	spec := s.tool.Spec()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -102,6 +103,18 @@ func TestInABrowser(t *testing.T) {
 	}
 	if refunds != 1 {
 		t.Fatalf("issue_refund ran %d times", refunds)
+	}
+
+	// The replay page shows the divergence of a fixture whose request changed.
+	bad, _ := filepath.Abs(filepath.Join("..", "fixtures", "bad-changed-request", "events.jsonl"))
+	step("replay a fixture",
+		chromedp.Navigate(base+"/ui/replay"),
+		chromedp.WaitVisible(chromedp.ID("fixture")),
+		chromedp.SetUploadFiles(chromedp.ID("fixture"), []string{bad}),
+		chromedp.Click(chromedp.CSS(`form.replay button[type=submit]`)),
+		chromedp.WaitVisible(chromedp.ID("result-h")))
+	if result := text(".result"); !strings.Contains(result, "The replay diverges at support/model/1") || !strings.Contains(result, "Recorded") {
+		t.Fatalf("the replay page: %s", result)
 	}
 
 	// Another user's session is a 404 page, not a blank one.

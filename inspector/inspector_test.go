@@ -1,12 +1,15 @@
 package inspector_test
 
 import (
+	"bytes"
 	"context"
 	"io"
+	"mime/multipart"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -379,5 +382,62 @@ func TestBranchAuditExport(t *testing.T) {
 	other.signIn("k-bob")
 	if a := other.do("GET", "/ui/sessions/"+s.ID+"/export", nil); a.status != http.StatusNotFound {
 		t.Fatalf("another user's export: %d", a.status)
+	}
+}
+
+// upload posts a fixture file to the replay page.
+func (w *browser) upload(csrf, name string, content []byte) answer {
+	w.b.t.Helper()
+	var body bytes.Buffer
+	mw := multipart.NewWriter(&body)
+	mw.WriteField("csrf", csrf)
+	fw, _ := mw.CreateFormFile("fixture", name)
+	fw.Write(content)
+	mw.Close()
+	req, _ := http.NewRequest("POST", w.b.srv.URL+"/ui/replay", &body)
+	req.Header.Set("Content-Type", mw.FormDataContentType())
+	res, err := w.c.Do(req)
+	if err != nil {
+		w.b.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	raw, _ := io.ReadAll(res.Body)
+	return answer{res.StatusCode, res.Header, string(raw)}
+}
+
+// TestReplayPage: a session of the user's replays whole ("N events match"); the
+// bad-changed-request fixture shows its divergence, recorded and now side by side;
+// an oversized upload is refused, naming the limit.
+func TestReplayPage(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "", false)
+	ctx := context.Background()
+	s, _ := b.tl.Engine.CreateSession(ctx, "demo", "alice", nil)
+	st, _ := b.tl.Engine.StartTurn(ctx, s.ID, "where is order 42?")
+	st.Wait()
+	w := b.browser()
+	w.signIn("k-alice")
+	form := w.do("GET", "/ui/replay", nil)
+	csrf := csrfOf(t, form.body)
+	if !strings.Contains(form.body, `<option value="`+s.ID+`">`) {
+		t.Fatalf("the replay form does not offer the session: %s", form.body)
+	}
+	ok := w.do("POST", "/ui/replay", url.Values{"csrf": {csrf}, "session": {s.ID}})
+	if ok.status != 200 || !strings.Contains(ok.body, "7 events match") {
+		t.Fatalf("replay of a session: %d %s", ok.status, ok.body)
+	}
+	bad, err := os.ReadFile(filepath.Join("..", "fixtures", "bad-changed-request", "events.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := w.upload(csrf, "events.jsonl", bad)
+	if d.status != 200 || !strings.Contains(d.body, "The replay diverges") || !strings.Contains(d.body, "<th scope=\"col\">Recorded</th>") {
+		t.Fatalf("the bad fixture: %d %s", d.status, d.body)
+	}
+	if a := w.upload(csrf, "big.jsonl", bytes.Repeat([]byte("x"), 5<<20)); a.status != http.StatusBadRequest || !strings.Contains(a.body, "MiB") {
+		t.Fatalf("an oversized fixture: %d %.300s", a.status, a.body)
+	}
+	if a := w.upload("", "events.jsonl", bad); a.status != http.StatusForbidden {
+		t.Fatalf("a replay without CSRF: %d", a.status)
 	}
 }

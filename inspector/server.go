@@ -64,6 +64,9 @@ type Config struct {
 	// PublicURL is where people reach turnlog (behind a TLS proxy, the https URL):
 	// https makes the cookie Secure.
 	PublicURL string
+	// Replay replays a recording on a throwaway store with an engine that acts on
+	// nothing (turnlog's ReplayOnly); nil: the replay page refuses.
+	Replay func(ctx context.Context, recorded []events.Event) (*fsm.ReplayReport, error)
 	// SignInTTL is how long a sign-in lasts (default 12h).
 	SignInTTL time.Duration
 	Clock     func() time.Time
@@ -85,7 +88,7 @@ func New(cfg Config) (*Server, error) {
 		cfg.SignInTTL = 12 * time.Hour
 	}
 	s := &Server{cfg: cfg, pages: map[string]*template.Template{}}
-	for _, page := range []string{"signin", "sessions", "session", "audit", "error"} {
+	for _, page := range []string{"signin", "sessions", "session", "audit", "replay", "error"} {
 		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+page+".html")
 		if err != nil {
 			return nil, err
@@ -112,6 +115,8 @@ func New(cfg Config) (*Server, error) {
 	ui.POST("/sessions/:id/branches", s.branch, s.checkCSRF)
 	ui.GET("/sessions/:id/audit", s.auditPage)
 	ui.GET("/sessions/:id/export", s.export)
+	ui.GET("/replay", s.replayForm)
+	ui.POST("/replay", s.replay, s.checkCSRF)
 	s.e = e
 	return s, nil
 }

@@ -64,7 +64,7 @@ func LoadApps(ctx context.Context, opts Options) (*Apps, error) {
 	for _, name := range config.SortedKeys(doc.Apps) {
 		a, err := b.app(name, doc.Apps[name], policy)
 		var hooks []webhook.Hook
-		if err == nil && !opts.IgnoreWebhooks {
+		if err == nil && !opts.IgnoreWebhooks && !opts.ReplayOnly {
 			hooks, err = b.webhooks("apps."+name, name, doc.Apps[name].Webhooks)
 		}
 		if err != nil {

@@ -19,7 +19,7 @@ import (
 // mcpTools connects to an app's MCP servers at load and adds their allowed tools to
 // tools. A server that cannot be reached stops the load, naming it.
 func (b builder) mcpTools(at, app string, c *config.MCP, access *policy.Engine, tools map[string]fsm.Tool) error {
-	if c == nil {
+	if c == nil || b.opts.ReplayOnly { // a replay-only engine starts no server
 		return nil
 	}
 	pool := b.mcp

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/turnlog/turnlog/adapters/metrics"
 	"github.com/turnlog/turnlog/adapters/sqlite"
 	"github.com/turnlog/turnlog/adapters/webhook"
+	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/fsm"
 )
 
@@ -26,6 +28,7 @@ type Turnlog struct {
 	apps     *Apps
 	metrics  *metrics.Metrics
 	webhooks *webhook.Deliverer
+	opts     Options // what it was opened with (ReplayOnly opens a throwaway copy)
 	// delivering is held while the deliverer runs; Close ends it and waits.
 	delivering   sync.WaitGroup
 	deliveryMu   sync.Mutex
@@ -73,7 +76,7 @@ func Open(ctx context.Context, opts Options) (*Turnlog, error) {
 		}
 		return nil, err
 	}
-	eopts := fsm.Options{Clock: opts.Clock, NewID: opts.NewID, Observer: observers, CancelGrace: opts.CancelGrace}
+	eopts := fsm.Options{Clock: opts.Clock, NewID: opts.NewID, Observer: observers, CancelGrace: opts.CancelGrace, ReplayOnly: opts.ReplayOnly}
 	if eopts.Clock == nil {
 		eopts.Clock = time.Now
 	}
@@ -81,7 +84,7 @@ func Open(ctx context.Context, opts Options) (*Turnlog, error) {
 		eopts.NewID = NewULIDs()
 	}
 	deliverer, err := webhook.New(store, webhook.Options{Hooks: apps.Webhooks, Clock: eopts.Clock, Client: webhookClient(opts)})
-	if err == nil && !opts.IgnoreWebhooks {
+	if err == nil && !opts.IgnoreWebhooks && !opts.ReplayOnly {
 		store.RouteWebhooks(deliverer.Route) // before any turn can commit
 		hooks.Store(deliverer)
 	}
@@ -94,7 +97,28 @@ func Open(ctx context.Context, opts Options) (*Turnlog, error) {
 		store.Close()
 		return nil, err
 	}
-	return &Turnlog{Store: store, Engine: engine, apps: apps, metrics: m, webhooks: deliverer}, nil
+	return &Turnlog{Store: store, Engine: engine, apps: apps, metrics: m, webhooks: deliverer, opts: opts}, nil
+}
+
+// ReplayOnly replays a recorded session against this log's config on a throwaway
+// store, with an engine that acts on nothing (Options.ReplayOnly): it calls no model
+// and runs no tool, so an activity the recording lacks is a divergence (a
+// nondeterminism error naming the path and field), never a live call.
+func (t *Turnlog) ReplayOnly(ctx context.Context, recorded []events.Event) (*fsm.ReplayReport, error) {
+	dir, err := os.MkdirTemp("", "turnlog-replay-only-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	opts := t.opts
+	opts.DB, opts.Synchronous, opts.ReplayOnly, opts.IgnoreWebhooks = filepath.Join(dir, "replay.db"), "OFF", true, true
+	opts.OnCommit, opts.Observer = nil, nil
+	r, err := Open(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	return r.Engine.Replay(ctx, recorded)
 }
 
 // DeliverWebhooks sends the outbox's webhook deliveries until ctx ends or Close.

@@ -18,6 +18,10 @@ type Options struct {
 	// IgnoreWebhooks leaves the apps' webhooks out: their secrets are not read and
 	// no turn writes a delivery (replaying a fixture).
 	IgnoreWebhooks bool
+	// ReplayOnly builds an engine that acts on nothing (fsm.Options.ReplayOnly): no
+	// model is called, no tool runs, no MCP server is started and no webhook is
+	// written; a replay on it diverges where its recording lacks an activity.
+	ReplayOnly bool
 	// Functions are the Go function tools the apps may name (functool.New).
 	Functions Functions
 	// DB is the SQLite file of the log (Open creates it).

@@ -45,7 +45,7 @@ func (t *Turnlog) Handler(s ServeOptions) (http.Handler, func()) {
 		Deliveries: deliveries{t.Store, t.webhooks},
 		Ready:      t.Store.Ready, Metrics: t.metrics.Handler(), Meter: t.metrics, Logger: s.Logger})
 	ui, err := inspector.New(inspector.Config{Engine: t.Engine, Reader: t.Store, SignIns: t.Store, Keys: s.Keys, AdminKeys: s.AdminKeys,
-		Dev: s.Dev, PublicURL: s.PublicURL})
+		Dev: s.Dev, PublicURL: s.PublicURL, Replay: t.ReplayOnly})
 	if err != nil {
 		panic(err) // the embedded templates parse: a test renders every page
 	}
