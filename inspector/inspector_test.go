@@ -441,3 +441,38 @@ func TestReplayPage(t *testing.T) {
 		t.Fatalf("a replay without CSRF: %d", a.status)
 	}
 }
+
+// TestTurnTimeline: a turn's timeline lists its activities in log order — the model
+// call with its tokens and request hash, the tool call with its arguments and output
+// — and a nested agent's under the call that ran it.
+func TestTurnTimeline(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "", false)
+	ctx := context.Background()
+	s, _ := b.tl.Engine.CreateSession(ctx, "demo", "alice", nil)
+	st, _ := b.tl.Engine.StartTurn(ctx, s.ID, "where is order 42?")
+	res, _ := st.Wait()
+	w := b.browser()
+	w.signIn("k-alice")
+	page := w.do("GET", "/ui/sessions/"+s.ID+"/turns/"+res.TurnID, nil)
+	if page.status != 200 {
+		t.Fatalf("timeline: %d %s", page.status, page.body)
+	}
+	order := []string{"turn started", "model call: ", "request ", "tool call: lookup_order", "result of lookup_order", "turn committed"}
+	at := 0
+	for _, want := range order {
+		i := strings.Index(page.body[at:], want)
+		if i < 0 {
+			t.Fatalf("the timeline lacks %q after byte %d: %s", want, at, page.body)
+		}
+		at += i
+	}
+	if a := w.do("GET", "/ui/sessions/"+s.ID+"/turns/nope", nil); a.status != http.StatusNotFound {
+		t.Fatalf("an unknown turn: %d", a.status)
+	}
+	other := b.browser()
+	other.signIn("k-bob")
+	if a := other.do("GET", "/ui/sessions/"+s.ID+"/turns/"+res.TurnID, nil); a.status != http.StatusNotFound {
+		t.Fatalf("another user's turn: %d", a.status)
+	}
+}

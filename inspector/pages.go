@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -17,6 +18,9 @@ import (
 
 // PageSize is how many sessions a list page holds.
 const PageSize = 50
+
+// TranscriptPage is how many items of a transcript a session page holds.
+const TranscriptPage = 200
 
 func signInOf(c echo.Context) projection.UISession {
 	u, _ := c.Get(signInKey).(projection.UISession)
@@ -149,8 +153,19 @@ func (s *Server) sessionPageWith(c echo.Context, status int, refused error, form
 	if err != nil {
 		return err
 	}
-	items := make([]shownItem, 0, len(raw))
-	for _, r := range raw {
+	// A page of the transcript: the newest TranscriptPage items unless ?items= says
+	// where to start.
+	from := max(0, len(raw)-TranscriptPage)
+	if v := c.QueryParam("items"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 || n >= max(len(raw), 1) {
+			return events.FieldError(events.CodeInvalid, "items", "must be an item index from 0 to %d, got %q", max(len(raw)-1, 0), v)
+		}
+		from = n
+	}
+	to := min(len(raw), from+TranscriptPage)
+	items := make([]shownItem, 0, to-from)
+	for _, r := range raw[from:to] {
 		var it shownItem
 		if err := json.Unmarshal(r, &it); err != nil {
 			return err
@@ -187,7 +202,14 @@ func (s *Server) sessionPageWith(c echo.Context, status int, refused error, form
 			mine = append(mine, ch)
 		}
 	}
-	data := map[string]any{"Session": sess, "Status": st, "Items": items, "Turns": turns, "Pending": questions, "Message": c.QueryParam("message"), "Branches": mine}
+	pages := map[string]any{"From": from, "To": to, "Total": len(raw)}
+	if from > 0 {
+		pages["Earlier"] = max(0, from-TranscriptPage)
+	}
+	if to < len(raw) {
+		pages["Later"] = to
+	}
+	data := map[string]any{"Session": sess, "Status": st, "Items": items, "Pages": pages, "Turns": turns, "Pending": questions, "Message": c.QueryParam("message"), "Branches": mine}
 	if refused != nil {
 		data["Refused"] = refused.Error()
 	}

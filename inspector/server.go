@@ -30,6 +30,7 @@ type Reader interface {
 	HistoryAsRun(ctx context.Context, session string) ([]json.RawMessage, error)
 	Turns(ctx context.Context, session string) ([]projection.Turn, error)
 	LastTurn(ctx context.Context, session string) (projection.Turn, error)
+	Turn(ctx context.Context, session, turn string) (projection.Turn, error)
 	PendingInterrupts(ctx context.Context, session string) ([]projection.Interrupt, error)
 	Audit(ctx context.Context, session string) ([]projection.AuditEntry, error)
 	Branches(ctx context.Context, session string) ([]projection.Session, error)
@@ -88,7 +89,7 @@ func New(cfg Config) (*Server, error) {
 		cfg.SignInTTL = 12 * time.Hour
 	}
 	s := &Server{cfg: cfg, pages: map[string]*template.Template{}}
-	for _, page := range []string{"signin", "sessions", "session", "audit", "replay", "error"} {
+	for _, page := range []string{"signin", "sessions", "session", "audit", "replay", "timeline", "error"} {
 		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+page+".html")
 		if err != nil {
 			return nil, err
@@ -114,6 +115,7 @@ func New(cfg Config) (*Server, error) {
 	ui.POST("/sessions/:id/answers", s.answer, s.checkCSRF)
 	ui.POST("/sessions/:id/branches", s.branch, s.checkCSRF)
 	ui.GET("/sessions/:id/audit", s.auditPage)
+	ui.GET("/sessions/:id/turns/:turn", s.timelinePage)
 	ui.GET("/sessions/:id/export", s.export)
 	ui.GET("/replay", s.replayForm)
 	ui.POST("/replay", s.replay, s.checkCSRF)
