@@ -26,7 +26,7 @@ vet: ## gofmt and go vet
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))" || { gofmt -l .; echo "gofmt needed"; exit 1; }
 	$(GO) vet ./...
 
-bench: ## the SPEC §10 benchmarks: engine step, storage, rebuild, appends/s, branch, history read, HTTP turns, sandbox overhead, context build and token counting, HTTP and command tools, cancel latency
+bench: ## the SPEC §10 benchmarks: engine step, storage, rebuild, appends/s, branch, history read, HTTP turns, sandbox overhead, context build and token counting, HTTP and command tools, cancel latency, the inspector's session page
 	$(GO) test -run '^$$' -bench 'EngineStep|Rebuild' -benchtime 1x -p 1 -timeout 30m ./fsm ./adapters/sqlite
 	$(GO) test -run '^$$' -bench 'AppendConcurrent' -benchtime 20000x -timeout 30m ./adapters/sqlite
 	$(GO) test -run '^$$' -bench 'Branch|HistoryRead|ApprovalRoundTrip|EnqueueStart' -benchtime 200x -timeout 30m ./fsm
@@ -35,6 +35,7 @@ bench: ## the SPEC §10 benchmarks: engine step, storage, rebuild, appends/s, br
 	$(GO) test -run '^$$' -bench 'SandboxOverhead' -benchtime 50x ./sandbox
 	$(GO) test -run '^$$' -bench 'ContextBuild|TokenCount' ./contextmgr
 	$(GO) test -run '^$$' -bench 'HTTPToolOverhead' -benchtime 5000x ./adapters/httptool
+	$(GO) test -run '^$$' -bench 'SessionPage' -benchtime 50x ./inspector
 	$(GO) test -run '^$$' -bench 'CommandToolVsBash' -benchtime 50x ./adapters/commandtool
 	$(GO) test -run '^$$' -bench 'CancelLatency' -benchtime 10x .
 
