@@ -105,6 +105,18 @@ func TestInABrowser(t *testing.T) {
 		t.Fatalf("issue_refund ran %d times", refunds)
 	}
 
+	// A turn that runs while the page is open shows without a reload by hand.
+	watched, _ := b.tl.Engine.CreateSession(bg, "demo", "alice", nil)
+	// (The page follows from the seq it was rendered at, so a turn that starts
+	// before its stream connects is seen all the same.)
+	step("open a session to watch", chromedp.Navigate(base+"/ui/sessions/"+watched.ID), chromedp.WaitVisible(chromedp.ID("transcript-h")))
+	if st, err := b.tl.Engine.StartTurn(bg, watched.ID, "where is order 42?"); err != nil {
+		t.Fatal(err)
+	} else {
+		st.Wait()
+	}
+	step("the live update", chromedp.WaitVisible(chromedp.Search(`//div[contains(., "Order 42 is shipped")]`)))
+
 	// The replay page shows the divergence of a fixture whose request changed.
 	bad, _ := filepath.Abs(filepath.Join("..", "fixtures", "bad-changed-request", "events.jsonl"))
 	step("replay a fixture",

@@ -209,7 +209,11 @@ func (s *Server) sessionPageWith(c echo.Context, status int, refused error, form
 	if to < len(raw) {
 		pages["Later"] = to
 	}
-	data := map[string]any{"Session": sess, "Status": st, "Items": items, "Pages": pages, "Turns": turns, "Pending": questions, "Message": c.QueryParam("message"), "Branches": mine}
+	lastSeq, err := s.cfg.Reader.LastSeq(ctx, sess.ID)
+	if err != nil {
+		return err
+	}
+	data := map[string]any{"Session": sess, "Status": st, "Items": items, "Pages": pages, "LastSeq": lastSeq, "Turns": turns, "Pending": questions, "Message": c.QueryParam("message"), "Branches": mine}
 	if refused != nil {
 		data["Refused"] = refused.Error()
 	}
