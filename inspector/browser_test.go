@@ -135,3 +135,86 @@ func TestInABrowser(t *testing.T) {
 		t.Fatalf("another user's session: %s", page)
 	}
 }
+
+// TestAnswersInABrowser answers from the page: a rejection with a message (the model
+// is told it), an edit the tool's schema refuses (the error is shown, nothing runs),
+// then a valid edit (the tool runs once, with it); and it branches at turn 1 and sees
+// only the prefix.
+func TestAnswersInABrowser(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "", false)
+	ctx := chromium(t)
+	bg := context.Background()
+	s, _ := b.tl.Engine.CreateSession(bg, "demo", "alice", nil)
+	st, _ := b.tl.Engine.StartTurn(bg, s.ID, "where is order 42?")
+	st.Wait()
+	base := b.srv.URL
+	step := func(what string, steps ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		if err := chromedp.Do(ctx, steps...); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	refunds := func() int {
+		evs, _ := b.tl.Store.Events(bg, s.ID, 0)
+		n := 0
+		for _, ev := range evs {
+			if ev.Type == "ToolResulted" && strings.Contains(string(ev.Data), `"tool":"issue_refund"`) && !strings.Contains(string(ev.Data), `"is_error":true`) {
+				n++
+			}
+		}
+		return n
+	}
+	suspend := func() {
+		t.Helper()
+		step("ask for a refund",
+			chromedp.SendKeys(chromedp.ID("input"), "refund order 42"),
+			chromedp.Submit(chromedp.ID("input")),
+			chromedp.WaitVisible(chromedp.ID("pending-h")))
+	}
+	step("sign in and open the session",
+		chromedp.Navigate(base+"/ui/signin"),
+		chromedp.SendKeys(chromedp.ID("key"), "k-alice"),
+		chromedp.Submit(chromedp.ID("key")),
+		chromedp.WaitVisible(chromedp.Search(`//h1[text()="Sessions"]`)),
+		chromedp.Navigate(base+"/ui/sessions/"+s.ID),
+		chromedp.WaitVisible(chromedp.ID("transcript-h")))
+
+	suspend()
+	step("reject with a message",
+		chromedp.Click(chromedp.CSS(`input[type=radio][value=reject]`)),
+		chromedp.SendKeys(chromedp.CSS(`input[id^="message-"]`), "needs a manager"),
+		chromedp.Click(chromedp.CSS(`form.answers button[type=submit]`)),
+		chromedp.WaitVisible(chromedp.Search(`//pre[contains(., "needs a manager")]`)))
+	if refunds() != 0 {
+		t.Fatal("a rejected refund ran")
+	}
+
+	suspend()
+	step("an edit the schema refuses",
+		chromedp.Click(chromedp.CSS(`input[type=radio][value=edit]`)),
+		chromedp.SetValue(chromedp.CSS(`textarea[id^="arguments-"]`), `{"order_id": 0}`),
+		chromedp.Click(chromedp.CSS(`form.answers button[type=submit]`)),
+		chromedp.WaitVisible(chromedp.Search(`//p[contains(., "Not sent") and contains(., "order_id")]`)))
+	if refunds() != 0 {
+		t.Fatal("a refused edit ran the tool")
+	}
+	step("a valid edit",
+		chromedp.Click(chromedp.CSS(`input[type=radio][value=edit]`)),
+		chromedp.SetValue(chromedp.CSS(`textarea[id^="arguments-"]`), `{"order_id": 7}`),
+		chromedp.Click(chromedp.CSS(`form.answers button[type=submit]`)),
+		chromedp.WaitVisible(chromedp.Search(`//div[contains(., "Refunded 12.00 EUR for order 7.")]`)))
+	if n := refunds(); n != 1 {
+		t.Fatalf("the edited refund ran %d times", n)
+	}
+
+	// Branch at turn 1: the new session holds its prefix only.
+	turns, _ := b.tl.Store.Turns(bg, s.ID)
+	step("branch at turn 1",
+		chromedp.Click(chromedp.CSS(`button[aria-label="Branch here, after turn `+turns[0].ID+`"]`)),
+		chromedp.WaitVisible(chromedp.Search(`//li[contains(., "branched from")]`)))
+	page, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(".transcript")))
+	if err != nil || !strings.Contains(page, "Order 42 is shipped") || strings.Contains(page, "refund order 42") {
+		t.Fatalf("the branch's transcript: %s %v", page, err)
+	}
+}

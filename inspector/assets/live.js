@@ -1,6 +1,6 @@
 // turnlog inspector: a session page follows its session live. Each new event of the
-// log shows as a line (text only), and when a turn ends or waits for people the page
-// reloads to show it whole. Without script the page works the same, reloaded by hand.
+// log shows as a line (text only), and when a turn ends or waits for people the
+// session page is loaded again to show it whole. Without script the page works the same, reloaded by hand.
 (function () {
   "use strict";
   var box = document.getElementById("live");
@@ -17,6 +17,9 @@
   });
   es.addEventListener("end", function () {
     es.close();
-    window.location.reload();
+    // The session page by GET: never the form post that may have made this page.
+    window.location.assign("/ui/sessions/" + encodeURIComponent(box.dataset.session));
   });
+  // A form sent from this page leads to the page that shows its outcome: stop here.
+  document.addEventListener("submit", function () { es.close(); });
 }());
