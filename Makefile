@@ -4,7 +4,7 @@ DB       ?= turnlog.db
 CONFIG   ?=
 ADDR     ?= 127.0.0.1:8080
 
-.PHONY: help run build test vet lint fmt bench api-examples fuzz clean
+.PHONY: help run build test vet lint fmt bench api-examples fuzz clean screenshots
 
 help: ## list the targets
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
@@ -47,3 +47,7 @@ fuzz: ## fuzz canonical JSON for a minute
 
 clean: ## remove the binary and the demo database
 	rm -f turnlog $(DB) $(DB)-wal $(DB)-shm
+
+screenshots: ## the inspector's pages in Chromium, as the PNGs docs/inspector.md shows (docs/img/)
+	mkdir -p docs/img
+	TURNLOG_SCREENSHOTS=$(CURDIR)/docs/img $(GO) test -run 'TestScreenshots' -count=1 ./inspector
