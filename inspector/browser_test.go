@@ -218,3 +218,83 @@ func TestAnswersInABrowser(t *testing.T) {
 		t.Fatalf("the branch's transcript: %s %v", page, err)
 	}
 }
+
+const reviewConfig = `
+apps:
+  demo:
+    start_agent: support
+    llms:
+      m:
+        provider: scripted
+        rules:
+          - reply: "the refund code is R-77"
+    agents:
+      support: {llm: m, instructions: x}
+guardrail_policy:
+  - {name: refund-codes, action: review, pattern: 'R-[0-9]+', applies_to: [model_output]}
+`
+
+// TestKeyboardNarrowAndReview: the inspector works from the keyboard alone (sign in,
+// open a session, run a turn, answer), reads on a narrow screen without sideways
+// scrolling, and answers a guardrail review: the held answer is released with notes.
+func TestKeyboardNarrowAndReview(t *testing.T) {
+	t.Parallel()
+	b := setupConfig(t, []byte(reviewConfig), "", false)
+	ctx := chromium(t)
+	s, _ := b.tl.Engine.CreateSession(context.Background(), "demo", "alice", nil)
+	base := b.srv.URL
+	step := func(what string, steps ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		if err := chromedp.Do(ctx, steps...); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	focused := func() string {
+		t.Helper()
+		v, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(() => {
+			const e = document.activeElement;
+			if (!e || e === document.body) return "";
+			if (e.type === "radio") return "radio " + e.value + ": " + (e.labels && e.labels[0] ? e.labels[0].textContent : "");
+			return e.id || e.getAttribute("href") || e.textContent || "";
+		})()`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	tabTo := func(want string) {
+		t.Helper()
+		for i := 0; i < 40; i++ {
+			if strings.Contains(focused(), want) {
+				return
+			}
+			step("tab", chromedp.KeyEvent("\t"))
+		}
+		t.Fatalf("Tab never reached %q (at %q)", want, focused())
+	}
+	step("sign in by keyboard", chromedp.Navigate(base+"/ui/signin"), chromedp.WaitVisible(chromedp.ID("key")),
+		chromedp.KeyEvent("k-alice"), chromedp.KeyEvent("\r"), chromedp.WaitVisible(chromedp.Search(`//h1[text()="Sessions"]`)))
+	tabTo("/ui/sessions/" + s.ID)
+	step("open it by keyboard", chromedp.KeyEvent("\r"), chromedp.WaitVisible(chromedp.ID("transcript-h")))
+	tabTo("input")
+	step("run a turn by keyboard", chromedp.KeyEvent("show the code"), chromedp.Submit(chromedp.ID("input")), chromedp.WaitVisible(chromedp.ID("pending-h")))
+	tabTo("Release it")
+	step("answer by keyboard", chromedp.KeyEvent(" "))
+	tabTo("notes-")
+	step("notes, then send", chromedp.KeyEvent("fine, it is ours"))
+	tabTo("Send the answers")
+	step("send by keyboard", chromedp.KeyEvent("\r"), chromedp.WaitVisible(chromedp.Search(`//div[contains(., "the refund code is R-77")]`)))
+	audit := b.browser()
+	audit.signIn("k-alice")
+	if a := audit.do("GET", "/ui/sessions/"+s.ID+"/audit", nil); !strings.Contains(a.body, "fine, it is ours") || !strings.Contains(a.body, "<td>review</td>") {
+		t.Fatalf("the review in the audit: %s", a.body)
+	}
+	// A narrow screen: nothing scrolls sideways.
+	for _, path := range []string{"/ui/", "/ui/sessions/" + s.ID, "/ui/replay"} {
+		step("narrow "+path, chromedp.EmulateViewport(375, 800), chromedp.Navigate(base+path), chromedp.WaitVisible(chromedp.CSS("main")))
+		wide, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.documentElement.scrollWidth > window.innerWidth + 1`))
+		if err != nil || wide {
+			t.Errorf("%s scrolls sideways at 375 px (%v)", path, err)
+		}
+	}
+}

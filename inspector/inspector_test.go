@@ -28,7 +28,13 @@ type bundle struct {
 // setup serves the demo with keys for alice, bob and an admin, behind publicURL.
 func setup(t *testing.T, publicURL string, dev bool) bundle {
 	t.Helper()
-	tl, err := turnlog.Open(context.Background(), turnlog.Options{DB: filepath.Join(t.TempDir(), "turnlog.db"), ConfigData: demo.Config, Functions: demo.Functions()})
+	return setupConfig(t, demo.Config, publicURL, dev)
+}
+
+// setupConfig is setup with another agent.yaml.
+func setupConfig(t *testing.T, cfg []byte, publicURL string, dev bool) bundle {
+	t.Helper()
+	tl, err := turnlog.Open(context.Background(), turnlog.Options{DB: filepath.Join(t.TempDir(), "turnlog.db"), ConfigData: cfg, Functions: demo.Functions()})
 	if err != nil {
 		t.Fatal(err)
 	}
