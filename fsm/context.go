@@ -87,6 +87,10 @@ func (r *run) compaction(view *contextmgr.Prepared, span contextmgr.Span, path s
 		out := *cc
 		return &out, nil
 	}
+	if r.e.opts.ReplayOnly {
+		return nil, &ResultError{Code: events.CodeNondeterminism, Path: path,
+			Message: fmt.Sprintf("the recording has no compaction here, and a replay-only engine calls no model (%s)", llm)}
+	}
 	callCtx, stop := r.cancelContext()
 	defer stop()
 	began := time.Now()

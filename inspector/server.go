@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -77,9 +78,10 @@ type Config struct {
 
 // Server serves the inspector's pages.
 type Server struct {
-	cfg   Config
-	pages map[string]*template.Template
-	e     *echo.Echo
+	cfg     Config
+	pages   map[string]*template.Template
+	e       *echo.Echo
+	devCSRF string // under --dev, the forms' token: random for the process
 }
 
 // New builds the inspector. Its handler serves paths under /ui/ only.
@@ -90,7 +92,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.SignInTTL <= 0 {
 		cfg.SignInTTL = 12 * time.Hour
 	}
-	s := &Server{cfg: cfg, pages: map[string]*template.Template{}}
+	s := &Server{cfg: cfg, pages: map[string]*template.Template{}, devCSRF: randomToken()}
 	for _, page := range []string{"signin", "sessions", "session", "audit", "replay", "timeline", "error"} {
 		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+page+".html")
 		if err != nil {
@@ -105,6 +107,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Dev {
 		e.Use(loopbackOnly)
 	}
+	e.Use(sameOriginPosts, capBodies)
 	assets, _ := fs.Sub(assetFS, "assets")
 	e.GET("/ui/assets/*", echo.WrapHandler(http.StripPrefix("/ui/assets/", http.FileServer(http.FS(assets)))))
 	e.GET("/ui/signin", s.signInForm)
@@ -153,6 +156,45 @@ func loopbackOnly(next echo.HandlerFunc) echo.HandlerFunc {
 		host = strings.Trim(host, "[]")
 		if host != "localhost" && host != "127.0.0.1" && host != "::1" {
 			return echo.NewHTTPError(http.StatusMisdirectedRequest, "under --dev the inspector answers only localhost, 127.0.0.1 and [::1]")
+		}
+		return next(c)
+	}
+}
+
+// sameOriginPosts refuses a post another site's page made: the browser says so in
+// Sec-Fetch-Site, or its Origin is not this server's. (SameSite=Strict keeps the
+// cookie off such posts; this also stops a sign-in forced on a browser, and posts
+// to a --dev server, which needs no cookie.)
+func sameOriginPosts(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		r := c.Request()
+		if r.Method == http.MethodGet || r.Method == http.MethodHead {
+			return next(c)
+		}
+		site := r.Header.Get("Sec-Fetch-Site")
+		origin := r.Header.Get("Origin")
+		if site == "cross-site" || site == "same-site" || (origin != "" && origin != "null" && !sameHost(origin, r.Host)) || origin == "null" {
+			return echo.NewHTTPError(http.StatusForbidden, "a form of another site may not post here")
+		}
+		return next(c)
+	}
+}
+
+func sameHost(origin, host string) bool {
+	u, err := url.Parse(origin)
+	return err == nil && u.Host == host
+}
+
+// capBodies caps every post's body before anything reads it: an uploaded fixture at
+// MaxFixtureBytes (and a little for the rest of its form), any other form at 1 MiB.
+func capBodies(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if r := c.Request(); r.Body != nil && r.Method == http.MethodPost {
+			limit := int64(1 << 20)
+			if r.URL.Path == "/ui/replay" {
+				limit = MaxFixtureBytes + 64<<10
+			}
+			r.Body = http.MaxBytesReader(c.Response(), r.Body, limit)
 		}
 		return next(c)
 	}
