@@ -145,9 +145,7 @@ func TestAnswersInABrowser(t *testing.T) {
 	b := setup(t, "", false)
 	ctx := chromium(t)
 	bg := context.Background()
-	s, _ := b.tl.Engine.CreateSession(bg, "demo", "alice", nil)
-	st, _ := b.tl.Engine.StartTurn(bg, s.ID, "where is order 42?")
-	st.Wait()
+	s, _ := b.session("alice", "where is order 42?")
 	base := b.srv.URL
 	step := func(what string, steps ...chromedp.Action[chromedp.Void]) {
 		t.Helper()

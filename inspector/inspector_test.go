@@ -16,7 +16,9 @@ import (
 	"testing"
 
 	"github.com/turnlog/turnlog/examples/demo"
+	"github.com/turnlog/turnlog/fsm"
 	"github.com/turnlog/turnlog/pkg/turnlog"
+	"github.com/turnlog/turnlog/projection"
 )
 
 type bundle struct {
@@ -48,6 +50,28 @@ func setupConfig(t *testing.T, cfg []byte, publicURL string, dev bool) bundle {
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	return bundle{t: t, tl: tl, srv: srv}
+}
+
+// session makes a demo session of owner and runs each input as a turn, in order. It
+// returns the session and the last turn's outcome.
+func (b bundle) session(owner string, inputs ...string) (projection.Session, *fsm.Result) {
+	b.t.Helper()
+	ctx := context.Background()
+	s, err := b.tl.Engine.CreateSession(ctx, "demo", owner, nil)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	var res *fsm.Result
+	for _, input := range inputs {
+		st, err := b.tl.Engine.StartTurn(ctx, s.ID, input)
+		if err != nil {
+			b.t.Fatal(err)
+		}
+		if res, err = st.Wait(); err != nil {
+			b.t.Fatal(err)
+		}
+	}
+	return s, res
 }
 
 // browser is a client with its own cookies that does not follow redirects.
@@ -292,9 +316,7 @@ func TestAnswerQuestions(t *testing.T) {
 	t.Parallel()
 	b := setup(t, "", false)
 	ctx := context.Background()
-	s, _ := b.tl.Engine.CreateSession(ctx, "demo", "alice", nil)
-	st, _ := b.tl.Engine.StartTurn(ctx, s.ID, "refund order 42")
-	res, _ := st.Wait()
+	s, res := b.session("alice", "refund order 42")
 	if res == nil || len(res.Interrupts) != 1 {
 		t.Fatalf("suspend: %+v", res)
 	}
@@ -330,7 +352,7 @@ func TestAnswerQuestions(t *testing.T) {
 		t.Fatalf("after the edit: %s", page.body)
 	}
 	// A rejection with a message: the model is told.
-	st, _ = b.tl.Engine.StartTurn(ctx, s.ID, "refund order 42")
+	st, _ := b.tl.Engine.StartTurn(ctx, s.ID, "refund order 42")
 	res, _ = st.Wait()
 	id = res.Interrupts[0].ID
 	page = w.do("GET", "/ui/sessions/"+s.ID, nil)
@@ -347,11 +369,7 @@ func TestBranchAuditExport(t *testing.T) {
 	t.Parallel()
 	b := setup(t, "", false)
 	ctx := context.Background()
-	s, _ := b.tl.Engine.CreateSession(ctx, "demo", "alice", nil)
-	for _, input := range []string{"where is order 42?", "refund order 42"} {
-		st, _ := b.tl.Engine.StartTurn(ctx, s.ID, input)
-		st.Wait()
-	}
+	s, _ := b.session("alice", "where is order 42?", "refund order 42")
 	w := b.browser()
 	w.signIn("k-alice")
 	page := w.do("GET", "/ui/sessions/"+s.ID, nil)
@@ -417,10 +435,7 @@ func (w *browser) upload(csrf, name string, content []byte) answer {
 func TestReplayPage(t *testing.T) {
 	t.Parallel()
 	b := setup(t, "", false)
-	ctx := context.Background()
-	s, _ := b.tl.Engine.CreateSession(ctx, "demo", "alice", nil)
-	st, _ := b.tl.Engine.StartTurn(ctx, s.ID, "where is order 42?")
-	st.Wait()
+	s, _ := b.session("alice", "where is order 42?")
 	w := b.browser()
 	w.signIn("k-alice")
 	form := w.do("GET", "/ui/replay", nil)
@@ -454,10 +469,7 @@ func TestReplayPage(t *testing.T) {
 func TestTurnTimeline(t *testing.T) {
 	t.Parallel()
 	b := setup(t, "", false)
-	ctx := context.Background()
-	s, _ := b.tl.Engine.CreateSession(ctx, "demo", "alice", nil)
-	st, _ := b.tl.Engine.StartTurn(ctx, s.ID, "where is order 42?")
-	res, _ := st.Wait()
+	s, res := b.session("alice", "where is order 42?")
 	w := b.browser()
 	w.signIn("k-alice")
 	page := w.do("GET", "/ui/sessions/"+s.ID+"/turns/"+res.TurnID, nil)

@@ -65,11 +65,7 @@ func TestScreenshots(t *testing.T) {
 	b := setup(t, "", false)
 	ctx := chromium(t)
 	bg := context.Background()
-	s, _ := b.tl.Engine.CreateSession(bg, "demo", "alice", nil)
-	for _, input := range []string{"where is order 42?", "can I get a refund for order 1001?", "refund order 42"} {
-		st, _ := b.tl.Engine.StartTurn(bg, s.ID, input)
-		st.Wait()
-	}
+	s, _ := b.session("alice", "where is order 42?", "can I get a refund for order 1001?", "refund order 42")
 	turns, _ := b.tl.Store.Turns(bg, s.ID)
 	shot := func(name, path, visible string) {
 		t.Helper()
