@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
@@ -88,5 +89,68 @@ func TestReplayOnlyNeverActs(t *testing.T) {
 	}
 	if refunds.Load() != 1 || posts.Load() != 1 {
 		t.Fatalf("a replay acted: %d refunds, %d posts (want 1 and 1, the recording's own)", refunds.Load(), posts.Load())
+	}
+}
+
+// TestReplayOnlyRunsNoCommand: a forged recording of an approved `bash` command with
+// no result recorded diverges and runs nothing: the file the command deletes is still
+// there after the replay (the recording itself deleted it once).
+func TestReplayOnlyRunsNoCommand(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	ws := filepath.Join(dir, "ws")
+	victim := filepath.Join(ws, "build")
+	if err := os.MkdirAll(victim, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg := `apps:
+  coder:
+    start_agent: main
+    llms:
+      m:
+        provider: scripted
+        rules:
+          - {when: {after_tool: bash}, reply: "cleaned"}
+          - tools: [{name: bash, arguments: '{"command": "rm -rf build"}'}]
+    agents:
+      main: {llm: m, tools: [bash]}
+    policy: {mode: workspace-write, workspace: ` + ws + `, workspace_scope: shared}
+`
+	ctx := context.Background()
+	tl, err := turnlog.Open(ctx, turnlog.Options{DB: filepath.Join(dir, "turnlog.db"), ConfigData: []byte(cfg)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tl.Close()
+	s, _ := tl.Engine.CreateSession(ctx, "coder", "alice", nil)
+	st, _ := tl.Engine.StartTurn(ctx, s.ID, "clean up")
+	res, err := st.Wait()
+	if err != nil || res.Status != fsm.StatusSuspended || len(res.Interrupts) != 1 {
+		t.Fatalf("suspend: %+v %v", res, err)
+	}
+	yes := true
+	st, _ = tl.Engine.Resume(ctx, s.ID, "alice", map[string]fsm.Answer{res.Interrupts[0].ID: {Confirmed: &yes}})
+	if res, err = st.Wait(); err != nil || res.Status != fsm.StatusCompleted {
+		t.Fatalf("the recording: %+v %v", res, err)
+	}
+	if _, err := os.Stat(victim); !os.IsNotExist(err) {
+		t.Fatalf("the approved command did not run in the recording: %v", err)
+	}
+	recorded, _ := tl.Store.Events(ctx, s.ID, 0)
+	if err := os.MkdirAll(victim, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var forged []events.Event
+	for _, ev := range recorded {
+		forged = append(forged, ev)
+		if ev.Type == events.TypeTurnResumed {
+			break
+		}
+	}
+	if _, err := tl.ReplayOnly(ctx, forged); !events.IsCode(err, events.CodeNondeterminism) {
+		t.Fatalf("the forged recording: %v, want a divergence", err)
+	}
+	if _, err := os.Stat(victim); err != nil {
+		t.Fatalf("a replay ran the command: %v", err)
 	}
 }
