@@ -41,17 +41,14 @@ func (s *Server) answer(c echo.Context) error {
 		}
 		answers[p.ID] = a
 	}
-	st, err := s.cfg.Engine.Resume(ctx, sess.ID, signInOf(c).User, answers)
-	if err != nil {
+	if _, err := s.cfg.Engine.Resume(ctx, sess.ID, signInOf(c).User, answers); err != nil {
 		if events.IsCode(err, events.CodeInvalid) {
 			return s.sessionPageWith(c, http.StatusBadRequest, err, form)
 		}
 		return err
 	}
-	if _, err := st.Wait(); err != nil {
-		return err
-	}
-	return c.Redirect(http.StatusSeeOther, "/ui/sessions/"+sess.ID+"?message="+url.QueryEscape("Answered. The turn went on."))
+	// The turn goes on in the engine; the session page follows it live.
+	return c.Redirect(http.StatusSeeOther, "/ui/sessions/"+sess.ID+"?message="+url.QueryEscape("Answered. The turn goes on."))
 }
 
 // answerOf is one interrupt's answer from the form.

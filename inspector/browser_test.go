@@ -10,6 +10,10 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/turnlog/turnlog/examples/demo"
+	"github.com/turnlog/turnlog/fsm"
+	"github.com/turnlog/turnlog/pkg/turnlog"
+	"github.com/turnlog/turnlog/projection"
 )
 
 // chromium starts Debian's chromium headless for one test; CI sets
@@ -295,4 +299,66 @@ func TestKeyboardNarrowAndReview(t *testing.T) {
 			t.Errorf("%s scrolls sideways at 375 px (%v)", path, err)
 		}
 	}
+}
+
+// gatedModel holds a model's streamed answer at two points: before its first piece
+// (until the page listens) and after it (while the test looks at the page).
+type gatedModel struct {
+	fsm.Model
+	listening, looked <-chan struct{}
+}
+
+func (g gatedModel) Call(ctx context.Context, req fsm.ModelRequest) (fsm.ModelResponse, error) {
+	if on := req.OnText; on != nil {
+		n := 0
+		req.OnText = func(piece string) {
+			if n == 0 {
+				<-g.listening
+			}
+			on(piece)
+			if n == 0 {
+				<-g.looked
+			}
+			n++
+		}
+	}
+	return g.Model.Call(ctx, req)
+}
+
+// TestAnswerStreamsInABrowser: a turn run from the page shows its steps and its
+// answer's text as they arrive, before the turn ends; then the page shows it whole.
+func TestAnswerStreamsInABrowser(t *testing.T) {
+	t.Parallel()
+	listening, looked := make(chan struct{}), make(chan struct{})
+	b := setupOptions(t, turnlog.Options{ConfigData: demo.Config, WrapModel: func(_ string, m fsm.Model) fsm.Model {
+		return gatedModel{Model: m, listening: listening, looked: looked}
+	}}, "", false)
+	ctx := chromium(t)
+	s, _ := b.tl.Engine.CreateSession(context.Background(), "demo", "alice", nil)
+	step := func(what string, steps ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		if err := chromedp.Do(ctx, steps...); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	step("sign in and run a turn",
+		chromedp.Navigate(b.srv.URL+"/ui/signin"),
+		chromedp.SendKeys(chromedp.ID("key"), "k-alice"),
+		chromedp.Submit(chromedp.ID("key")),
+		chromedp.WaitVisible(chromedp.Search(`//h1[text()="Sessions"]`)),
+		chromedp.Navigate(b.srv.URL+"/ui/sessions/"+s.ID),
+		chromedp.SendKeys(chromedp.ID("input"), "where is order 42?"),
+		chromedp.Submit(chromedp.ID("input")),
+		chromedp.WaitReady(chromedp.CSS(`#live[data-connected="true"]`)))
+	close(listening)
+	step("the first piece of the answer", chromedp.WaitVisible(chromedp.Search(`//li[contains(@class, "arriving") and contains(., "Order")]`)))
+	live, err := chromedp.Run(ctx, chromedp.Text(chromedp.ID("live")))
+	if err != nil || !strings.Contains(live, "result of lookup_order") || strings.Contains(live, "shipped") {
+		t.Fatalf("the live section while the answer arrives: %q %v", live, err)
+	}
+	if turn, _ := b.tl.Store.LastTurn(context.Background(), s.ID); turn.Status != projection.TurnRunning {
+		t.Fatalf("the turn is %s while its answer arrives", turn.Status)
+	}
+	close(looked)
+	step("the whole answer, recorded", chromedp.WaitVisible(chromedp.Search(`//ol[contains(@class, "transcript")]//div[contains(., "Order 42 is shipped")]`)))
 }

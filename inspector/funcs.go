@@ -14,8 +14,8 @@ var funcs = template.FuncMap{
 	"eqs":   func(a, b string) bool { return a == b },
 	"stamp": func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05Z") },
 	"took": func(start time.Time, end *time.Time) string {
-		if end == nil {
-			return "running"
+		if end == nil { // running, or waiting for people: the status says which
+			return "not ended"
 		}
 		return end.Sub(start).Round(time.Millisecond).String()
 	},

@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/turnlog/turnlog/examples/demo"
 	"github.com/turnlog/turnlog/fsm"
@@ -36,7 +37,14 @@ func setup(t *testing.T, publicURL string, dev bool) bundle {
 // setupConfig is setup with another agent.yaml.
 func setupConfig(t *testing.T, cfg []byte, publicURL string, dev bool) bundle {
 	t.Helper()
-	tl, err := turnlog.Open(context.Background(), turnlog.Options{DB: filepath.Join(t.TempDir(), "turnlog.db"), ConfigData: cfg, Functions: demo.Functions()})
+	return setupOptions(t, turnlog.Options{ConfigData: cfg}, publicURL, dev)
+}
+
+// setupOptions is setup with turnlog's options (the demo's functions, a fresh log).
+func setupOptions(t *testing.T, o turnlog.Options, publicURL string, dev bool) bundle {
+	t.Helper()
+	o.DB, o.Functions = filepath.Join(t.TempDir(), "turnlog.db"), demo.Functions()
+	tl, err := turnlog.Open(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,6 +80,30 @@ func (b bundle) session(owner string, inputs ...string) (projection.Session, *fs
 		}
 	}
 	return s, res
+}
+
+// settled waits until the session's last turn is no longer running (a form post
+// starts or resumes a turn and answers at once), woken by each commit.
+func (b bundle) settled(session string) {
+	b.t.Helper()
+	wake, stop := b.tl.Store.Watch(session)
+	defer stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for {
+		turn, err := b.tl.Store.LastTurn(ctx, session)
+		if err != nil {
+			b.t.Fatalf("the session's last turn: %v", err)
+		}
+		if turn.Status != projection.TurnRunning {
+			return
+		}
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			b.t.Fatalf("the turn %s of %s still runs", turn.ID, session)
+		}
+	}
 }
 
 // browser is a client with its own cookies that does not follow redirects.
@@ -265,6 +297,7 @@ func TestRunATurnFromThePage(t *testing.T) {
 	if a.status != http.StatusSeeOther {
 		t.Fatalf("run: %d %s", a.status, a.body)
 	}
+	b.settled(s.ID)
 	if page = w.do("GET", "/ui/sessions/"+s.ID, nil); !strings.Contains(page.body, "Order 42 is shipped") {
 		t.Fatalf("after the run: %s", page.body)
 	}
@@ -347,6 +380,7 @@ func TestAnswerQuestions(t *testing.T) {
 	if ok.status != http.StatusSeeOther {
 		t.Fatalf("a valid edit: %d %s", ok.status, ok.body)
 	}
+	b.settled(s.ID)
 	page = w.do("GET", "/ui/sessions/"+s.ID, nil)
 	if !strings.Contains(page.body, "Refunded 12.00 EUR for order 7.") || !strings.Contains(page.body, "edited by <strong>alice</strong>") {
 		t.Fatalf("after the edit: %s", page.body)
@@ -357,6 +391,7 @@ func TestAnswerQuestions(t *testing.T) {
 	id = res.Interrupts[0].ID
 	page = w.do("GET", "/ui/sessions/"+s.ID, nil)
 	w.do("POST", "/ui/sessions/"+s.ID+"/answers", url.Values{"csrf": {csrfOf(t, page.body)}, "choice." + id: {"reject"}, "message." + id: {"needs a manager"}})
+	b.settled(s.ID)
 	if page = w.do("GET", "/ui/sessions/"+s.ID, nil); !strings.Contains(page.body, "needs a manager") {
 		t.Fatalf("the rejection: %s", page.body)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/fsm"
 )
 
 // liveStep is what the live stream sends of an event: its place and its title, never
@@ -16,14 +17,31 @@ import (
 type liveStep struct {
 	Seq    int64  `json:"seq"`
 	Turn   string `json:"turn"`
+	Path   string `json:"path"`
 	Kind   string `json:"kind"`
 	Title  string `json:"title"`
 	Detail string `json:"detail,omitempty"`
 }
 
+// liveText is a piece of a model's answer as it arrives (fsm.Delta). The engine
+// publishes none for an answer that output guardrails or the guardrail policy must
+// pass first, so what shows here is what people may see.
+type liveText struct {
+	Turn  string `json:"turn"`
+	Path  string `json:"path"`
+	Index int    `json:"index"`
+	Text  string `json:"text"`
+}
+
+// deltaSource is an engine whose models' answers can be followed as they arrive.
+type deltaSource interface {
+	Deltas(session string) (*fsm.DeltaSub, func())
+}
+
 // live streams a session's events after ?after= as they are committed (SSE, under
-// /ui/ with the page's cookie): a "step" for each, and "end" when a turn ends or
-// waits for people, so the page reloads to show it whole.
+// /ui/ with the page's cookie): a "step" for each, "text" for each piece of an answer
+// as the model sends it, and "end" (with its seq) when a turn ends or waits for
+// people, so the page reloads to show it whole.
 func (s *Server) live(c echo.Context) error {
 	sess, err := s.ownedSession(c)
 	if err != nil {
@@ -33,8 +51,15 @@ func (s *Server) live(c echo.Context) error {
 	if err != nil || from < 0 {
 		return events.FieldError(events.CodeInvalid, "after", "must be a seq, got %q", c.QueryParam("after"))
 	}
-	wake, stop := s.cfg.Reader.Watch(sess.ID) // before the first read: no commit is missed
+	// Both before the first read: no commit and no piece after it is missed.
+	wake, stop := s.cfg.Reader.Watch(sess.ID)
 	defer stop()
+	var text <-chan fsm.Delta
+	if ds, ok := s.cfg.Engine.(deltaSource); ok {
+		sub, unsubscribe := ds.Deltas(sess.ID)
+		defer unsubscribe()
+		text = sub.C
+	}
 	ctx := c.Request().Context()
 	w := c.Response()
 	w.Header().Set(echo.HeaderContentType, "text/event-stream")
@@ -42,6 +67,11 @@ func (s *Server) live(c echo.Context) error {
 	w.Flush()
 	keepAlive := time.NewTicker(15 * time.Second)
 	defer keepAlive.Stop()
+	send := func(name string, v any) error {
+		data, _ := json.Marshal(v)
+		_, err := fmt.Fprintf(w, "event: %s\ndata: %s\n\n", name, data)
+		return err
+	}
 	for {
 		evs, err := s.cfg.Reader.Events(ctx, sess.ID, from)
 		if err != nil {
@@ -50,25 +80,35 @@ func (s *Server) live(c echo.Context) error {
 		for _, ev := range evs {
 			from = ev.Seq
 			st := stepOf(ev, ev.At)
-			data, _ := json.Marshal(liveStep{Seq: ev.Seq, Turn: ev.Turn, Kind: ev.Type, Title: st.Title, Detail: st.Detail})
-			if _, err := fmt.Fprintf(w, "id: %d\nevent: step\ndata: %s\n\n", ev.Seq, data); err != nil {
+			if send("step", liveStep{Seq: ev.Seq, Turn: ev.Turn, Path: ev.Path, Kind: ev.Type, Title: st.Title, Detail: st.Detail}) != nil {
 				return nil
 			}
 			switch ev.Type {
 			case events.TypeTurnCommitted, events.TypeTurnFailed, events.TypeTurnCanceled, events.TypeTurnSuspended:
-				fmt.Fprintf(w, "event: end\ndata: {}\n\n")
+				send("end", struct {
+					Seq int64 `json:"seq"`
+				}{ev.Seq})
 			}
 		}
 		w.Flush()
-		select {
-		case <-wake:
-		case <-keepAlive.C:
-			if _, err := fmt.Fprint(w, ": keep-alive\n\n"); err != nil {
+	wait:
+		for {
+			select {
+			case <-wake:
+				break wait
+			case d := <-text:
+				if send("text", liveText{Turn: d.Turn, Path: d.Path, Index: d.Index, Text: d.Text}) != nil {
+					return nil
+				}
+				w.Flush()
+			case <-keepAlive.C:
+				if _, err := fmt.Fprint(w, ": keep-alive\n\n"); err != nil {
+					return nil
+				}
+				w.Flush()
+			case <-ctx.Done():
 				return nil
 			}
-			w.Flush()
-		case <-ctx.Done():
-			return nil
 		}
 	}
 }

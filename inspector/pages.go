@@ -213,7 +213,13 @@ func (s *Server) sessionPageWith(c echo.Context, status int, refused error, form
 	if err != nil {
 		return err
 	}
-	data := map[string]any{"Session": sess, "Status": st, "Items": items, "Pages": pages, "LastSeq": lastSeq, "Turns": turns, "Pending": questions, "Message": c.QueryParam("message"), "Branches": mine}
+	// While a turn runs, the live section follows it from its start (at most a
+	// timeline page back), so what it did before the page loaded shows too.
+	liveAfter := lastSeq
+	if st == "running" && len(turns) > 0 {
+		liveAfter = max(turns[len(turns)-1].StartSeq-1, lastSeq-TimelinePage, 0)
+	}
+	data := map[string]any{"Session": sess, "Status": st, "Items": items, "Pages": pages, "LastSeq": lastSeq, "LiveAfter": liveAfter, "Turns": turns, "Pending": questions, "Message": c.QueryParam("message"), "Branches": mine}
 	if refused != nil {
 		data["Refused"] = refused.Error()
 	}
@@ -221,7 +227,7 @@ func (s *Server) sessionPageWith(c echo.Context, status int, refused error, form
 }
 
 // runTurn starts a turn with the form's input and goes back to the session page,
-// where it shows.
+// where it shows as it runs.
 func (s *Server) runTurn(c echo.Context) error {
 	sess, err := s.ownedSession(c)
 	if err != nil {
@@ -231,13 +237,10 @@ func (s *Server) runTurn(c echo.Context) error {
 	if input == "" {
 		return events.FieldError(events.CodeInvalid, "input", "is empty: write what the agent should do")
 	}
-	st, err := s.cfg.Engine.StartTurn(c.Request().Context(), sess.ID, input)
-	if err != nil {
+	if _, err := s.cfg.Engine.StartTurn(c.Request().Context(), sess.ID, input); err != nil {
 		return err
 	}
-	if _, err := st.Wait(); err != nil {
-		return err
-	}
+	// The turn runs on in the engine; the session page follows it live.
 	return c.Redirect(http.StatusSeeOther, "/ui/sessions/"+sess.ID)
 }
 
