@@ -318,3 +318,20 @@ func askingAgent(app *App, path string) *Agent {
 	}
 	return &Agent{}
 }
+
+// ToolParameters is the JSON schema of the arguments of the tool an approval at path
+// in app asks about: what an edit of its arguments must fit (a reviewer's page checks
+// an edit with it before sending; resume checks it again). ok is false when the app
+// has no such tool there, or the tool declares no schema.
+func (e *Engine) ToolParameters(app, path, tool string) (json.RawMessage, bool) {
+	a, ok := e.apps[app]
+	if !ok {
+		return nil, false
+	}
+	t := askingAgent(a, path).tool(tool)
+	if t == nil {
+		return nil, false
+	}
+	p := t.Spec().Parameters
+	return p, len(p) > 0
+}

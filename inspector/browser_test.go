@@ -193,13 +193,18 @@ func TestAnswersInABrowser(t *testing.T) {
 	}
 
 	suspend()
+	sent := b.answers.Load()
 	step("an edit the schema refuses",
 		chromedp.Click(chromedp.CSS(`input[type=radio][value=edit]`)),
 		chromedp.SetValue(chromedp.CSS(`textarea[id^="arguments-"]`), `{"order_id": 0}`),
 		chromedp.Click(chromedp.CSS(`form.answers button[type=submit]`)),
-		chromedp.WaitVisible(chromedp.Search(`//p[contains(., "Not sent") and contains(., "order_id")]`)))
-	if refunds() != 0 {
-		t.Fatal("a refused edit ran the tool")
+		chromedp.WaitVisible(chromedp.Search(`//p[@role="alert" and contains(., "Not sent") and contains(., ".arguments.order_id: must be at least 1")]`)))
+	invalid, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.activeElement.matches('textarea[aria-invalid="true"]')`))
+	if err != nil || !invalid {
+		t.Fatalf("the refused edit's field is not marked and focused: %v", err)
+	}
+	if n := b.answers.Load() - sent; n != 0 || refunds() != 0 {
+		t.Fatalf("a refused edit was sent (%d answer posts) or ran the tool (%d)", n, refunds())
 	}
 	step("a valid edit",
 		chromedp.Click(chromedp.CSS(`input[type=radio][value=edit]`)),

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -26,6 +27,8 @@ type bundle struct {
 	t   *testing.T
 	tl  *turnlog.Turnlog
 	srv *httptest.Server
+	// answers counts the answer forms that reached the server.
+	answers *atomic.Int64
 }
 
 // setup serves the demo with keys for alice, bob and an admin, behind publicURL.
@@ -55,9 +58,15 @@ func setupOptions(t *testing.T, o turnlog.Options, publicURL string, dev bool) b
 	}
 	h, stop := tl.Handler(opts)
 	t.Cleanup(stop)
-	srv := httptest.NewServer(h)
+	answers := new(atomic.Int64)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/answers") {
+			answers.Add(1)
+		}
+		h.ServeHTTP(w, r)
+	}))
 	t.Cleanup(srv.Close)
-	return bundle{t: t, tl: tl, srv: srv}
+	return bundle{t: t, tl: tl, srv: srv, answers: answers}
 }
 
 // session makes a demo session of owner and runs each input as a turn, in order. It

@@ -191,6 +191,11 @@ func (s *Server) sessionPageWith(c echo.Context, status int, refused error, form
 		if questions[i].Edit == "" && len(p.Arguments) > 0 {
 			questions[i].Edit = indentJSON(p.Arguments)
 		}
+		if ts, ok := s.cfg.Engine.(toolSchemas); ok && p.Kind != events.InterruptGuardrailReview {
+			if schema, ok := ts.ToolParameters(sess.App, p.Path, p.Tool); ok {
+				questions[i].Schema = string(schema)
+			}
+		}
 	}
 	children, err := s.cfg.Reader.Branches(ctx, sess.ID)
 	if err != nil {
@@ -248,4 +253,12 @@ func (s *Server) runTurn(c echo.Context) error {
 type question struct {
 	projection.Interrupt
 	Choice, Message, Notes, Edit string
+	// Schema is the tool's arguments schema (JSON), which the page checks an edit
+	// against before sending it; the server checks it again.
+	Schema string
+}
+
+// toolSchemas is an engine that knows the schema of an approval's tool.
+type toolSchemas interface {
+	ToolParameters(app, path, tool string) (json.RawMessage, bool)
 }

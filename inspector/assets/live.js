@@ -56,5 +56,6 @@
     window.location.assign("/ui/sessions/" + encodeURIComponent(box.dataset.session));
   });
   // A form sent from this page leads to the page that shows its outcome: stop here.
-  document.addEventListener("submit", function () { es.close(); });
+  // (A form the page's own check kept from being sent changes nothing.)
+  document.addEventListener("submit", function (e) { if (!e.defaultPrevented) { es.close(); } });
 }());
