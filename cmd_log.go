@@ -7,6 +7,7 @@ import (
 
 	"github.com/turnlog/turnlog/adapters/sqlite"
 	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/fsm"
 )
 
 // withStore parses a store command's flags, checks its argument count, and runs fn on
@@ -35,7 +36,7 @@ func cmdExport(ctx context.Context, c *cliContext, args []string) error {
 		if _, err := store.Session(ctx, id); err != nil {
 			return err
 		}
-		evs, err := store.Events(ctx, id, 0)
+		evs, err := fsm.Recording(ctx, store, id)
 		if err != nil {
 			return err
 		}

@@ -63,3 +63,53 @@ func (e *Engine) Branch(ctx context.Context, source, owner string, at BranchPoin
 	}
 	return e.store.Session(ctx, id)
 }
+
+// RecordingSource is what a recording is read from: a store's sessions and logs.
+type RecordingSource interface {
+	Session(ctx context.Context, id string) (projection.Session, error)
+	Events(ctx context.Context, session string, after int64) ([]events.Event, error)
+}
+
+// Recording is a session's log as a recording Replay takes whole: for a branch, the
+// logs of the sessions it was branched from come first, oldest first, each up to
+// where the next one branched from it; then the session's own. A session that is no
+// branch is its log alone. Errors: not_found (the session or a source).
+func Recording(ctx context.Context, src RecordingSource, session string) ([]events.Event, error) {
+	var parts [][]events.Event
+	n := 0
+	id, upto := session, int64(0)
+	for {
+		s, err := src.Session(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		evs, err := src.Events(ctx, id, 0)
+		if err != nil {
+			return nil, err
+		}
+		if upto > 0 {
+			cut := 0
+			for cut < len(evs) && evs[cut].Seq <= upto {
+				cut++
+			}
+			evs = evs[:cut]
+		}
+		parts = append(parts, evs)
+		n += len(evs)
+		if s.ParentID == "" {
+			break
+		}
+		id, upto = s.ParentID, s.ParentSeq
+	}
+	out := make([]events.Event, 0, n)
+	for i := len(parts) - 1; i >= 0; i-- {
+		out = append(out, parts[i]...)
+	}
+	return out, nil
+}
+
+// Recording is a session's recording (the package's Recording) from this engine's
+// store.
+func (e *Engine) Recording(ctx context.Context, session string) ([]events.Event, error) {
+	return Recording(ctx, e.store, session)
+}

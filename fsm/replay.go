@@ -38,28 +38,45 @@ func (d *Divergence) Error() string {
 // not hold that session yet. Each activity takes its recorded result; what the code
 // would now send differently fails with nondeterminism naming the path and field, and
 // the replayed log must equal the recording event for event.
+//
+// A branch's recording (Recording) starts with the sessions it was branched from,
+// oldest first, each up to where the next one branched from it: those are replayed
+// first, in the same way, and the report names the last session.
 // Errors: corrupt_log (the recording cannot be read), nondeterminism.
 func (e *Engine) Replay(ctx context.Context, recorded []events.Event) (*ReplayReport, error) {
-	if err := checkRecording(recorded); err != nil {
+	sessions, err := splitRecording(recorded)
+	if err != nil {
 		return nil, err
 	}
+	rep := &ReplayReport{}
+	for _, rec := range sessions {
+		if err := e.replaySession(ctx, rec, rep); err != nil {
+			return nil, err
+		}
+		rep.Session = rec[0].Session
+	}
+	return rep, nil
+}
+
+// replaySession replays one session's part of a recording, adding to rep.
+func (e *Engine) replaySession(ctx context.Context, recorded []events.Event, rep *ReplayReport) error {
 	session := recorded[0].Session
 	if _, err := e.store.Append(ctx, session, 0, recorded[:1]); err != nil {
-		return nil, fmt.Errorf("replay %s: %w", session, err)
+		return fmt.Errorf("replay %s: %w", session, err)
 	}
-	rep := &ReplayReport{Session: session, Events: 1}
+	rep.Events++
 	for i := 1; i < len(recorded); {
 		start := recorded[i]
 		if isQueueEvent(start) { // input that waited between turns: appended as it came
 			if _, err := e.store.Append(ctx, session, start.Seq-1, recorded[i:i+1]); err != nil {
-				return nil, fmt.Errorf("replay %s: %w", session, err)
+				return fmt.Errorf("replay %s: %w", session, err)
 			}
 			rep.Events++
 			i++
 			continue
 		}
 		if start.Type != events.TypeTurnStarted {
-			return nil, &events.Error{Code: events.CodeCorruptLog, Field: fmt.Sprintf("seq %d", start.Seq),
+			return &events.Error{Code: events.CodeCorruptLog, Field: fmt.Sprintf("session %s seq %d", session, start.Seq),
 				Message: fmt.Sprintf("expected TurnStarted, found %s", start.Type)}
 		}
 		end := i + 1
@@ -70,30 +87,73 @@ func (e *Engine) Replay(ctx context.Context, recorded []events.Event) (*ReplayRe
 			end--
 		}
 		if err := e.replayTurn(ctx, recorded[i:end]); err != nil {
-			return nil, err
+			return err
 		}
 		rep.Turns++
 		rep.Events += end - i
 		i = end
 	}
-	return rep, nil
+	return nil
 }
 
-func checkRecording(recorded []events.Event) error {
+// splitRecording checks a recording and cuts it into its sessions: each numbered
+// from seq 1, the first created, every later one branched from one before it at a
+// seq that one's part reaches.
+func splitRecording(recorded []events.Event) ([][]events.Event, error) {
 	if len(recorded) == 0 {
-		return events.Errorf(events.CodeCorruptLog, "the recording holds no events")
+		return nil, events.Errorf(events.CodeCorruptLog, "the recording holds no events")
 	}
+	var sessions [][]events.Event
+	reached := map[string]int64{} // session → the last seq of its part
 	for i, ev := range recorded {
 		if _, err := events.Decode(ev); err != nil {
-			return err
+			return nil, err
 		}
-		if ev.Session != recorded[0].Session || ev.Seq != int64(i+1) {
-			return &events.Error{Code: events.CodeCorruptLog, Field: fmt.Sprintf("line %d", i+1),
-				Message: fmt.Sprintf("expected session %s seq %d, found %s seq %d", recorded[0].Session, i+1, ev.Session, ev.Seq)}
+		if i == 0 || ev.Session != recorded[i-1].Session {
+			if _, seen := reached[ev.Session]; seen {
+				return nil, &events.Error{Code: events.CodeCorruptLog, Field: fmt.Sprintf("line %d", i+1),
+					Message: fmt.Sprintf("session %s comes back after another session's events", ev.Session)}
+			}
+			if err := checkSessionStart(ev, i, reached); err != nil {
+				return nil, err
+			}
+			sessions = append(sessions, nil)
 		}
+		last := len(sessions) - 1
+		if ev.Seq != int64(len(sessions[last])+1) {
+			return nil, &events.Error{Code: events.CodeCorruptLog, Field: fmt.Sprintf("line %d", i+1),
+				Message: fmt.Sprintf("expected session %s seq %d, found seq %d", ev.Session, len(sessions[last])+1, ev.Seq)}
+		}
+		sessions[last] = append(sessions[last], ev)
+		reached[ev.Session] = ev.Seq
 	}
-	if recorded[0].Type != events.TypeSessionCreated {
-		return events.Errorf(events.CodeCorruptLog, "the recording must start with SessionCreated, not %s", recorded[0].Type)
+	return sessions, nil
+}
+
+// checkSessionStart checks the first event of a session's part of a recording (at
+// line i): the first session is created; a later one is branched from a session
+// before it, at a seq that session's part reaches.
+func checkSessionStart(ev events.Event, i int, reached map[string]int64) error {
+	if i == 0 {
+		switch ev.Type {
+		case events.TypeSessionCreated:
+			return nil
+		case events.TypeSessionBranched:
+			return events.Errorf(events.CodeCorruptLog, "the recording starts with SessionBranched: a branch's recording starts with the sessions it was branched from (turnlog export writes them)")
+		}
+		return events.Errorf(events.CodeCorruptLog, "the recording must start with SessionCreated, not %s", ev.Type)
+	}
+	if ev.Type != events.TypeSessionBranched {
+		return &events.Error{Code: events.CodeCorruptLog, Field: fmt.Sprintf("line %d", i+1),
+			Message: fmt.Sprintf("session %s follows another session's events, so it must start with SessionBranched, not %s", ev.Session, ev.Type)}
+	}
+	sb, err := events.DecodeAs[*events.SessionBranched](ev)
+	if err != nil {
+		return err
+	}
+	if upto, ok := reached[sb.SourceSession]; !ok || upto < sb.SourceSeq {
+		return &events.Error{Code: events.CodeCorruptLog, Field: fmt.Sprintf("line %d", i+1),
+			Message: fmt.Sprintf("session %s is branched from %s at seq %d, which the recording before it does not reach", ev.Session, sb.SourceSession, sb.SourceSeq)}
 	}
 	return nil
 }

@@ -276,7 +276,7 @@ func (s *Server) export(c echo.Context) error {
 	if _, err := s.ownedSession(c); err != nil {
 		return err
 	}
-	evs, err := s.cfg.Reader.Events(c.Request().Context(), c.Param("id"), 0)
+	evs, err := fsm.Recording(c.Request().Context(), s.cfg.Reader, c.Param("id"))
 	if err != nil {
 		return err
 	}

@@ -46,7 +46,7 @@ func (s *Server) export(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	evs, err := s.cfg.Reader.Events(c.Request().Context(), sess.ID, 0)
+	evs, err := fsm.Recording(c.Request().Context(), s.cfg.Reader, sess.ID)
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 	"github.com/turnlog/turnlog/examples/demo"
 	"github.com/turnlog/turnlog/fsm"
 	"github.com/turnlog/turnlog/pkg/turnlog"
@@ -242,7 +243,7 @@ guardrail_policy:
 `
 
 // TestKeyboardNarrowAndReview: the inspector works from the keyboard alone (sign in,
-// open a session, run a turn, answer), reads on a narrow screen without sideways
+// open a session, run a turn, answer, branch, replay), reads on a narrow screen without sideways
 // scrolling, and answers a guardrail review: the held answer is released with notes.
 func TestKeyboardNarrowAndReview(t *testing.T) {
 	t.Parallel()
@@ -291,6 +292,21 @@ func TestKeyboardNarrowAndReview(t *testing.T) {
 	step("notes, then send", chromedp.KeyEvent("fine, it is ours"))
 	tabTo("Send the answers")
 	step("send by keyboard", chromedp.KeyEvent("\r"), chromedp.WaitVisible(chromedp.Search(`//div[contains(., "the refund code is R-77")]`)))
+	tabTo("Branch here")
+	step("branch by keyboard", chromedp.KeyEvent("\r"), chromedp.WaitVisible(chromedp.Search(`//li[contains(., "branched from")]`)))
+	step("the replay page", chromedp.Navigate(base+"/ui/replay"), chromedp.WaitVisible(chromedp.ID("session")))
+	tabTo("session")
+	step("pick a session by keyboard", chromedp.KeyEvent(kb.ArrowDown))
+	// The newest session is the branch: its replay replays its source first.
+	branches, _ := b.tl.Store.Branches(context.Background(), s.ID)
+	if v, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("session").value`)); err != nil || len(branches) != 1 || v != branches[0].ID {
+		t.Fatalf("the arrow key picked %q (%v), not the branch %+v", v, err, branches)
+	}
+	tabTo("Replay")
+	step("replay by keyboard", chromedp.KeyEvent("\r"), chromedp.WaitVisible(chromedp.ID("result-h")))
+	if r, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(".result"))); err != nil || !strings.Contains(r, "events match") {
+		t.Fatalf("the replay chosen by keyboard: %q %v", r, err)
+	}
 	audit := b.browser()
 	audit.signIn("k-alice")
 	if a := audit.do("GET", "/ui/sessions/"+s.ID+"/audit", nil); !strings.Contains(a.body, "fine, it is ours") || !strings.Contains(a.body, "<td>review</td>") {

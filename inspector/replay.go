@@ -9,6 +9,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/fsm"
 )
 
 // MaxFixtureBytes caps a fixture uploaded to the replay page.
@@ -42,7 +43,7 @@ func (s *Server) replay(c echo.Context) error {
 		if err != nil || sess.Owner != signInOf(c).User {
 			return events.FieldError(events.CodeNotFound, "session", "no session %s", id)
 		}
-		if recorded, err = s.cfg.Reader.Events(ctx, id, 0); err != nil {
+		if recorded, err = fsm.Recording(ctx, s.cfg.Reader, id); err != nil {
 			return err
 		}
 		source = "session " + id
