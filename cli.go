@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/rs/zerolog"
 	"github.com/turnlog/turnlog/events"
 )
 
@@ -48,6 +49,7 @@ type cliContext struct {
 	closers        []func() error // what the command holds open: the apps' MCP servers
 	neverDial      []string       // turnlog's own listeners, which no sandboxed command may reach
 	protected      []string       // turnlog's own files, which no sandbox may see
+	logger         zerolog.Logger // serve's log (the zero value logs nothing)
 }
 
 func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, w wiring) error {

@@ -66,6 +66,7 @@ func cmdServe(ctx context.Context, c *cliContext, args []string) error {
 	}
 	defer ln.Close()
 	c.neverDial = []string{ln.Addr().String()}
+	c.logger = zerolog.New(c.stderr).With().Timestamp().Logger()
 	tl, err := c.open(ctx, f)
 	if err != nil {
 		return err
@@ -82,8 +83,7 @@ func cmdServe(ctx context.Context, c *cliContext, args []string) error {
 	}
 	fmt.Fprintf(c.stderr, "turnlog: serving on http://%s (database %s)\n", ln.Addr(), f.db)
 	fmt.Fprintf(c.stderr, "turnlog: the inspector is at http://%s/ui/\n", ln.Addr())
-	logger := zerolog.New(c.stderr).With().Timestamp().Logger()
-	if err := tl.Serve(ctx, ln, turnlog.ServeOptions{Keys: keys, AdminKeys: admins, Dev: *dev, Logger: logger, PublicURL: *publicURL}); err != nil {
+	if err := tl.Serve(ctx, ln, turnlog.ServeOptions{Keys: keys, AdminKeys: admins, Dev: *dev, Logger: c.logger, PublicURL: *publicURL}); err != nil {
 		return err
 	}
 	fmt.Fprintln(c.stderr, "turnlog: stopped")

@@ -151,7 +151,7 @@ func (r *run) suspend(waiting []*Interrupt, pending ...events.Event) (*Result, e
 	if err := r.emit(append(pending, ev)...); err != nil {
 		return nil, err
 	}
-	r.e.opts.Observer.TurnEnded(StatusSuspended)
+	r.ended(StatusSuspended, "", "")
 	return &Result{Session: r.session, TurnID: r.turn, Status: StatusSuspended, Usage: r.usage, Agent: r.agent.Name,
 		Interrupts: interrupts}, nil
 }

@@ -76,6 +76,6 @@ func (r *run) driveCompaction() (*Result, error) {
 	}
 	r.committed = true
 	r.e.remember(r.session, r.log.last(), r.conv)
-	r.e.opts.Observer.TurnEnded(StatusCompleted)
+	r.ended(StatusCompleted, "", "")
 	return &Result{Session: r.session, TurnID: r.turn, Status: StatusCompleted, Items: items, Usage: r.usage, Agent: ag.Name}, nil
 }

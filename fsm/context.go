@@ -96,7 +96,7 @@ func (r *run) compaction(view *contextmgr.Prepared, span contextmgr.Span, path s
 	began := time.Now()
 	resp, err := model.Call(callCtx, ModelRequest{LLM: llm, Agent: ag.Name, Instructions: contextmgr.CompactionInstructions,
 		Items: items, Settings: []byte(`{}`), Purpose: PurposeCompaction})
-	r.e.opts.Observer.ModelCalled(llm, time.Since(began), err != nil)
+	r.e.opts.Observer.ModelCalled(ModelCall{LLM: llm, Took: time.Since(began), Failed: err != nil, Usage: resp.Usage})
 	if err != nil {
 		return nil, &ResultError{Code: events.CodeModelFailed, Path: path, Message: fmt.Sprintf("compaction by model %s failed: %v", llm, err)}
 	}

@@ -3,6 +3,7 @@ package fsm
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -318,6 +319,7 @@ func (e *Engine) StartTurn(ctx context.Context, session, input string) (*Started
 		defer close(t.done)
 		defer unlock()
 		t.res, t.err = r.begin(r.input)
+		e.broke(session, r.turn, t.err)
 	}()
 	return t, nil
 }
@@ -426,7 +428,9 @@ func (e *Engine) inFlight(ctx context.Context, session string) (string, error) {
 }
 
 // Recover re-drives every turn that started and did not end (after a crash): recorded
-// activities are reused, only what is missing runs. It returns one result per turn.
+// activities are reused, only what is missing runs. It returns one result per turn it
+// recovered, and the errors of those it could not, joined: one turn that fails does
+// not keep the others from being recovered.
 func (e *Engine) Recover(ctx context.Context) ([]*Result, error) {
 	ctx = context.WithoutCancel(ctx)
 	running, err := e.store.RunningTurns(ctx)
@@ -434,14 +438,17 @@ func (e *Engine) Recover(ctx context.Context) ([]*Result, error) {
 		return nil, err
 	}
 	var results []*Result
+	var errs []error
 	for _, t := range running {
 		res, err := e.recoverTurn(ctx, t)
-		if err != nil {
-			return results, fmt.Errorf("recover turn %s of %s: %w", t.ID, t.Session, err)
+		if err != nil { // the others are recovered all the same
+			errs = append(errs, fmt.Errorf("recover turn %s of %s: %w", t.ID, t.Session, err))
+			continue
 		}
 		results = append(results, res)
 	}
-	return results, e.kickAll(ctx) // queued inputs of sessions now free start
+	errs = append(errs, e.kickAll(ctx)) // queued inputs of sessions now free start
+	return results, errors.Join(errs...)
 }
 
 func (e *Engine) recoverTurn(ctx context.Context, t projection.Turn) (*Result, error) {
@@ -538,5 +545,14 @@ func (e *Engine) Cancel(ctx context.Context, session, turn, reason string) (proj
 	if _, err := e.appendPastQueue(ctx, session, last, []events.Event{ev}, false); err != nil {
 		return t, err
 	}
-	return e.store.Turn(ctx, session, turn)
+	ended, err := e.store.Turn(ctx, session, turn)
+	if err == nil {
+		app := ""
+		if s, serr := e.store.Session(ctx, session); serr == nil {
+			app = s.App
+		}
+		e.opts.Observer.TurnEnded(TurnEnd{App: app, Session: session, Turn: turn, Status: StatusCanceled, Code: events.CodeCanceled,
+			Message: reason, Took: e.opts.Clock().Sub(t.StartedAt)})
+	}
+	return ended, err
 }

@@ -2,10 +2,12 @@ package fsm
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/projection"
 )
 
 // ExpiredBy names the answerer of an approval that expired.
@@ -14,7 +16,8 @@ const ExpiredBy = "turnlog"
 // ExpireDue rejects every approval whose expires_in has passed without an answer, with
 // the reason recorded, and resumes each turn whose last pending question that was. It
 // reads the engine's clock once; serve calls it periodically. It returns the outcomes
-// of the turns it resumed.
+// of the turns it resumed, and the errors of those it could not expire, joined (a
+// turn that fails does not keep the others from expiring).
 func (e *Engine) ExpireDue(ctx context.Context) ([]*Result, error) {
 	turns, err := e.store.SuspendedTurns(ctx)
 	if err != nil {
@@ -22,32 +25,39 @@ func (e *Engine) ExpireDue(ctx context.Context) ([]*Result, error) {
 	}
 	now := e.opts.Clock()
 	var results []*Result
+	var errs []error // a turn that fails here does not keep the others from expiring
 	for _, t := range turns {
-		evs, err := e.store.Events(ctx, t.Session, t.StartSeq-1)
+		res, err := e.expireTurn(ctx, t, now)
 		if err != nil {
-			return results, err
-		}
-		due, pending := expired(evs, now)
-		if len(due) == 0 {
+			errs = append(errs, fmt.Errorf("expire approvals of turn %s of %s: %w", t.ID, t.Session, err))
 			continue
 		}
-		if len(due) < pending {
-			if err := e.rejectOnly(ctx, t.Session, t.ID, evs, due); err != nil {
-				return results, err
-			}
-			continue
+		if res != nil {
+			results = append(results, res)
 		}
-		st, err := e.Resume(ctx, t.Session, ExpiredBy, due)
-		if err != nil {
-			return results, fmt.Errorf("expire approvals of turn %s: %w", t.ID, err)
-		}
-		res, err := st.Wait()
-		if err != nil {
-			return results, err
-		}
-		results = append(results, res)
 	}
-	return results, nil
+	return results, errors.Join(errs...)
+}
+
+// expireTurn rejects the approvals of one suspended turn that are past due at now;
+// when none is left unanswered the turn goes on, and its result is returned.
+func (e *Engine) expireTurn(ctx context.Context, t projection.Turn, now time.Time) (*Result, error) {
+	evs, err := e.store.Events(ctx, t.Session, t.StartSeq-1)
+	if err != nil {
+		return nil, err
+	}
+	due, pending := expired(evs, now)
+	if len(due) == 0 {
+		return nil, nil
+	}
+	if len(due) < pending {
+		return nil, e.rejectOnly(ctx, t.Session, t.ID, evs, due)
+	}
+	st, err := e.Resume(ctx, t.Session, ExpiredBy, due)
+	if err != nil {
+		return nil, err
+	}
+	return st.Wait()
 }
 
 // expired finds the unanswered approvals of a turn that are past due at now, and

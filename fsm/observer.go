@@ -1,20 +1,66 @@
 package fsm
 
-import "time"
+import (
+	"time"
 
-// Observer hears what the engine does, for metrics. Its methods must be cheap and
-// must not block: they run on the turn's path.
+	"github.com/turnlog/turnlog/events"
+)
+
+// Observer hears what the engine does, for metrics and logs. Its methods must be
+// cheap and must not block: they run on the turn's path.
 type Observer interface {
 	// ModelCalled reports a live model call (replayed calls are not reported).
-	ModelCalled(llm string, took time.Duration, failed bool)
+	ModelCalled(ModelCall)
 	// ToolCalled reports a live tool call.
 	ToolCalled(tool string, took time.Duration, failed bool)
-	// TurnEnded reports a turn's end: completed, failed or canceled.
-	TurnEnded(status string)
+	// TurnEnded reports that a turn ended (completed, failed, canceled) or waits for
+	// people (suspended: it goes on when they answer, and ends once).
+	TurnEnded(TurnEnd)
+	// TurnBroke reports a turn the engine could not drive on, because recording it
+	// failed (a full disk, a closed store): the log still says it runs, and Recover
+	// takes it up at the next start.
+	TurnBroke(session, turn string, err error)
+}
+
+// ModelCall is one live model call.
+type ModelCall struct {
+	LLM    string
+	Took   time.Duration
+	Failed bool
+	Usage  events.Usage
+}
+
+// TurnEnd is how a turn ended, or that it waits for people.
+type TurnEnd struct {
+	App, Session, Turn string
+	// Status is StatusCompleted, StatusFailed, StatusCanceled or StatusSuspended.
+	Status string
+	// Code and Message say why a turn failed or was canceled.
+	Code    events.Code
+	Message string
+	// Took is the time since the turn started, time waiting for people included.
+	Took time.Duration
 }
 
 type noObserver struct{}
 
-func (noObserver) ModelCalled(string, time.Duration, bool) {}
-func (noObserver) ToolCalled(string, time.Duration, bool)  {}
-func (noObserver) TurnEnded(string)                        {}
+func (noObserver) ModelCalled(ModelCall)                  {}
+func (noObserver) ToolCalled(string, time.Duration, bool) {}
+func (noObserver) TurnEnded(TurnEnd)                      {}
+func (noObserver) TurnBroke(string, string, error)        {}
+
+// ended tells the observer how this run's turn ended.
+func (r *run) ended(status string, code events.Code, msg string) {
+	end := TurnEnd{Session: r.session, Turn: r.turn, Status: status, Code: code, Message: msg, Took: r.e.opts.Clock().Sub(r.startedAt)}
+	if r.app != nil {
+		end.App = r.app.Name
+	}
+	r.e.opts.Observer.TurnEnded(end)
+}
+
+// broke tells the observer that a turn could not be driven on.
+func (e *Engine) broke(session, turn string, err error) {
+	if err != nil {
+		e.opts.Observer.TurnBroke(session, turn, err)
+	}
+}

@@ -186,13 +186,15 @@ func (e *Engine) kick(session string) {
 			}
 			unlock()
 			if lerr != nil {
+				e.broke(session, next.Turn, lerr)
 				return
 			}
 			continue
 		}
 		go func() {
 			defer unlock()
-			r.begin(r.input)
+			_, err := r.begin(r.input)
+			e.broke(session, r.turn, err)
 		}()
 		return
 	}

@@ -7,6 +7,9 @@ const (
 	StatusCompleted = "completed"
 	StatusSuspended = "suspended"
 	StatusFailed    = "failed"
+	// StatusCanceled is how an Observer hears of a canceled turn (a Result says
+	// failed, with the code canceled).
+	StatusCanceled = "canceled"
 )
 
 // Result is the outcome of running (or recovering) a turn.

@@ -35,6 +35,7 @@ type run struct {
 	loopKey    string
 	loopCount  int
 	committed  bool
+	startedAt  time.Time       // when the turn started (TurnStarted's time)
 	cancel     <-chan struct{} // closed when a person cancels the turn
 	stopper    *runHandle      // ... and why: its reason
 	callIDs    map[string]bool // the tool call ids this run's model calls used
@@ -117,15 +118,19 @@ func (r *run) cancelTurn(pending ...events.Event) (*Result, error) {
 	if err := r.emit(append(pending, ev)...); err != nil {
 		return nil, err
 	}
-	r.e.opts.Observer.TurnEnded("canceled")
+	r.ended(StatusCanceled, events.CodeCanceled, reason)
 	return &Result{Session: r.session, TurnID: r.turn, Status: StatusFailed, Usage: r.usage, Agent: r.agent.Name,
 		Error: &ResultError{Code: events.CodeCanceled, Message: reason}}, nil
 }
 
 func (e *Engine) newRun(ctx context.Context, app *App, agent *Agent, session, owner, turn string, seq int64,
 	conv *conversation, rec, logged *recording) *run {
+	started := e.opts.Clock()
+	if ts, ok := rec.get(events.TypeTurnStarted, ""); ok {
+		started = ts.At // a resumed or recovered turn started then
+	}
 	return &run{e: e, ctx: ctx, app: app, agent: agent, session: session, owner: owner, turn: turn, log: &turnLog{seq: seq},
-		conv: conv, base: len(conv.items), prevItems: len(conv.items), rec: rec, logged: logged,
+		conv: conv, base: len(conv.items), prevItems: len(conv.items), rec: rec, logged: logged, startedAt: started,
 		m: NewMachine(StateStarted), modelCalls: map[string]int{}, toolCalls: map[string]int{}}
 }
 
@@ -287,7 +292,7 @@ func (r *run) modelStep() (events.ModelResponse, []events.Event, *ResultError) {
 	resp, err := ag.Model.Call(callCtx, ModelRequest{LLM: ag.LLM, Agent: ag.Name, Instructions: ag.rules,
 		Tools: ag.specs, Settings: ag.Settings, Items: items,
 		OnText: r.onText(path)})
-	r.e.opts.Observer.ModelCalled(ag.LLM, time.Since(began), err != nil)
+	r.e.opts.Observer.ModelCalled(ModelCall{LLM: ag.LLM, Took: time.Since(began), Failed: err != nil, Usage: resp.Usage})
 	if err != nil {
 		return events.ModelResponse{}, nil, &ResultError{Code: events.CodeModelFailed, Path: path,
 			Message: fmt.Sprintf("model %s failed: %v", ag.LLM, err)}
@@ -375,7 +380,7 @@ func (r *run) commit(text string, pending ...events.Event) (*Result, error) {
 	}
 	r.committed = true
 	r.e.remember(r.session, r.log.last(), r.conv)
-	r.e.opts.Observer.TurnEnded(StatusCompleted)
+	r.ended(StatusCompleted, "", "")
 	return &Result{Session: r.session, TurnID: r.turn, Status: StatusCompleted, Output: text, Items: items,
 		Usage: r.usage, Agent: r.agent.Name}, nil
 }
@@ -400,7 +405,7 @@ func (r *run) fail(code events.Code, msg, path string, pending ...events.Event) 
 	if err := r.emit(append(pending, ev)...); err != nil {
 		return nil, err
 	}
-	r.e.opts.Observer.TurnEnded(StatusFailed)
+	r.ended(StatusFailed, code, msg)
 	agent := ""
 	if r.agent != nil {
 		agent = r.agent.Name

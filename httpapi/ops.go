@@ -49,6 +49,9 @@ func (s *Server) logRequests(next echo.HandlerFunc) echo.HandlerFunc {
 		status := c.Response().Status
 		took := time.Since(start)
 		route := c.Path()
+		if route == "" || route == "/*" { // no route matched: one label for every such path
+			route = "unmatched"
+		}
 		s.meter.Request(c.Request().Method, route, status, took)
 		var ev *zerolog.Event
 		switch {

@@ -69,7 +69,7 @@ func TestOperations(t *testing.T) {
 	b.do(t, "POST", "/v1/sessions/"+id+"/turns", "key-alice", `{"input":"where is order 42?"}`)
 	// A request is measured and logged after its response is written, so the client
 	// may ask for /metrics first: look again until the POST shows up.
-	wants := []string{`turnlog_turns_total{status="completed"} 1`, `turnlog_tool_call_seconds_count{outcome="ok",tool="lookup_order"} 1`,
+	wants := []string{`turnlog_turns_total{app="demo",status="completed"} 1`, `turnlog_tool_call_seconds_count{outcome="ok",tool="lookup_order"} 1`,
 		`turnlog_model_call_seconds_count`, `turnlog_sse_clients 0`, `turnlog_http_request_seconds_count{method="POST",route="/v1/sessions/:id/turns",status="200"} 1`}
 	deadline := time.Now().Add(10 * time.Second)
 	for {

@@ -41,7 +41,11 @@ func (s *Server) answer(c echo.Context) error {
 		}
 		answers[p.ID] = a
 	}
-	if _, err := s.cfg.Engine.Resume(ctx, sess.ID, signInOf(c).User, answers); err != nil {
+	err = s.settledThen(ctx, sess.ID, func() error {
+		_, err := s.cfg.Engine.Resume(ctx, sess.ID, signInOf(c).User, answers)
+		return err
+	})
+	if err != nil {
 		if events.IsCode(err, events.CodeInvalid) {
 			return s.sessionPageWith(c, http.StatusBadRequest, err, form)
 		}

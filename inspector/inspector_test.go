@@ -105,6 +105,11 @@ func (b bundle) settled(session string) {
 			b.t.Fatalf("the session's last turn: %v", err)
 		}
 		if turn.Status != projection.TurnRunning {
+			// Its end is durable a moment before its run lets the session go.
+			last, _ := b.tl.Store.LastSeq(ctx, session)
+			if err := b.tl.Engine.Settled(ctx, session, turn.ID, last); err != nil {
+				b.t.Fatal(err)
+			}
 			return
 		}
 		select {

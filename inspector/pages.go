@@ -242,7 +242,11 @@ func (s *Server) runTurn(c echo.Context) error {
 	if input == "" {
 		return events.FieldError(events.CodeInvalid, "input", "is empty: write what the agent should do")
 	}
-	if _, err := s.cfg.Engine.StartTurn(c.Request().Context(), sess.ID, input); err != nil {
+	err = s.settledThen(c.Request().Context(), sess.ID, func() error {
+		_, err := s.cfg.Engine.StartTurn(c.Request().Context(), sess.ID, input)
+		return err
+	})
+	if err != nil {
 		return err
 	}
 	// The turn runs on in the engine; the session page follows it live.

@@ -8,19 +8,27 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/fsm"
 )
 
 // Metrics is turnlog's set of collectors.
 type Metrics struct {
-	reg        *prometheus.Registry
-	turns      *prometheus.CounterVec
-	modelCalls *prometheus.HistogramVec
-	toolCalls  *prometheus.HistogramVec
-	appended   prometheus.Counter
-	commits    prometheus.Counter
-	sseClients prometheus.Gauge
-	requests   *prometheus.HistogramVec
+	reg          *prometheus.Registry
+	turns        *prometheus.CounterVec
+	turnSeconds  *prometheus.HistogramVec
+	turnFailures *prometheus.CounterVec
+	suspensions  *prometheus.CounterVec
+	brokenTurns  prometheus.Counter
+	modelCalls   *prometheus.HistogramVec
+	tokens       *prometheus.CounterVec
+	toolCalls    *prometheus.HistogramVec
+	appended     prometheus.Counter
+	commits      prometheus.Counter
+	batchEvents  prometheus.Histogram
+	commitTime   prometheus.Histogram
+	sseClients   prometheus.Gauge
+	requests     *prometheus.HistogramVec
 }
 
 var _ fsm.Observer = (*Metrics)(nil)
@@ -30,21 +38,37 @@ func New() *Metrics {
 	m := &Metrics{
 		reg: prometheus.NewRegistry(),
 		turns: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "turnlog_turns_total",
-			Help: "Turns that ended, by status (completed, failed, canceled)."}, []string{"status"}),
+			Help: "Turns that ended, by app and status (completed, failed, canceled); a turn that waited for people counts once, when it ends."}, []string{"app", "status"}),
+		turnSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "turnlog_turn_duration_seconds",
+			Help:    "Time from a turn's start to its end, by app and status (time waiting for people included).",
+			Buckets: prometheus.ExponentialBuckets(0.01, 4, 12)}, []string{"app", "status"}),
+		turnFailures: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "turnlog_turn_failures_total",
+			Help: "Turns that failed or were canceled, by app and error code."}, []string{"app", "code"}),
+		suspensions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "turnlog_turn_suspensions_total",
+			Help: "Times a turn stopped to wait for people, by app."}, []string{"app"}),
+		brokenTurns: prometheus.NewCounter(prometheus.CounterOpts{Name: "turnlog_turns_broken_total",
+			Help: "Turns the engine could not record on (the store failed); recovered at the next start."}),
 		modelCalls: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "turnlog_model_call_seconds",
 			Help: "Latency of live model calls.", Buckets: prometheus.ExponentialBuckets(0.0005, 4, 10)}, []string{"llm", "outcome"}),
+		tokens: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "turnlog_model_tokens_total",
+			Help: "Tokens of live model calls, by model and kind (input, output, and of those cached input and reasoning output)."}, []string{"llm", "kind"}),
 		toolCalls: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "turnlog_tool_call_seconds",
 			Help: "Latency of live tool calls.", Buckets: prometheus.ExponentialBuckets(0.0001, 4, 10)}, []string{"tool", "outcome"}),
 		appended: prometheus.NewCounter(prometheus.CounterOpts{Name: "turnlog_events_appended_total",
 			Help: "Events appended to the log."}),
 		commits: prometheus.NewCounter(prometheus.CounterOpts{Name: "turnlog_commits_total",
 			Help: "Group commits (transactions) of the event log."}),
+		batchEvents: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "turnlog_commit_events",
+			Help: "Events per group commit of the log writer.", Buckets: prometheus.ExponentialBuckets(1, 2, 10)}),
+		commitTime: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "turnlog_commit_seconds",
+			Help: "Latency of a group commit of the log writer, its fsync included.", Buckets: prometheus.ExponentialBuckets(0.0001, 3, 10)}),
 		sseClients: prometheus.NewGauge(prometheus.GaugeOpts{Name: "turnlog_sse_clients",
 			Help: "Server-Sent Event streams open now."}),
 		requests: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "turnlog_http_request_seconds",
-			Help: "HTTP requests by route and status.", Buckets: prometheus.DefBuckets}, []string{"method", "route", "status"}),
+			Help: "HTTP requests by route and status (a path no route matches is route \"unmatched\").", Buckets: prometheus.DefBuckets}, []string{"method", "route", "status"}),
 	}
-	m.reg.MustRegister(m.turns, m.modelCalls, m.toolCalls, m.appended, m.commits, m.sseClients, m.requests,
+	m.reg.MustRegister(m.turns, m.turnSeconds, m.turnFailures, m.suspensions, m.brokenTurns, m.modelCalls, m.tokens, m.toolCalls,
+		m.appended, m.commits, m.batchEvents, m.commitTime, m.sseClients, m.requests,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -60,8 +84,17 @@ func outcome(failed bool) string {
 }
 
 // ModelCalled implements fsm.Observer.
-func (m *Metrics) ModelCalled(llm string, took time.Duration, failed bool) {
-	m.modelCalls.WithLabelValues(llm, outcome(failed)).Observe(took.Seconds())
+func (m *Metrics) ModelCalled(c fsm.ModelCall) {
+	m.modelCalls.WithLabelValues(c.LLM, outcome(c.Failed)).Observe(c.Took.Seconds())
+	m.addTokens(c.LLM, c.Usage)
+}
+
+func (m *Metrics) addTokens(llm string, u events.Usage) {
+	for kind, n := range map[string]int64{"input": u.InputTokens, "output": u.OutputTokens, "cached": u.CachedTokens, "reasoning": u.ReasoningTokens} {
+		if n > 0 {
+			m.tokens.WithLabelValues(llm, kind).Add(float64(n))
+		}
+	}
 }
 
 // ToolCalled implements fsm.Observer.
@@ -70,12 +103,27 @@ func (m *Metrics) ToolCalled(tool string, took time.Duration, failed bool) {
 }
 
 // TurnEnded implements fsm.Observer.
-func (m *Metrics) TurnEnded(status string) { m.turns.WithLabelValues(status).Inc() }
+func (m *Metrics) TurnEnded(e fsm.TurnEnd) {
+	if e.Status == fsm.StatusSuspended {
+		m.suspensions.WithLabelValues(e.App).Inc()
+		return
+	}
+	m.turns.WithLabelValues(e.App, e.Status).Inc()
+	m.turnSeconds.WithLabelValues(e.App, e.Status).Observe(e.Took.Seconds())
+	if e.Code != "" {
+		m.turnFailures.WithLabelValues(e.App, string(e.Code)).Inc()
+	}
+}
 
-// Committed counts one group commit of n events.
-func (m *Metrics) Committed(n int) {
+// TurnBroke implements fsm.Observer.
+func (m *Metrics) TurnBroke(string, string, error) { m.brokenTurns.Inc() }
+
+// Committed counts one group commit of n events that took took.
+func (m *Metrics) Committed(n int, took time.Duration) {
 	m.commits.Inc()
 	m.appended.Add(float64(n))
+	m.batchEvents.Observe(float64(n))
+	m.commitTime.Observe(took.Seconds())
 }
 
 // SSEClient moves the open-streams gauge by delta.

@@ -132,7 +132,8 @@ func providerError(err error) error {
 }
 
 func responseOf(msg oai.ChatCompletionMessage, usage oai.CompletionUsage) (fsm.ModelResponse, error) {
-	out := fsm.ModelResponse{Usage: events.Usage{InputTokens: usage.PromptTokens, OutputTokens: usage.CompletionTokens}}
+	out := fsm.ModelResponse{Usage: events.Usage{InputTokens: usage.PromptTokens, OutputTokens: usage.CompletionTokens,
+		CachedTokens: usage.PromptTokensDetails.CachedTokens, ReasoningTokens: usage.CompletionTokensDetails.ReasoningTokens}}
 	out.Text = msg.Content
 	for _, tc := range msg.ToolCalls {
 		if tc.Type != "" && tc.Type != "function" {

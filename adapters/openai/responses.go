@@ -54,7 +54,8 @@ func responsesAnswer(res *responses.Response) (fsm.ModelResponse, error) {
 	if res.Status != "" && res.Status != "completed" {
 		return fsm.ModelResponse{}, fmt.Errorf("the response is %s, not completed", res.Status)
 	}
-	out := fsm.ModelResponse{Usage: events.Usage{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens}}
+	out := fsm.ModelResponse{Usage: events.Usage{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens,
+		CachedTokens: res.Usage.InputTokensDetails.CachedTokens, ReasoningTokens: res.Usage.OutputTokensDetails.ReasoningTokens}}
 	out.Text = res.OutputText()
 	for _, item := range res.Output {
 		if item.Type != "function_call" {

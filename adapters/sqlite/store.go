@@ -30,8 +30,9 @@ type Options struct {
 	CheckpointPages int
 	// Clock stamps events at commit (default time.Now).
 	Clock events.Clock
-	// OnCommit, when set, hears each group commit and how many events it held.
-	OnCommit func(events int)
+	// OnCommit, when set, hears each group commit: how many events it held and how
+	// long it took (its fsync included).
+	OnCommit func(events int, took time.Duration)
 }
 
 func (o Options) withDefaults() (Options, error) {
@@ -64,6 +65,7 @@ func (o Options) withDefaults() (Options, error) {
 
 // Store is the SQLite event store and projection reader.
 type Store struct {
+	path   string // the database file
 	opts   Options
 	write  *sql.DB // one connection, owned by the writer goroutine
 	read   *sql.DB // read-only pool
@@ -126,7 +128,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	}
 	r.SetMaxOpenConns(opts.Readers)
 	r.SetMaxIdleConns(opts.Readers)
-	s := &Store{opts: opts, write: w, read: r, reqs: make(chan *appendReq, opts.MaxBatch),
+	s := &Store{path: path, opts: opts, write: w, read: r, reqs: make(chan *appendReq, opts.MaxBatch),
 		done: make(chan struct{}), closed: make(chan struct{})}
 	wr, err := newWriter(ctx, s)
 	if err != nil {

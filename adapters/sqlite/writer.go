@@ -75,16 +75,33 @@ func (s *Store) exclusive(ctx context.Context, fn func(context.Context, *writer)
 }
 
 func (s *Store) submit(ctx context.Context, req *appendReq) ([]events.Event, error) {
+	closed := events.Errorf(events.CodeInternal, "store is closed")
+	select {
+	case <-s.done: // before the queue, which may have room after Close
+		return nil, closed
+	default:
+	}
 	select {
 	case s.reqs <- req:
 	case <-s.done:
-		return nil, events.Errorf(events.CodeInternal, "store is closed")
+		return nil, closed
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
 	// Once queued, the request is decided by the writer: wait for its answer even if
-	// ctx ends, so a caller never mistakes a committed append for a failed one.
-	<-req.done
+	// ctx ends, so a caller never mistakes a committed append for a failed one. A
+	// writer that stopped without deciding it (it was queued after Close drained the
+	// queue) never will: the store is closed. The writer decides every request it
+	// takes before it stops, so one it took is done by then.
+	select {
+	case <-req.done:
+	case <-s.closed:
+		select {
+		case <-req.done:
+		default:
+			return nil, closed
+		}
+	}
 	return req.out, req.err
 }
 
@@ -180,6 +197,7 @@ func (w *writer) loop() {
 // transaction roll back, and the batch is written again without it.
 func (w *writer) commit(batch []*appendReq) {
 	ctx := context.Background()
+	began := time.Now()
 	finish := func(err error) {
 		for _, r := range batch {
 			if err != nil && r.err == nil {
@@ -255,7 +273,7 @@ func (w *writer) commit(batch []*appendReq) {
 		finish(nil)
 		w.s.watch.notify(seqs)
 		if w.s.opts.OnCommit != nil && n > 0 {
-			w.s.opts.OnCommit(n)
+			w.s.opts.OnCommit(n, time.Since(began))
 		}
 		break
 	}

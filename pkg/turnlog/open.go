@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/oklog/ulid/v2"
+	"github.com/rs/zerolog"
 	"github.com/turnlog/turnlog/adapters/metrics"
 	"github.com/turnlog/turnlog/adapters/sqlite"
 	"github.com/turnlog/turnlog/adapters/webhook"
@@ -45,7 +46,7 @@ func Open(ctx context.Context, opts Options) (*Turnlog, error) {
 	}
 	opts.Protected = append(append([]string{}, opts.Protected...), opts.DB, opts.DB+"-wal", opts.DB+"-shm")
 	m := metrics.New()
-	var observers multiObserver = []fsm.Observer{m}
+	var observers multiObserver = []fsm.Observer{m, turnLogger{&opts.Logger}}
 	if opts.Observer != nil {
 		observers = append(observers, opts.Observer)
 	}
@@ -53,8 +54,8 @@ func Open(ctx context.Context, opts Options) (*Turnlog, error) {
 	// Not cut short by ctx: a migration is applied whole, and a config that refuses
 	// to load says why even when the caller is already stopping.
 	var hooks atomic.Pointer[webhook.Deliverer]
-	store, err := sqlite.Open(context.WithoutCancel(ctx), opts.DB, sqlite.Options{Synchronous: opts.Synchronous, OnCommit: func(n int) {
-		m.Committed(n)
+	store, err := sqlite.Open(context.WithoutCancel(ctx), opts.DB, sqlite.Options{Synchronous: opts.Synchronous, OnCommit: func(n int, took time.Duration) {
+		m.Committed(n, took)
 		if d := hooks.Load(); d != nil {
 			d.Wake()
 		}
@@ -66,6 +67,11 @@ func Open(ctx context.Context, opts Options) (*Turnlog, error) {
 		return nil, err
 	}
 	opts.Memory, opts.log = store, store
+	m.WatchStore(func(ctx context.Context) (metrics.StoreStats, error) {
+		st, err := store.Stats(ctx)
+		return metrics.StoreStats{RunningTurns: st.RunningTurns, WaitingTurns: st.WaitingTurns, QueuedInputs: st.QueuedInputs,
+			OutboxPending: st.OutboxPending, DBBytes: st.DBBytes, WALBytes: st.WALBytes}, err
+	})
 	apps, err := LoadApps(ctx, opts)
 	if err != nil {
 		store.Close()
@@ -112,7 +118,7 @@ func (t *Turnlog) ReplayOnly(ctx context.Context, recorded []events.Event) (*fsm
 	defer os.RemoveAll(dir)
 	opts := t.opts
 	opts.DB, opts.Synchronous, opts.ReplayOnly, opts.IgnoreWebhooks = filepath.Join(dir, "replay.db"), "OFF", true, true
-	opts.OnCommit, opts.Observer = nil, nil
+	opts.OnCommit, opts.Observer, opts.Logger = nil, nil, zerolog.Logger{} // a replay is not the server's work
 	r, err := Open(ctx, opts)
 	if err != nil {
 		return nil, err

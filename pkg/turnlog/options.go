@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/rs/zerolog"
 	"github.com/turnlog/turnlog/adapters/memory"
 	"github.com/turnlog/turnlog/fsm"
 )
@@ -49,6 +50,9 @@ type Options struct {
 	HTTPClient *http.Client
 	// HTTPTransport, when set, carries HTTP tools' requests and webhook deliveries (tests).
 	HTTPTransport http.RoundTripper
+	// Logger hears of every turn that fails, is canceled or cannot be recorded, with
+	// its session, turn and code (the zero value logs nothing).
+	Logger zerolog.Logger
 	// Observer hears the engine (metrics); OnCommit the store's commits.
 	Observer fsm.Observer
 	OnCommit func(events int)
