@@ -1,6 +1,7 @@
 package inspector
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -30,9 +31,16 @@ func randomToken() string {
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
-func hashOf(cookie string) string {
-	sum := sha256.Sum256([]byte(cookie))
+// hashOf is a cookie's or key's sha256, hex: what the store keeps of it.
+func hashOf(secret string) string {
+	sum := sha256.Sum256([]byte(secret))
 	return hex.EncodeToString(sum[:])
+}
+
+// apiKey is who a key's holder is, found by the key's hash.
+type apiKey struct {
+	user  string
+	admin bool
 }
 
 // secure says whether the cookie must be Secure: the public URL is https.
@@ -51,7 +59,7 @@ func (s *Server) signedIn(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		ck, err := c.Cookie(cookieName)
 		if err == nil && ck.Value != "" {
-			u, err := s.cfg.SignIns.UISession(c.Request().Context(), hashOf(ck.Value), s.cfg.Clock())
+			u, err := s.liveSignIn(c.Request().Context(), ck.Value)
 			if err == nil {
 				c.Set(signInKey, u)
 				return next(c)
@@ -65,6 +73,22 @@ func (s *Server) signedIn(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		return c.Redirect(http.StatusSeeOther, "/ui/signin?next="+url.QueryEscape(c.Request().URL.RequestURI()))
 	}
+}
+
+// liveSignIn is the sign-in of a cookie: stored, not revoked nor expired, and
+// made with a key the server still has, for the same user; its admin role is the
+// key's now. Errors: not_found.
+func (s *Server) liveSignIn(ctx context.Context, cookie string) (projection.UISession, error) {
+	u, err := s.cfg.SignIns.UISession(ctx, hashOf(cookie), s.cfg.Clock())
+	if err != nil {
+		return u, err
+	}
+	k, ok := s.keys[u.KeyHash]
+	if !ok || k.user != u.User {
+		return projection.UISession{}, events.Errorf(events.CodeNotFound, "the key this sign-in was made with is no longer one of the server's")
+	}
+	u.Admin = k.admin
+	return u, nil
 }
 
 // checkCSRF refuses a form post that does not carry its sign-in's token.
@@ -120,9 +144,9 @@ func (s *Server) signIn(c echo.Context) error {
 	var user string
 	var admin bool
 	given := sha256.Sum256([]byte(key)) // digests of equal length: no timing says how long a key is
-	for k, u := range s.cfg.Keys {
-		if known := sha256.Sum256([]byte(k)); subtle.ConstantTimeCompare(known[:], given[:]) == 1 {
-			user, admin = u, s.cfg.AdminKeys[k]
+	for digest, k := range s.keys {
+		if known, _ := hex.DecodeString(digest); subtle.ConstantTimeCompare(known, given[:]) == 1 {
+			user, admin = k.user, k.admin
 		}
 	}
 	next := safeNext(c.FormValue("next"))
@@ -131,7 +155,7 @@ func (s *Server) signIn(c echo.Context) error {
 	}
 	cookie := randomToken()
 	now := s.cfg.Clock()
-	if err := s.cfg.SignIns.CreateUISession(c.Request().Context(), projection.UISession{IDHash: hashOf(cookie), User: user, Admin: admin,
+	if err := s.cfg.SignIns.CreateUISession(c.Request().Context(), projection.UISession{IDHash: hashOf(cookie), KeyHash: hashOf(key), User: user, Admin: admin,
 		CSRF: randomToken(), CreatedAt: now, ExpiresAt: now.Add(s.cfg.SignInTTL)}); err != nil {
 		return err
 	}

@@ -79,7 +79,25 @@ func (s *Server) live(c echo.Context) error {
 		_, err := fmt.Fprintf(w, "event: %s\ndata: %s\n\n", name, data)
 		return err
 	}
+	// The sign-in is checked again at each wake and keep-alive: a stream ends soon
+	// after its sign-out, its expiry or its key's removal.
+	stillSignedIn := func() bool {
+		if s.cfg.Dev {
+			return true
+		}
+		ck, err := c.Cookie(cookieName)
+		if err != nil {
+			return false
+		}
+		_, err = s.liveSignIn(ctx, ck.Value)
+		return err == nil
+	}
 	for {
+		if !stillSignedIn() {
+			send("signed-out", struct{}{})
+			w.Flush()
+			return nil
+		}
 		evs, err := s.cfg.Reader.Events(ctx, sess.ID, from)
 		if err != nil {
 			return nil
@@ -114,11 +132,18 @@ func (s *Server) live(c echo.Context) error {
 				}
 				w.Flush()
 			case <-keepAlive.C:
+				if !stillSignedIn() {
+					send("signed-out", struct{}{})
+					w.Flush()
+					return nil
+				}
 				if _, err := fmt.Fprint(w, ": keep-alive\n\n"); err != nil {
 					return nil
 				}
 				w.Flush()
 			case <-ctx.Done():
+				return nil
+			case <-s.stopping:
 				return nil
 			}
 		}

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -81,8 +82,16 @@ type Server struct {
 	cfg     Config
 	pages   map[string]*template.Template
 	e       *echo.Echo
-	devCSRF string // under --dev, the forms' token: random for the process
+	devCSRF string            // under --dev, the forms' token: random for the process
+	keys    map[string]apiKey // the API's keys by hashOf
+
+	stopping chan struct{} // closed by Stop: live streams end
+	stopOnce sync.Once
 }
+
+// Stop ends every live stream (call it before shutting the HTTP server down: a
+// stream otherwise lasts until its browser goes away).
+func (s *Server) Stop() { s.stopOnce.Do(func() { close(s.stopping) }) }
 
 // New builds the inspector. Its handler serves paths under /ui/ only.
 func New(cfg Config) (*Server, error) {
@@ -92,7 +101,11 @@ func New(cfg Config) (*Server, error) {
 	if cfg.SignInTTL <= 0 {
 		cfg.SignInTTL = 12 * time.Hour
 	}
-	s := &Server{cfg: cfg, pages: map[string]*template.Template{}, devCSRF: randomToken()}
+	s := &Server{cfg: cfg, pages: map[string]*template.Template{}, devCSRF: randomToken(), keys: map[string]apiKey{},
+		stopping: make(chan struct{})}
+	for k, user := range cfg.Keys {
+		s.keys[hashOf(k)] = apiKey{user: user, admin: cfg.AdminKeys[k]}
+	}
 	for _, page := range []string{"signin", "sessions", "session", "audit", "replay", "timeline", "error"} {
 		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+page+".html")
 		if err != nil {
@@ -107,7 +120,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Dev {
 		e.Use(loopbackOnly)
 	}
-	e.Use(sameOriginPosts, capBodies)
+	e.Use(s.sameOriginPosts, capBodies)
 	assets, _ := fs.Sub(assetFS, "assets")
 	e.GET("/ui/assets/*", echo.WrapHandler(http.StripPrefix("/ui/assets/", http.FileServer(http.FS(assets)))))
 	e.GET("/ui/signin", s.signInForm)
@@ -162,21 +175,29 @@ func loopbackOnly(next echo.HandlerFunc) echo.HandlerFunc {
 }
 
 // sameOriginPosts refuses a post another site's page made: the browser says so in
-// Sec-Fetch-Site, or its Origin is not this server's. (SameSite=Strict keeps the
-// cookie off such posts; this also stops a sign-in forced on a browser, and posts
-// to a --dev server, which needs no cookie.)
-func sameOriginPosts(next echo.HandlerFunc) echo.HandlerFunc {
+// Sec-Fetch-Site, or its Origin is neither this server's Host nor the public URL's
+// (a TLS proxy in front may send turnlog another Host than the browser used).
+// SameSite=Strict keeps the cookie off such posts; this also stops a sign-in forced
+// on a browser, and posts to a --dev server, which needs no cookie.
+func (s *Server) sameOriginPosts(next echo.HandlerFunc) echo.HandlerFunc {
+	public := ""
+	if u, err := url.Parse(s.cfg.PublicURL); err == nil && u.Host != "" {
+		public = u.Scheme + "://" + u.Host
+	}
 	return func(c echo.Context) error {
 		r := c.Request()
 		if r.Method == http.MethodGet || r.Method == http.MethodHead {
 			return next(c)
 		}
-		site := r.Header.Get("Sec-Fetch-Site")
-		origin := r.Header.Get("Origin")
-		if site == "cross-site" || site == "same-site" || (origin != "" && origin != "null" && !sameHost(origin, r.Host)) || origin == "null" {
-			return echo.NewHTTPError(http.StatusForbidden, "a form of another site may not post here")
+		site, origin := r.Header.Get("Sec-Fetch-Site"), r.Header.Get("Origin")
+		switch {
+		case site == "cross-site" || site == "same-site" || origin == "null":
+		case site == "same-origin": // the browser's own word, which no page can change
+			return next(c)
+		case origin == "" || sameHost(origin, r.Host) || (public != "" && strings.EqualFold(origin, public)):
+			return next(c)
 		}
-		return next(c)
+		return echo.NewHTTPError(http.StatusForbidden, "a form of another site may not post here")
 	}
 }
 

@@ -143,9 +143,11 @@ type QueuedInput struct {
 
 // UISession is a browser's sign-in to the web inspector: found by the hash of its
 // cookie, it acts as User (an admin when the key it was made with is), and every form
-// it posts carries CSRF.
+// it posts carries CSRF. KeyHash is the sha256 of the API key it was made with: once
+// that key is no longer one of the server's, the sign-in is not either.
 type UISession struct {
 	IDHash    string
+	KeyHash   string
 	User      string
 	Admin     bool
 	CSRF      string

@@ -21,8 +21,8 @@ func (s *Store) CreateUISession(ctx context.Context, u projection.UISession) err
 		if u.Admin {
 			admin = 1
 		}
-		_, err := w.conn.ExecContext(ctx, `INSERT INTO ui_sessions (id_hash, user_name, admin, csrf, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)`,
-			u.IDHash, u.User, admin, u.CSRF, keyTime(u.CreatedAt), keyTime(u.ExpiresAt))
+		_, err := w.conn.ExecContext(ctx, `INSERT INTO ui_sessions (id_hash, key_hash, user_name, admin, csrf, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+			u.IDHash, u.KeyHash, u.User, admin, u.CSRF, keyTime(u.CreatedAt), keyTime(u.ExpiresAt))
 		return err
 	})
 }
@@ -33,8 +33,8 @@ func (s *Store) UISession(ctx context.Context, idHash string, now time.Time) (pr
 	var u projection.UISession
 	var created, expires string
 	var admin int
-	err := s.read.QueryRowContext(ctx, `SELECT id_hash, user_name, admin, csrf, created_at, expires_at FROM ui_sessions
-		WHERE id_hash = ? AND revoked_at IS NULL AND expires_at > ?`, idHash, keyTime(now)).Scan(&u.IDHash, &u.User, &admin, &u.CSRF, &created, &expires)
+	err := s.read.QueryRowContext(ctx, `SELECT id_hash, key_hash, user_name, admin, csrf, created_at, expires_at FROM ui_sessions
+		WHERE id_hash = ? AND revoked_at IS NULL AND expires_at > ?`, idHash, keyTime(now)).Scan(&u.IDHash, &u.KeyHash, &u.User, &admin, &u.CSRF, &created, &expires)
 	if errors.Is(err, sql.ErrNoRows) {
 		return u, events.Errorf(events.CodeNotFound, "no such sign-in")
 	}

@@ -55,6 +55,10 @@
     // The session page by GET: never the form post that may have made this page.
     window.location.assign("/ui/sessions/" + encodeURIComponent(box.dataset.session));
   });
+  es.addEventListener("signed-out", function () {
+    es.close();
+    window.location.assign("/ui/signin?next=" + encodeURIComponent(window.location.pathname));
+  });
   // A form sent from this page leads to the page that shows its outcome: stop here.
   // (A form the page's own check kept from being sent changes nothing.)
   document.addEventListener("submit", function (e) { if (!e.defaultPrevented) { es.close(); } });

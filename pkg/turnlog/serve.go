@@ -53,7 +53,7 @@ func (t *Turnlog) Handler(s ServeOptions) (http.Handler, func()) {
 	mux.Handle("/ui/", ui.Handler())
 	mux.Handle("/ui", http.RedirectHandler("/ui/", http.StatusMovedPermanently))
 	mux.Handle("/", api.Handler())
-	return mux, api.Stop
+	return mux, func() { api.Stop(); ui.Stop() }
 }
 
 // Serve serves the REST API on ln until ctx ends, rejecting approvals whose
