@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -533,6 +534,35 @@ func TestTurnTimeline(t *testing.T) {
 			t.Fatalf("the timeline lacks %q after byte %d: %s", want, at, page.body)
 		}
 		at += i
+	}
+	// Nested agents: two calls of ask_warehouse run the warehouse agent at once; each
+	// run's activities are listed under the call that ran it, in their own order.
+	_, res2 := b.session("alice", "check the parcels of orders 42 and 7")
+	nested := w.do("GET", "/ui/sessions/"+res2.Session+"/turns/"+res2.TurnID, nil).body
+	for call, order := range map[string]string{"call_1_1": "42", "call_1_2": "7"} {
+		at := strings.Index(nested, "call "+call+" · runs the agent warehouse")
+		if at < 0 {
+			t.Fatalf("no call %s of the warehouse agent: %s", call, nested)
+		}
+		list := nested[at:]
+		open := strings.Index(list, `<ol class="nested">`)
+		if open < 0 || strings.Contains(list[:open], "<li") {
+			t.Fatalf("call %s has no list of its own under it: %s", call, list)
+		}
+		list = list[open:strings.Index(list, "</ol>")]
+		other := map[string]string{"42": "7", "7": "42"}[order]
+		if !strings.Contains(list, "model call: scripted-warehouse (agent warehouse)") || !strings.Contains(list, "&#34;order_id&#34;: "+order) ||
+			strings.Contains(list, "&#34;order_id&#34;: "+other+"\n") {
+			t.Fatalf("under call %s (order %s): %s", call, order, list)
+		}
+		last := int64(0)
+		for _, m := range regexp.MustCompile(`seq (\d+) ·`).FindAllStringSubmatch(list, -1) {
+			n, _ := strconv.ParseInt(m[1], 10, 64)
+			if n <= last {
+				t.Fatalf("under call %s the steps are out of log order: %s", call, list)
+			}
+			last = n
+		}
 	}
 	if a := w.do("GET", "/ui/sessions/"+s.ID+"/turns/nope", nil); a.status != http.StatusNotFound {
 		t.Fatalf("an unknown turn: %d", a.status)

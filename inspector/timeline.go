@@ -25,12 +25,18 @@ type step struct {
 	Seq    int64
 	At     time.Time
 	Since  string // since the turn started
-	Depth  int    // how deep in nested agents
 	Kind   string
 	Title  string
 	Detail string
 	Body   string // arguments, output or response, indented JSON or text
 	Cut    int    // bytes of Body not shown
+	// Children are what the agent a tool call ran did (the call's nested run), in
+	// log order, under the call.
+	Children []*step
+	// Under names the call a nested run's step belongs to when that call is on
+	// another page of the timeline.
+	Under string
+	path  string
 }
 
 // timelinePage shows one turn's activities in log order: model calls (tokens, request
@@ -58,27 +64,88 @@ func (s *Server) timelinePage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	var steps []step
+	var page []events.Event
 	next := int64(0)
 	for _, ev := range evs {
 		if ev.Turn != turn {
 			continue
 		}
-		if len(steps) == TimelinePage {
-			next = steps[len(steps)-1].Seq
+		if len(page) == TimelinePage {
+			next = page[len(page)-1].Seq
 			break
 		}
-		steps = append(steps, stepOf(ev, t.StartedAt))
+		page = append(page, ev)
 	}
-	return s.render(c, http.StatusOK, "timeline", "Turn "+turn, map[string]any{"Session": sess, "Turn": t, "Steps": steps, "Next": next})
+	return s.render(c, http.StatusOK, "timeline", "Turn "+turn, map[string]any{"Session": sess, "Turn": t, "Steps": tree(page, t.StartedAt), "Next": next})
+}
+
+// tree arranges a page of a turn's events as the page shows them: the turn's own
+// agent's activities in log order, and under each tool call that ran an agent that
+// agent's activities, in their own log order (nested agents run concurrently, so in
+// the log their activities interleave).
+func tree(evs []events.Event, start time.Time) []*step {
+	var top []*step
+	byCall := map[string][]*step{}
+	var callers []string // in the order their first nested step came
+	for _, ev := range evs {
+		st := stepOf(ev, start)
+		caller := callerOf(ev.Path)
+		if caller == "" {
+			top = append(top, &st)
+			continue
+		}
+		if _, seen := byCall[caller]; !seen {
+			callers = append(callers, caller)
+		}
+		byCall[caller] = append(byCall[caller], &st)
+	}
+	var attach func([]*step)
+	attach = func(list []*step) {
+		for _, st := range list {
+			if st.Kind != events.TypeToolScheduled {
+				continue
+			}
+			if kids, ok := byCall[st.path]; ok {
+				st.Children = kids
+				delete(byCall, st.path)
+				attach(kids)
+			}
+		}
+	}
+	attach(top)
+	for _, caller := range callers { // their call is on an earlier page
+		if kids, ok := byCall[caller]; ok {
+			delete(byCall, caller)
+			attach(kids)
+			for _, k := range kids {
+				k.Under = caller
+			}
+			top = append(top, kids...)
+		}
+	}
+	return top
+}
+
+// callID is the id of the tool call at path (its last segment).
+func callID(path string) string { return path[strings.LastIndex(path, "/")+1:] }
+
+// callerOf is the path of the tool call whose nested agent run an activity at path
+// belongs to ("" for the turn's own agent). A path is agent/kind/id, then for each
+// nested run agent/kind/id again, then what is attached to the activity (an
+// approval, a guardrail): "support/tool/c1/warehouse/model/1" is the warehouse
+// agent's model call, run by the call support/tool/c1.
+func callerOf(path string) string {
+	segs := strings.Split(path, "/")
+	caller := ""
+	for i := 0; i+4 < len(segs) && segs[i+1] == "tool" && (segs[i+4] == "model" || segs[i+4] == "tool"); i += 3 {
+		caller = strings.Join(segs[:i+3], "/")
+	}
+	return caller
 }
 
 func stepOf(ev events.Event, start time.Time) step {
 	d := gjson.ParseBytes(ev.Data)
-	st := step{Seq: ev.Seq, At: ev.At, Since: "+" + ev.At.Sub(start).Round(time.Millisecond).String(), Depth: strings.Count(ev.Path, "/tool/"), Kind: ev.Type}
-	if st.Depth > 0 && !strings.Contains(ev.Path[strings.Index(ev.Path, "/tool/")+6:], "/") {
-		st.Depth-- // the call itself is the caller's
-	}
+	st := step{Seq: ev.Seq, At: ev.At, Since: "+" + ev.At.Sub(start).Round(time.Millisecond).String(), Kind: ev.Type, path: ev.Path}
 	switch ev.Type {
 	case events.TypeTurnStarted:
 		st.Title, st.Body = "turn started, agent "+d.Get("agent").String(), d.Get("input").String()
@@ -92,12 +159,13 @@ func stepOf(ev events.Event, start time.Time) step {
 		}
 	case events.TypeToolScheduled:
 		st.Title, st.Body = "tool call: "+d.Get("tool").String(), indentJSON(json.RawMessage(d.Get("arguments").Raw))
+		st.Detail = "call " + callID(ev.Path)
 		if a := d.Get("agent").String(); a != "" {
-			st.Detail = "runs the agent " + a + " (its activities follow, indented)"
+			st.Detail += " · runs the agent " + a + " (what it did is listed under this call)"
 		}
 	case events.TypeToolResulted:
 		st.Title = "result of " + d.Get("tool").String()
-		st.Detail = fmt.Sprintf("%d ms", d.Get("duration_ms").Int())
+		st.Detail = fmt.Sprintf("call %s · %d ms", callID(ev.Path), d.Get("duration_ms").Int())
 		if d.Get("is_error").Bool() {
 			st.Detail += " · error " + d.Get("error_kind").String()
 		}
