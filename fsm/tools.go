@@ -176,6 +176,15 @@ func (r *run) toolStep(resp events.ModelResponse, pending []events.Event) (*Resu
 		s.run = true
 		pending = append(pending, sched)
 	}
+	if r.e.opts.ReplayOnly {
+		for _, s := range slots {
+			if s.run && s.nested == nil && s.tool != nil {
+				// The recording has no result here: that is where it diverges.
+				return r.fail(events.CodeNondeterminism, fmt.Sprintf(
+					"the recording has no result of tool %s (call %s) here, and a replay-only engine runs no tool", s.call.Name, s.call.ID), s.path, pending...)
+			}
+		}
+	}
 	waiting := waitingOf(slots)
 	if len(waiting) > 0 && !anyToRun(slots) && len(recordedResults) == 0 {
 		return r.suspend(waiting, pending...) // nothing runs first: one commit holds it all

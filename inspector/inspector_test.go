@@ -3,6 +3,7 @@ package inspector_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"mime/multipart"
 	"net/http"
@@ -18,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/examples/demo"
 	"github.com/turnlog/turnlog/fsm"
 	"github.com/turnlog/turnlog/pkg/turnlog"
@@ -47,7 +49,10 @@ func setupConfig(t *testing.T, cfg []byte, publicURL string, dev bool) bundle {
 // setupOptions is setup with turnlog's options (the demo's functions, a fresh log).
 func setupOptions(t *testing.T, o turnlog.Options, publicURL string, dev bool) bundle {
 	t.Helper()
-	o.DB, o.Functions = filepath.Join(t.TempDir(), "turnlog.db"), demo.Functions()
+	o.DB = filepath.Join(t.TempDir(), "turnlog.db")
+	if o.Functions == nil {
+		o.Functions = demo.Functions()
+	}
 	tl, err := turnlog.Open(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
@@ -510,6 +515,56 @@ func TestReplayPage(t *testing.T) {
 	}
 	if a := w.upload("", "events.jsonl", bad); a.status != http.StatusForbidden {
 		t.Fatalf("a replay without CSRF: %d", a.status)
+	}
+}
+
+// countedTool counts the calls of a tool.
+type countedTool struct {
+	fsm.Tool
+	calls *atomic.Int64
+}
+
+func (c countedTool) Call(ctx context.Context, args json.RawMessage) (json.RawMessage, error) {
+	c.calls.Add(1)
+	return c.Tool.Call(ctx, args)
+}
+
+// TestAForgedUploadRunsNothing: a fixture that records an approval and no result of
+// the refund it approved, uploaded to the replay page, diverges at the refund's own
+// call, and the refund does not run.
+func TestAForgedUploadRunsNothing(t *testing.T) {
+	t.Parallel()
+	var refunds atomic.Int64
+	fns := demo.Functions()
+	fns["issue_refund"] = countedTool{fns["issue_refund"], &refunds}
+	b := setupOptions(t, turnlog.Options{ConfigData: demo.Config, Functions: fns}, "", false)
+	s, res := b.session("alice", "refund order 42")
+	yes := true
+	st, err := b.tl.Engine.Resume(context.Background(), s.ID, "alice", map[string]fsm.Answer{res.Interrupts[0].ID: {Confirmed: &yes}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Wait()
+	if refunds.Load() != 1 {
+		t.Fatalf("the recording ran %d refunds", refunds.Load())
+	}
+	recorded, _ := b.tl.Store.Events(context.Background(), s.ID, 0)
+	var forged bytes.Buffer
+	for _, ev := range recorded {
+		line, _ := json.Marshal(ev)
+		forged.Write(append(line, '\n'))
+		if ev.Type == events.TypeTurnResumed {
+			break
+		}
+	}
+	w := b.browser()
+	w.signIn("k-alice")
+	page := w.upload(csrfOf(t, w.do("GET", "/ui/replay", nil).body), "events.jsonl", forged.Bytes())
+	if page.status != 200 || !strings.Contains(page.body, "The replay diverges at <code>support/tool/") || !strings.Contains(page.body, "no result of tool issue_refund") {
+		t.Fatalf("the forged fixture: %d %s", page.status, page.body)
+	}
+	if refunds.Load() != 1 {
+		t.Fatalf("the replay ran the refund: %d refunds", refunds.Load())
 	}
 }
 

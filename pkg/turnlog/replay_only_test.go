@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -84,8 +85,8 @@ func TestReplayOnlyNeverActs(t *testing.T) {
 			break
 		}
 	}
-	if _, err := tl.ReplayOnly(ctx, forged); !events.IsCode(err, events.CodeNondeterminism) {
-		t.Fatalf("the forged recording: %v, want a divergence", err)
+	if _, err := tl.ReplayOnly(ctx, forged); !events.IsCode(err, events.CodeNondeterminism) || !strings.Contains(err.Error(), "no result of tool issue_refund") {
+		t.Fatalf("the forged recording: %v, want a divergence at the refund", err)
 	}
 	if refunds.Load() != 1 || posts.Load() != 1 {
 		t.Fatalf("a replay acted: %d refunds, %d posts (want 1 and 1, the recording's own)", refunds.Load(), posts.Load())
@@ -147,8 +148,8 @@ func TestReplayOnlyRunsNoCommand(t *testing.T) {
 			break
 		}
 	}
-	if _, err := tl.ReplayOnly(ctx, forged); !events.IsCode(err, events.CodeNondeterminism) {
-		t.Fatalf("the forged recording: %v, want a divergence", err)
+	if _, err := tl.ReplayOnly(ctx, forged); !events.IsCode(err, events.CodeNondeterminism) || !strings.Contains(err.Error(), "no result of tool bash") {
+		t.Fatalf("the forged recording: %v, want a divergence at the command", err)
 	}
 	if _, err := os.Stat(victim); err != nil {
 		t.Fatalf("a replay ran the command: %v", err)
