@@ -58,6 +58,11 @@ func (s *Server) live(c echo.Context) error {
 	if err != nil || from < 0 {
 		return events.FieldError(events.CodeInvalid, "after", "must be a seq, got %q", c.QueryParam("after"))
 	}
+	if v := c.Request().Header.Get("Last-Event-ID"); v != "" { // a reconnect: on from what it had
+		if last, err := strconv.ParseInt(v, 10, 64); err == nil && last > from {
+			from = last
+		}
+	}
 	// Both before the first read: no commit and no piece after it is missed.
 	wake, stop := s.cfg.Reader.Watch(sess.ID)
 	defer stop()
@@ -92,17 +97,46 @@ func (s *Server) live(c echo.Context) error {
 		_, err = s.liveSignIn(ctx, ck.Value)
 		return err == nil
 	}
+	// A piece of an answer waits until the events it was computed after are sent
+	// (fsm.Delta.After): text never precedes the tool results it depends on, and the
+	// pieces published before their ModelCalled committed go out before it.
+	var queued []fsm.Delta
+	sendText := func() error {
+		for len(queued) > 0 && queued[0].After <= from {
+			d := queued[0]
+			queued = queued[1:]
+			if err := send("text", liveText{Turn: d.Turn, Path: d.Path, Index: d.Index, Text: d.Text}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	take := func() { // every piece published so far
+		for {
+			select {
+			case d := <-text:
+				queued = append(queued, d)
+			default:
+				return
+			}
+		}
+	}
 	for {
 		if !stillSignedIn() {
 			send("signed-out", struct{}{})
 			w.Flush()
 			return nil
 		}
+		take()
 		evs, err := s.cfg.Reader.Events(ctx, sess.ID, from)
 		if err != nil {
 			return nil
 		}
+		take() // published while the log was read: each precedes what it is part of
 		for _, ev := range evs {
+			if sendText() != nil {
+				return nil
+			}
 			from = ev.Seq
 			st := stepOf(ev, ev.At)
 			if send("step", liveStep{Seq: ev.Seq, Turn: ev.Turn, Path: ev.Path, Kind: ev.Type, Title: st.Title, Detail: st.Detail}) != nil {
@@ -119,6 +153,14 @@ func (s *Server) live(c echo.Context) error {
 					Seq int64 `json:"seq"`
 				}{ev.Seq})
 			}
+			// The id a reconnecting EventSource sends back (Last-Event-ID): it goes
+			// on after this event, showing none twice.
+			if _, err := fmt.Fprintf(w, "id: %d\n\n", ev.Seq); err != nil {
+				return nil
+			}
+		}
+		if sendText() != nil {
+			return nil
 		}
 		w.Flush()
 	wait:
@@ -127,7 +169,11 @@ func (s *Server) live(c echo.Context) error {
 			case <-wake:
 				break wait
 			case d := <-text:
-				if send("text", liveText{Turn: d.Turn, Path: d.Path, Index: d.Index, Text: d.Text}) != nil {
+				queued = append(queued, d)
+				if d.After > from {
+					break wait // the events it follows are committed: read them first
+				}
+				if sendText() != nil {
 					return nil
 				}
 				w.Flush()

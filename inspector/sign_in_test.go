@@ -3,6 +3,8 @@ package inspector_test
 import (
 	"bufio"
 	"context"
+	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -133,3 +135,102 @@ func TestPostsBehindATLSProxy(t *testing.T) {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// sseEvent is one event of a stream, as a test reads it.
+type sseEvent struct{ name, data, id string }
+
+// readSSE reads a stream's events until stop says so or it ends.
+func readSSE(t *testing.T, body io.Reader, stop func(sseEvent) bool) []sseEvent {
+	t.Helper()
+	var out []sseEvent
+	var cur sseEvent
+	sc := bufio.NewScanner(body)
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case line == "":
+			if cur.name != "" || cur.id != "" {
+				out = append(out, cur)
+				if stop(cur) {
+					return out
+				}
+			}
+			cur = sseEvent{}
+		case strings.HasPrefix(line, "event: "):
+			cur.name = strings.TrimPrefix(line, "event: ")
+		case strings.HasPrefix(line, "data: "):
+			cur.data = strings.TrimPrefix(line, "data: ")
+		case strings.HasPrefix(line, "id: "):
+			cur.id = strings.TrimPrefix(line, "id: ")
+		}
+	}
+	return out
+}
+
+// TestTheLiveStreamKeepsTheLogsOrder: an answer's pieces come after the tool result
+// they were computed from and before the model call that records them, and pieced
+// together they are the recorded answer; each event's id lets a reconnect go on
+// after it without showing anything twice.
+func TestTheLiveStreamKeepsTheLogsOrder(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "", false)
+	s, _ := b.session("alice")
+	w := b.browser()
+	w.signIn("k-alice")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	open := func(lastID string) *http.Response {
+		req, _ := http.NewRequestWithContext(ctx, "GET", b.srv.URL+"/ui/sessions/"+s.ID+"/live?after=1", nil)
+		if lastID != "" {
+			req.Header.Set("Last-Event-ID", lastID)
+		}
+		res, err := w.c.Do(req)
+		if err != nil || res.StatusCode != http.StatusOK {
+			t.Fatalf("the live stream: %v %v", res, err)
+		}
+		return res
+	}
+	res := open("")
+	defer res.Body.Close()
+	st, err := b.tl.Engine.StartTurn(context.Background(), s.ID, "where is order 42?")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _ := st.Wait()
+	got := readSSE(t, res.Body, func(e sseEvent) bool { return e.name == "end" })
+	var text strings.Builder
+	resulted, recorded := -1, -1
+	for i, e := range got {
+		switch {
+		case e.name == "step" && strings.Contains(e.data, `"kind":"ToolResulted"`):
+			resulted = i
+		case e.name == "step" && strings.Contains(e.data, `"kind":"ModelCalled"`) && strings.Contains(e.data, `"path":"support/model/2"`):
+			recorded = i
+		case e.name == "text":
+			if resulted < 0 || recorded >= 0 {
+				t.Fatalf("a piece of the answer at %d, the tool result at %d, the recorded answer at %d: %v", i, resulted, recorded, got)
+			}
+			var d struct{ Text string }
+			json.Unmarshal([]byte(e.data), &d)
+			text.WriteString(d.Text)
+		}
+	}
+	if text.String() != out.Output || recorded < 0 {
+		t.Fatalf("the pieces say %q, the turn %q (recorded at %d)", text.String(), out.Output, recorded)
+	}
+	// A reconnect after the tool's result goes on from there.
+	var after string
+	for _, e := range got[resulted:] {
+		if e.id != "" {
+			after = e.id
+			break
+		}
+	}
+	again := open(after)
+	defer again.Body.Close()
+	first := readSSE(t, again.Body, func(sseEvent) bool { return true })
+	want, _ := strconv.ParseInt(after, 10, 64)
+	if len(first) != 1 || !strings.Contains(first[0].data, `"seq":`+strconv.FormatInt(want+1, 10)+`,`) {
+		t.Fatalf("after Last-Event-ID %s the stream began with %v", after, first)
+	}
+}
