@@ -52,7 +52,7 @@ func (s *Server) answer(c echo.Context) error {
 		return err
 	}
 	// The turn goes on in the engine; the session page follows it live.
-	return c.Redirect(http.StatusSeeOther, "/ui/sessions/"+sess.ID+"?message="+url.QueryEscape("Answered. The turn goes on."))
+	return c.Redirect(http.StatusSeeOther, "/ui/sessions/"+sess.ID+"?done=answered")
 }
 
 // answerOf is one interrupt's answer from the form.

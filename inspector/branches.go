@@ -23,7 +23,7 @@ func (s *Server) branch(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.Redirect(http.StatusSeeOther, "/ui/sessions/"+br.ID+"?message=Branched+from+"+sess.ID+".")
+	return c.Redirect(http.StatusSeeOther, "/ui/sessions/"+br.ID+"?done=branched")
 }
 
 // auditPage is the session's audit as a table: who did what, what was decided, by

@@ -11,6 +11,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
+	"github.com/turnlog/turnlog/adapters/functool"
 	"github.com/turnlog/turnlog/examples/demo"
 	"github.com/turnlog/turnlog/fsm"
 	"github.com/turnlog/turnlog/pkg/turnlog"
@@ -382,4 +383,57 @@ func TestAnswerStreamsInABrowser(t *testing.T) {
 	}
 	close(looked)
 	step("the whole answer, recorded", chromedp.WaitVisible(chromedp.Search(`//ol[contains(@class, "transcript")]//div[contains(., "Order 42 is shipped")]`)))
+}
+
+// TestHostileOutputAndFormsInABrowser: a tool's output holding script and HTML shows
+// as text on the session page and the turn's timeline (no script runs, no element is
+// made); a form whose CSRF token is taken out is refused in the browser, and nothing
+// runs.
+func TestHostileOutputAndFormsInABrowser(t *testing.T) {
+	t.Parallel()
+	const hostile = `<script>window.owned = 1</script><img src=x onerror="window.owned = 2"><b id="made">bold</b>`
+	fns := demo.Functions()
+	fns["lookup_order"] = functool.MustNew("lookup_order", "looks an order up", func(context.Context, struct {
+		OrderID int `json:"order_id"`
+	}) (any, error) {
+		return map[string]any{"order_id": 42, "status": hostile, "carrier": "DHL", "eta": "soon"}, nil
+	})
+	b := setupOptions(t, turnlog.Options{ConfigData: demo.Config, Functions: fns}, "", false)
+	ctx := chromium(t)
+	s, res := b.session("alice", "where is order 42?")
+	step := func(what string, steps ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		if err := chromedp.Do(ctx, steps...); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	step("sign in", chromedp.Navigate(b.srv.URL+"/ui/signin"), chromedp.SendKeys(chromedp.ID("key"), "k-alice"),
+		chromedp.Submit(chromedp.ID("key")), chromedp.WaitVisible(chromedp.Search(`//h1[text()="Sessions"]`)))
+	for _, page := range []string{"/ui/sessions/" + s.ID, "/ui/sessions/" + s.ID + "/turns/" + res.TurnID} {
+		step("open "+page, chromedp.Navigate(b.srv.URL+page), chromedp.WaitVisible(chromedp.CSS("main h1")))
+		text, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("main")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		owned, _ := chromedp.Run(ctx, chromedp.Evaluate[bool](`window.owned !== undefined || document.getElementById("made") !== null || document.querySelector("main img") !== null`))
+		if owned || !strings.Contains(text, `<script>window.owned = 1</script>`) || !strings.Contains(text, `onerror=`) {
+			t.Fatalf("%s: the output ran or made elements (%v), or is not shown as text: %s", page, owned, text)
+		}
+	}
+	turns := func() int {
+		ts, _ := b.tl.Store.Turns(context.Background(), s.ID)
+		return len(ts)
+	}
+	before := turns()
+	step("a form without its CSRF token",
+		chromedp.Navigate(b.srv.URL+"/ui/sessions/"+s.ID),
+		chromedp.WaitVisible(chromedp.ID("input")),
+		chromedp.Evaluate[chromedp.Void](`document.querySelectorAll('form.input input[name="csrf"]').forEach(e => e.remove())`),
+		chromedp.SendKeys(chromedp.ID("input"), "where is order 7?"),
+		chromedp.Submit(chromedp.ID("input")),
+		chromedp.WaitVisible(chromedp.CSS(".error")))
+	page, _ := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("main")))
+	if !strings.Contains(page, "403") || !strings.Contains(page, "CSRF") || turns() != before {
+		t.Fatalf("a post without CSRF: %d turns (was %d), page %s", turns(), before, page)
+	}
 }

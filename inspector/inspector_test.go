@@ -443,8 +443,23 @@ func TestBranchAuditExport(t *testing.T) {
 	if !strings.Contains(bp.body, "branched from <a href=\"/ui/sessions/"+s.ID+"\">") || !strings.Contains(bp.body, "Order 42 is shipped") || strings.Contains(bp.body, "refund order 42") {
 		t.Fatalf("the branch holds the prefix up to turn 1 only: %s", bp.body)
 	}
-	if page = w.do("GET", "/ui/sessions/"+s.ID, nil); !strings.Contains(page.body, `branch <a href="/ui/sessions/`+branch+`">`) {
-		t.Fatalf("the parent does not list its branch: %s", page.body)
+	if page = w.do("GET", "/ui/sessions/"+s.ID, nil); !strings.Contains(page.body, `branch <a href="/ui/sessions/`+branch+`">`) ||
+		!strings.Contains(page.body, "a branch point: 1 branch<") {
+		t.Fatalf("the parent does not list its branch and mark the turn: %s", page.body)
+	}
+	// A branch of the branch shows the whole line it comes from.
+	if _, err := b.tl.Engine.RunTurn(ctx, branch, "where is order 7?"); err != nil {
+		t.Fatal(err)
+	}
+	bturns, _ := b.tl.Store.Turns(ctx, branch)
+	grand, err := b.tl.Engine.Branch(ctx, branch, "alice", fsm.BranchPoint{Turn: bturns[len(bturns)-1].ID}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gp := w.do("GET", "/ui/sessions/"+grand.ID, nil).body
+	root, mid := strings.Index(gp, `<li><a href="/ui/sessions/`+s.ID+`">`), strings.Index(gp, `<li><a href="/ui/sessions/`+branch+`">`)
+	if root < 0 || mid < root || !strings.Contains(gp, "this session, branched from <a href=\"/ui/sessions/"+branch+"\">") {
+		t.Fatalf("the branch of a branch does not show its line: %s", gp)
 	}
 	audit := w.do("GET", "/ui/sessions/"+s.ID+"/audit", nil)
 	if audit.status != 200 || !strings.Contains(audit.body, "<code>lookup_order</code>") || !strings.Contains(audit.body, "<td>result</td>") {
@@ -497,6 +512,9 @@ func TestReplayPage(t *testing.T) {
 	csrf := csrfOf(t, form.body)
 	if !strings.Contains(form.body, `<option value="`+s.ID+`">`) {
 		t.Fatalf("the replay form does not offer the session: %s", form.body)
+	}
+	if sp := w.do("GET", "/ui/sessions/"+s.ID, nil).body; !strings.Contains(sp, `<input type="hidden" name="session" value="`+s.ID+`"><button type="submit">Replay it</button>`) {
+		t.Fatalf("the session page has no replay button: %s", sp)
 	}
 	ok := w.do("POST", "/ui/replay", url.Values{"csrf": {csrf}, "session": {s.ID}})
 	if ok.status != 200 || !strings.Contains(ok.body, "7 events match") {
@@ -626,5 +644,37 @@ func TestTurnTimeline(t *testing.T) {
 	other.signIn("k-bob")
 	if a := other.do("GET", "/ui/sessions/"+s.ID+"/turns/"+res.TurnID, nil); a.status != http.StatusNotFound {
 		t.Fatalf("another user's turn: %d", a.status)
+	}
+}
+
+// TestRejectAReview: a guardrail review rejected with notes from the page: the held
+// answer is never shown, the turn fails, and the audit has the decision and notes.
+func TestRejectAReview(t *testing.T) {
+	t.Parallel()
+	b := setupConfig(t, []byte(reviewConfig), "", false)
+	s, res := b.session("alice", "show the code")
+	if res == nil || len(res.Interrupts) != 1 {
+		t.Fatalf("the review: %+v", res)
+	}
+	id := res.Interrupts[0].ID
+	w := b.browser()
+	w.signIn("k-alice")
+	page := w.do("GET", "/ui/sessions/"+s.ID, nil)
+	if !strings.Contains(page.body, "Guardrail review") {
+		t.Fatalf("the question: %s", page.body)
+	}
+	a := w.do("POST", "/ui/sessions/"+s.ID+"/answers", url.Values{"csrf": {csrfOf(t, page.body)}, "choice." + id: {"reject"}, "notes." + id: {"not for customers"}})
+	if a.status != http.StatusSeeOther {
+		t.Fatalf("reject: %d %s", a.status, a.body)
+	}
+	b.settled(s.ID)
+	turn, _ := b.tl.Store.LastTurn(context.Background(), s.ID)
+	page = w.do("GET", "/ui/sessions/"+s.ID, nil)
+	if turn.Status != projection.TurnFailed || strings.Contains(page.body, "the refund code is R-77") {
+		t.Fatalf("after the rejection: turn %s, page %s", turn.Status, page.body)
+	}
+	audit := w.do("GET", "/ui/sessions/"+s.ID+"/audit", nil).body
+	if !strings.Contains(audit, "not for customers") || !strings.Contains(audit, "reject") {
+		t.Fatalf("the audit: %s", audit)
 	}
 }

@@ -128,6 +128,13 @@ func (s *Server) ownedSession(c echo.Context) (projection.Session, error) {
 	return sess, err
 }
 
+// notices are what a page says after a form was sent (?done=): fixed texts, so a
+// link cannot make a page say anything else.
+var notices = map[string]string{
+	"answered": "Answered. The turn goes on.",
+	"branched": "Branched: this is the new session, which goes on from the branch point.",
+}
+
 // shownItem is one transcript entry as the page shows it.
 type shownItem struct {
 	events.Item
@@ -202,10 +209,22 @@ func (s *Server) sessionPageWith(c echo.Context, status int, refused error, form
 		return err
 	}
 	var mine []projection.Session
+	branchedAt := map[string]int{} // turn → the branches made at its end
 	for _, ch := range children {
 		if ch.Owner == sess.Owner { // another user's branch is not shown
 			mine = append(mine, ch)
+			branchedAt[ch.ParentTurn]++
 		}
+	}
+	// The sessions this one was branched from, oldest first.
+	var ancestors []projection.Session
+	for id := sess.ParentID; id != "" && len(ancestors) < 64; {
+		p, err := s.cfg.Reader.Session(ctx, id)
+		if err != nil || p.Owner != sess.Owner {
+			break
+		}
+		ancestors = append([]projection.Session{p}, ancestors...)
+		id = p.ParentID
 	}
 	pages := map[string]any{"From": from, "To": to, "Total": len(raw)}
 	if from > 0 {
@@ -224,7 +243,8 @@ func (s *Server) sessionPageWith(c echo.Context, status int, refused error, form
 	if st == "running" && len(turns) > 0 {
 		liveAfter = max(turns[len(turns)-1].StartSeq-1, lastSeq-TimelinePage, 0)
 	}
-	data := map[string]any{"Session": sess, "Status": st, "Items": items, "Pages": pages, "LastSeq": lastSeq, "LiveAfter": liveAfter, "Turns": turns, "Pending": questions, "Message": c.QueryParam("message"), "Branches": mine}
+	data := map[string]any{"Session": sess, "Status": st, "Items": items, "Pages": pages, "LastSeq": lastSeq, "LiveAfter": liveAfter, "Turns": turns, "Pending": questions, "Message": notices[c.QueryParam("done")], "Branches": mine,
+		"Ancestors": ancestors, "BranchedAt": branchedAt}
 	if refused != nil {
 		data["Refused"] = refused.Error()
 	}
