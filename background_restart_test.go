@@ -22,10 +22,13 @@ func (b crashBundle) serveChild(t *testing.T) (*exec.Cmd, string) {
 
 // serveChildOn starts this test binary as turnlog serving cfg on db (dir holds the
 // crash wiring's counters and gates), on a free loopback port.
-func serveChildOn(t *testing.T, db, cfg, dir string) (*exec.Cmd, string) {
+func serveChildOn(t *testing.T, db, cfg, dir string, extra ...string) (*exec.Cmd, string) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "serve", "--dev", "--addr", "127.0.0.1:0", "--db", db, "--config", cfg)
+	cmd := exec.Command(os.Args[0], append([]string{"serve", "--dev", "--addr", "127.0.0.1:0", "--db", db, "--config", cfg}, extra...)...)
 	cmd.Env = append(os.Environ(), childEnv+"=1", "CRASH_DIR="+dir)
+	if len(extra) > 0 { // a child told how to stop stops as turnlog does on SIGTERM
+		cmd.Env = append(cmd.Env, "CRASH_GRACEFUL=1")
+	}
 	stderr, w := io.Pipe() // read here, so Wait never races a reader of StderrPipe
 	cmd.Stderr = w
 	if err := cmd.Start(); err != nil {

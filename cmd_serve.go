@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/rs/zerolog"
 	"github.com/turnlog/turnlog/events"
@@ -23,8 +24,12 @@ func cmdServe(ctx context.Context, c *cliContext, args []string) error {
 	keySpec := fs.String("api-keys", envOr("TURNLOG_API_KEYS", ""), "comma-separated KEY=USER pairs; KEY=USER:admin gives the key the admin role (env TURNLOG_API_KEYS)")
 	publicURL := fs.String("public-url", envOr("TURNLOG_PUBLIC_URL", ""), "where people reach this server (behind a TLS proxy, its https URL: the inspector's cookie is then Secure) (env TURNLOG_PUBLIC_URL)")
 	keysFile := fs.String("api-keys-file", envOr("TURNLOG_API_KEYS_FILE", ""), "a file of KEY=USER (or KEY=USER:admin) lines (# comments), so keys need not be on a command line (env TURNLOG_API_KEYS_FILE)")
+	grace := fs.Duration("shutdown-grace", 30*time.Second, "on SIGTERM, how long running turns get to end before they are canceled with the reason \"shutdown\"")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *grace <= 0 {
+		return events.FieldError(events.CodeInvalid, "shutdown-grace", "must be a positive duration such as 30s, got %s", *grace)
 	}
 	if err := requireArgs(fs, 0, "no arguments"); err != nil {
 		return err
@@ -83,7 +88,8 @@ func cmdServe(ctx context.Context, c *cliContext, args []string) error {
 	}
 	fmt.Fprintf(c.stderr, "turnlog: serving on http://%s (database %s)\n", ln.Addr(), f.db)
 	fmt.Fprintf(c.stderr, "turnlog: the inspector is at http://%s/ui/\n", ln.Addr())
-	if err := tl.Serve(ctx, ln, turnlog.ServeOptions{Keys: keys, AdminKeys: admins, Dev: *dev, Logger: c.logger, PublicURL: *publicURL}); err != nil {
+	if err := tl.Serve(ctx, ln, turnlog.ServeOptions{Keys: keys, AdminKeys: admins, Dev: *dev, Logger: c.logger, PublicURL: *publicURL,
+		ShutdownGrace: *grace}); err != nil {
 		return err
 	}
 	fmt.Fprintln(c.stderr, "turnlog: stopped")

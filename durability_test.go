@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -32,7 +33,13 @@ func TestMain(m *testing.M) {
 		sandbox.HelperMain()
 	}
 	if os.Getenv(childEnv) == "1" {
-		err := runWith(context.Background(), os.Args[1:], os.Stdout, os.Stderr, crashWiring(os.Getenv("CRASH_DIR")))
+		ctx := context.Background()
+		if os.Getenv("CRASH_GRACEFUL") == "1" { // SIGTERM stops it as it stops turnlog (main)
+			var stop context.CancelFunc
+			ctx, stop = signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+			defer stop()
+		}
+		err := runWith(ctx, os.Args[1:], os.Stdout, os.Stderr, crashWiring(os.Getenv("CRASH_DIR")))
 		if err != nil && err != errSilentExit && !errors.As(err, new(exitStatus)) {
 			fmt.Fprintln(os.Stderr, "turnlog:", err)
 		}
@@ -59,6 +66,23 @@ func countAndGate(dir, name, line string) int {
 	return n
 }
 
+// holdWhile waits while the file at path exists, as a slow tool would, and stops when
+// ctx ends (the turn is canceled).
+func holdWhile(ctx context.Context, path string) error {
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if _, err := os.Stat(path); err != nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
+
 func readLines(path string) []string {
 	raw, err := os.ReadFile(path)
 	if err != nil {
@@ -82,8 +106,12 @@ func (m countedModel) Call(ctx context.Context, r fsm.ModelRequest) (fsm.ModelRe
 func crashWiring(dir string) wiring {
 	fns := demo.Functions()
 	for _, name := range []string{"counted_write", "counted_read"} {
-		fns[name] = functool.MustNew(name, "counts its calls", func(context.Context, noArgs) (any, error) {
-			return map[string]int{"call": countAndGate(dir, name, "run")}, nil
+		fns[name] = functool.MustNew(name, "counts its calls", func(ctx context.Context, _ noArgs) (any, error) {
+			n := countAndGate(dir, name, "run")
+			if err := holdWhile(ctx, filepath.Join(dir, "hold-"+name)); err != nil {
+				return nil, err
+			}
+			return map[string]int{"call": n}, nil
 		})
 	}
 	return wiring{functions: fns, wrapModel: func(_ string, m fsm.Model) fsm.Model { return countedModel{m, dir} }}

@@ -25,6 +25,9 @@ const (
 	CodeCanceled           Code = "canceled"
 	CodeInternal           Code = "internal"
 	CodeContextOverflow    Code = "context_overflow"
+	// CodeShuttingDown refuses new work while the server stops: try again once it is
+	// back, or on another node.
+	CodeShuttingDown Code = "shutting_down"
 )
 
 // Error is a typed error with a code, a message meant for people, and optionally the

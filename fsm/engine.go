@@ -50,9 +50,10 @@ type Engine struct {
 
 	deltas deltaHub
 
-	mu      sync.Mutex
-	running map[string]*runHandle // sessions with a turn in this process
-	cache   map[string]*sessionCache
+	mu       sync.Mutex
+	running  map[string]*runHandle // sessions with a turn in this process
+	cache    map[string]*sessionCache
+	draining bool // Drain was called: no new work
 }
 
 // runHandle lets a person cancel the turn running on a session.
@@ -213,6 +214,9 @@ func (e *Engine) Settled(ctx context.Context, session, turn string, end int64) e
 func (e *Engine) lock(session string) (*runHandle, func(), error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if e.draining {
+		return nil, nil, events.Errorf(events.CodeShuttingDown, "turnlog is shutting down: send it again once it is back")
+	}
 	if e.running[session] != nil {
 		return nil, nil, events.Errorf(events.CodeConflict, "session %s already has a turn running", session)
 	}

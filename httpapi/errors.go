@@ -29,6 +29,8 @@ func statusOf(code events.Code) int {
 		return http.StatusForbidden
 	case CodeIdempotencyMismatch:
 		return http.StatusUnprocessableEntity
+	case events.CodeShuttingDown:
+		return http.StatusServiceUnavailable
 	}
 	return http.StatusInternalServerError
 }

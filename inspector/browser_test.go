@@ -18,6 +18,10 @@ import (
 	"github.com/turnlog/turnlog/projection"
 )
 
+// oneBrowser lets one Chromium run at a time: on two cores, with the race detector,
+// several at once starve each other past their deadlines.
+var oneBrowser = make(chan struct{}, 1)
+
 // chromium starts Debian's chromium headless for one test; CI sets
 // TURNLOG_REQUIRE_CHROMIUM, and then a missing browser fails the test.
 func chromium(t *testing.T) context.Context {
@@ -29,11 +33,13 @@ func chromium(t *testing.T) context.Context {
 		}
 		t.Skip("chromium is not installed")
 	}
+	oneBrowser <- struct{}{}
+	t.Cleanup(func() { <-oneBrowser })
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(path), chromedp.NoSandbox, chromedp.DisableGPU,
 		chromedp.Flag("disable-background-networking", true), chromedp.WindowSize(1280, 800))
 	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancel := chromedp.NewContext(alloc)
-	ctx, cancelTimeout := context.WithTimeout(ctx, 90*time.Second)
+	ctx, cancelTimeout := context.WithTimeout(ctx, 120*time.Second)
 	t.Cleanup(func() { cancelTimeout(); cancel(); cancelAlloc() })
 	if err := chromedp.Do(ctx); err != nil {
 		t.Fatalf("start chromium: %v", err)
@@ -371,6 +377,8 @@ func TestAnswerStreamsInABrowser(t *testing.T) {
 		chromedp.Navigate(b.srv.URL+"/ui/sessions/"+s.ID),
 		chromedp.SendKeys(chromedp.ID("input"), "where is order 42?"),
 		chromedp.Submit(chromedp.ID("input")),
+		// The page the post led to (the one before it was connected too): its turn runs.
+		chromedp.WaitReady(chromedp.CSS(`tr.turn-running`)),
 		chromedp.WaitReady(chromedp.CSS(`#live[data-connected="true"]`)))
 	close(listening)
 	step("the first piece of the answer", chromedp.WaitVisible(chromedp.Search(`//li[contains(@class, "arriving") and contains(., "Order")]`)))

@@ -11,6 +11,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/turnlog/turnlog/adapters/sqlite"
 	"github.com/turnlog/turnlog/adapters/webhook"
+	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/fsm"
 	"github.com/turnlog/turnlog/httpapi"
 	"github.com/turnlog/turnlog/inspector"
@@ -30,7 +31,9 @@ type ServeOptions struct {
 	Logger zerolog.Logger
 	// IdempotencyTTL is how long an Idempotency-Key is remembered (default 24h).
 	IdempotencyTTL time.Duration
-	// ShutdownGrace is how long in-flight requests get once ctx ends (default 30s).
+	// ShutdownGrace is how long running turns get to end once ctx ends (default
+	// 30s): new turns are refused meanwhile, and those still running then are
+	// canceled with the reason "shutdown".
 	ShutdownGrace time.Duration
 	// PublicURL is where people reach turnlog (behind a TLS proxy, its https URL):
 	// with https the inspector's cookie is Secure.
@@ -43,7 +46,7 @@ type ServeOptions struct {
 func (t *Turnlog) Handler(s ServeOptions) (http.Handler, func()) {
 	api := httpapi.New(httpapi.Config{Engine: t.Engine, Reader: t.Store, Idempotency: t.Store, IdempotencyTTL: s.IdempotencyTTL, Keys: s.Keys, AdminKeys: s.AdminKeys, Dev: s.Dev,
 		Deliveries: deliveries{t.Store, t.webhooks},
-		Ready:      t.Store.Ready, Metrics: t.metrics.Handler(), Meter: t.metrics, Logger: s.Logger})
+		Ready:      t.ready, Metrics: t.metrics.Handler(), Meter: t.metrics, Logger: s.Logger})
 	ui, err := inspector.New(inspector.Config{Engine: t.Engine, Reader: t.Store, SignIns: t.Store, Keys: s.Keys, AdminKeys: s.AdminKeys,
 		Dev: s.Dev, PublicURL: s.PublicURL, Replay: t.ReplayOnly})
 	if err != nil {
@@ -57,8 +60,11 @@ func (t *Turnlog) Handler(s ServeOptions) (http.Handler, func()) {
 }
 
 // Serve serves the REST API on ln until ctx ends, rejecting approvals whose
-// expires_in has passed meanwhile; then live streams end and in-flight requests get
-// ShutdownGrace. Turns still running then are recovered at the next Open.
+// expires_in has passed meanwhile. Then it stops: new turns, answers and cancels are
+// refused (503 shutting_down, and /readyz says not ready) while the turns running
+// get ShutdownGrace to end; those still running then are canceled with the reason
+// "shutdown" (their tools stopped). Suspended turns stay suspended. Then live
+// streams end, and requests still in flight get a few seconds.
 func (t *Turnlog) Serve(ctx context.Context, ln net.Listener, s ServeOptions) error {
 	if len(s.Keys) == 0 && !s.Dev {
 		return errors.New("no API keys: set ServeOptions.Keys (or Dev for a development server)")
@@ -74,12 +80,19 @@ func (t *Turnlog) Serve(ctx context.Context, ln net.Listener, s ServeOptions) er
 		return err
 	case <-ctx.Done():
 	}
-	stop()
 	grace := s.ShutdownGrace
 	if grace <= 0 {
 		grace = 30 * time.Second
 	}
-	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), grace)
+	drainCtx, cancelDrain := context.WithTimeout(context.WithoutCancel(ctx), grace)
+	defer cancelDrain()
+	s.Logger.Info().Dur("grace", grace).Msg("stopping: new turns are refused; running turns get the grace period to end")
+	drained := t.Engine.Drain(drainCtx)
+	if drained != nil {
+		s.Logger.Error().Err(drained).Msg("stopping")
+	}
+	stop() // live streams end: every turn they follow has ended
+	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	if err := srv.Shutdown(shutdownCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("shutdown: %w", err)
@@ -113,4 +126,13 @@ func expireApprovals(ctx context.Context, e *fsm.Engine, log zerolog.Logger) {
 type deliveries struct {
 	*sqlite.Store
 	*webhook.Deliverer
+}
+
+// ready says whether this node takes work: its store answers with the schema this
+// binary knows, and it is not stopping.
+func (t *Turnlog) ready(ctx context.Context) error {
+	if t.Engine.Draining() {
+		return events.Errorf(events.CodeShuttingDown, "turnlog is shutting down")
+	}
+	return t.Store.Ready(ctx)
 }
