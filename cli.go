@@ -32,6 +32,7 @@ func commands() map[string]command {
 		"run":     {"run one turn locally and print the answer", "run [--app NAME] [--session ID] [--workspace DIR] [--config FILE] [--db FILE] INPUT...", cmdRun},
 		"replay":  {"replay a recorded fixture and report the first divergence", "replay FIXTURE_DIR", cmdReplay},
 		"export":  {"print a session's events as a fixture (NDJSON)", "export [--db FILE] SESSION_ID", cmdExport},
+		"backup":  {"write a consistent copy of the database, also while it is served", "backup [--db FILE] OUT", cmdBackup},
 		"rebuild": {"drop every projection and refold it from the events", "rebuild [--db FILE]", cmdRebuild},
 		"migrate": {"apply pending schema migrations", "migrate [--db FILE]", cmdMigrate},
 		"version": {"print the version", "version", cmdVersion},

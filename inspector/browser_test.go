@@ -2,6 +2,7 @@ package inspector_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -63,8 +64,16 @@ func TestInABrowser(t *testing.T) {
 	base := b.srv.URL
 	step := func(what string, steps ...chromedp.Action[chromedp.Void]) {
 		t.Helper()
-		if err := chromedp.Do(ctx, steps...); err != nil {
-			t.Fatalf("%s: %v", what, err)
+		sctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+		defer cancel()
+		if err := chromedp.Do(sctx, steps...); err != nil {
+			html, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.location.href + "\n" + document.getElementById("live").innerText`))
+			var types []string
+			evs, _ := b.tl.Store.Events(context.Background(), s.ID, 0)
+			for _, ev := range evs {
+				types = append(types, fmt.Sprint(ev.Seq, ev.Type))
+			}
+			t.Fatalf("%s: %v\n%s\nlog: %v", what, err, html, types)
 		}
 	}
 	text := func(sel string) string {

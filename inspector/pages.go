@@ -156,6 +156,14 @@ func (s *Server) sessionPageWith(c echo.Context, status int, refused error, form
 		return err
 	}
 	ctx := c.Request().Context()
+	// The page is as of this seq: read before anything else on it, so what it shows
+	// is at least this new, and the live stream's "end" of any turn that ends after
+	// it (seq > this) reloads the page. (Read after the status, a turn could end in
+	// between and its end be taken as already shown.)
+	lastSeq, err := s.cfg.Reader.LastSeq(ctx, sess.ID)
+	if err != nil {
+		return err
+	}
 	raw, err := s.cfg.Reader.HistoryAsRun(ctx, sess.ID)
 	if err != nil {
 		return err
@@ -232,10 +240,6 @@ func (s *Server) sessionPageWith(c echo.Context, status int, refused error, form
 	}
 	if to < len(raw) {
 		pages["Later"] = to
-	}
-	lastSeq, err := s.cfg.Reader.LastSeq(ctx, sess.ID)
-	if err != nil {
-		return err
 	}
 	// While a turn runs, the live section follows it from its start (at most a
 	// timeline page back), so what it did before the page loaded shows too.
