@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/url"
 	"os"
@@ -71,7 +72,7 @@ func cmdServe(ctx context.Context, c *cliContext, args []string) error {
 	}
 	defer ln.Close()
 	c.neverDial = []string{ln.Addr().String()}
-	c.logger = zerolog.New(c.stderr).With().Timestamp().Logger()
+	c.logger = serveLogger(c.stderr)
 	tl, err := c.open(ctx, f)
 	if err != nil {
 		return err
@@ -137,4 +138,15 @@ func parseKeys(spec string) (keys map[string]string, admins map[string]bool, err
 		keys[key], admins[key] = user, hasRole
 	}
 	return keys, admins, nil
+}
+
+// serveLogger is serve's log: JSON lines (zerolog), or readable text when stderr is
+// a terminal.
+func serveLogger(stderr io.Writer) zerolog.Logger {
+	if f, ok := stderr.(*os.File); ok {
+		if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+			return zerolog.New(zerolog.ConsoleWriter{Out: stderr, TimeFormat: time.RFC3339}).With().Timestamp().Logger()
+		}
+	}
+	return zerolog.New(stderr).With().Timestamp().Logger()
 }

@@ -3,6 +3,7 @@ package httpapi
 import (
 	_ "embed"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -60,8 +61,15 @@ func (s *Server) logRequests(next echo.HandlerFunc) echo.HandlerFunc {
 		default:
 			ev = s.cfg.Logger.Info()
 		}
-		ev.Str("request_id", c.Response().Header().Get(echo.HeaderXRequestID)).
-			Str("method", c.Request().Method).Str("route", route).Str("path", c.Request().URL.Path).
+		ev = ev.Str("request_id", c.Response().Header().Get(echo.HeaderXRequestID))
+		if id := c.Param("id"); id != "" && strings.Contains(route, "/sessions/:id") {
+			ev = ev.Str("session", id)
+		}
+		if turn := c.Param("turn_id"); turn != "" {
+			ev = ev.Str("turn", turn)
+		}
+		// Never a header, a query or a body: no key, token or content reaches the log.
+		ev.Str("method", c.Request().Method).Str("route", route).Str("path", c.Request().URL.Path).
 			Int("status", status).Dur("took", took).Str("user", userOf(c)).Msg("request")
 		return nil
 	}
