@@ -20,6 +20,8 @@ func statusOf(code events.Code) int {
 		return http.StatusConflict
 	case events.CodePolicyDenied:
 		return http.StatusForbidden
+	case events.CodeShuttingDown:
+		return http.StatusServiceUnavailable
 	}
 	return http.StatusInternalServerError
 }

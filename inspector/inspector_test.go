@@ -678,3 +678,24 @@ func TestRejectAReview(t *testing.T) {
 		t.Fatalf("the audit: %s", audit)
 	}
 }
+
+// TestAStoppingServerSaysSo: while the server stops, a turn run from the page is
+// refused with a page that says so (503), and nothing runs.
+func TestAStoppingServerSaysSo(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "", false)
+	s, _ := b.session("alice")
+	w := b.browser()
+	w.signIn("k-alice")
+	page := w.do("GET", "/ui/sessions/"+s.ID, nil)
+	if err := b.tl.Engine.Drain(context.Background()); err != nil { // nothing runs: it returns at once
+		t.Fatal(err)
+	}
+	a := w.do("POST", "/ui/sessions/"+s.ID+"/turns", url.Values{"input": {"where is order 42?"}, "csrf": {csrfOf(t, page.body)}})
+	if a.status != http.StatusServiceUnavailable || !strings.Contains(a.body, "shutting down") {
+		t.Fatalf("a turn while stopping: %d %s", a.status, a.body)
+	}
+	if turns, _ := b.tl.Store.Turns(context.Background(), s.ID); len(turns) != 0 {
+		t.Fatalf("a turn ran: %+v", turns)
+	}
+}

@@ -250,6 +250,7 @@ func (s *Server) errorPage(err error, c echo.Context) {
 	status, msg := http.StatusInternalServerError, "internal error"
 	var te *events.Error
 	switch {
+	case asError(err, &te) && te.Code == events.CodeInternal: // its details are the server's, as in the API
 	case asError(err, &te):
 		status, msg = statusOf(te.Code), te.Error()
 	default:
