@@ -2,7 +2,6 @@ package inspector_test
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -11,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/examples/demo"
 	"github.com/turnlog/turnlog/pkg/turnlog"
 )
@@ -26,22 +24,7 @@ func BenchmarkSessionPage(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer tl.Close()
-	s, _ := tl.Engine.CreateSession(ctx, "demo", "dev", nil)
-	seq := int64(1)
-	for turn := 0; turn < 44; turn++ {
-		id := fmt.Sprintf("t%03d", turn)
-		items := make([]events.Item, 0, 100)
-		for i := 0; i < 50; i++ {
-			items = append(items, events.UserMessage(fmt.Sprintf("question %d of turn %d: where is order %d?", i, turn, i)),
-				events.AssistantMessage("support", strings.Repeat("An answer of some length. ", 8)))
-		}
-		evs := []events.Event{events.MustNew(id, "", &events.TurnStarted{Input: "bulk", Agent: "support"}),
-			events.MustNew(id, "", &events.TurnCommitted{Items: items, Agent: "support", Output: "ok"})}
-		if _, err := tl.Store.Append(ctx, s.ID, seq, evs); err != nil {
-			b.Fatal(err)
-		}
-		seq += 2
-	}
+	sid := bulkSession(b, tl, "dev", 44)
 	h, stop := tl.Handler(turnlog.ServeOptions{Dev: true})
 	defer stop()
 	get := func(path string) time.Duration {
@@ -57,7 +40,7 @@ func BenchmarkSessionPage(b *testing.B) {
 		return d
 	}
 	if body := httptest.NewRecorder(); true {
-		req := httptest.NewRequest("GET", "/ui/sessions/"+s.ID, nil)
+		req := httptest.NewRequest("GET", "/ui/sessions/"+sid, nil)
 		req.Host = "127.0.0.1"
 		h.ServeHTTP(body, req)
 		if !strings.Contains(body.Body.String(), "Items 4200–4400 of 4400") {
@@ -67,7 +50,7 @@ func BenchmarkSessionPage(b *testing.B) {
 	var page, list []time.Duration
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		page = append(page, get("/ui/sessions/"+s.ID))
+		page = append(page, get("/ui/sessions/"+sid))
 		list = append(list, get("/ui/"))
 	}
 	b.StopTimer()

@@ -67,15 +67,7 @@ func TestDevRefusesOtherSitesPosts(t *testing.T) {
 	sum := sha256.Sum256([]byte("turnlog-dev-csrf" + ""))
 	token := hex.EncodeToString(sum[:16])
 	form := url.Values{"csrf": {token}, "input": {"hello from evil.example"}}
-	req, _ := http.NewRequest("POST", b.srv.URL+"/ui/sessions/"+s.ID+"/turns", strings.NewReader(form.Encode()))
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("Origin", "https://evil.example")
-	req.Header.Set("Sec-Fetch-Site", "cross-site")
-	res, err := b.browser().c.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res.Body.Close()
+	res := b.postFrom("/ui/sessions/"+s.ID+"/turns", form, "https://evil.example", "cross-site")
 	turns, _ := b.tl.Store.Turns(ctx, s.ID)
 	if res.StatusCode != http.StatusForbidden || len(turns) != 0 {
 		t.Fatalf("a cross-site post with the computed dev token ran: %d, %d turns", res.StatusCode, len(turns))
@@ -87,16 +79,27 @@ func TestDevRefusesOtherSitesPosts(t *testing.T) {
 func TestSignInFromAnotherSiteIsRefused(t *testing.T) {
 	t.Parallel()
 	b := setup(t, "", false)
-	req, _ := http.NewRequest("POST", b.srv.URL+"/ui/signin", strings.NewReader(url.Values{"key": {"k-bob"}}.Encode()))
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("Origin", "https://evil.example")
-	req.Header.Set("Sec-Fetch-Site", "cross-site")
-	res, err := b.browser().c.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res.Body.Close()
+	res := b.postFrom("/ui/signin", url.Values{"key": {"k-bob"}}, "https://evil.example", "cross-site")
 	if res.StatusCode != http.StatusForbidden || res.Header.Get("Set-Cookie") != "" {
 		t.Fatalf("a cross-site sign-in post set a cookie: %s", res.Header.Get("Set-Cookie"))
 	}
+}
+
+// postFrom posts a form as a page of origin would, with the Sec-Fetch-Site a browser
+// sends ("": none), from a browser of its own; the answer's body is read and closed.
+func (b bundle) postFrom(path string, form url.Values, origin, site string) *http.Response {
+	b.t.Helper()
+	req, _ := http.NewRequest("POST", b.srv.URL+path, strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", origin)
+	if site != "" {
+		req.Header.Set("Sec-Fetch-Site", site)
+	}
+	res, err := b.browser().c.Do(req)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	io.Copy(io.Discard, res.Body)
+	res.Body.Close()
+	return res
 }

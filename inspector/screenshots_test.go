@@ -11,13 +11,14 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/pkg/turnlog"
 )
 
-// bulkSession appends a session of alice's with turns × 100 items.
-func bulkSession(t testing.TB, b bundle, turns int) string {
+// bulkSession appends a session of owner's with turns × 100 items.
+func bulkSession(t testing.TB, tl *turnlog.Turnlog, owner string, turns int) string {
 	t.Helper()
 	ctx := context.Background()
-	s, _ := b.tl.Engine.CreateSession(ctx, "demo", "alice", nil)
+	s, _ := tl.Engine.CreateSession(ctx, "demo", owner, nil)
 	seq := int64(1)
 	for turn := 0; turn < turns; turn++ {
 		id := fmt.Sprintf("t%03d", turn)
@@ -28,7 +29,7 @@ func bulkSession(t testing.TB, b bundle, turns int) string {
 		}
 		evs := []events.Event{events.MustNew(id, "", &events.TurnStarted{Input: "bulk", Agent: "support"}),
 			events.MustNew(id, "", &events.TurnCommitted{Items: items, Agent: "support", Output: "ok"})}
-		if _, err := b.tl.Store.Append(ctx, s.ID, seq, evs); err != nil {
+		if _, err := tl.Store.Append(ctx, s.ID, seq, evs); err != nil {
 			t.Fatal(err)
 		}
 		seq += 2
@@ -42,7 +43,7 @@ func TestLongSessionInABrowser(t *testing.T) {
 	t.Parallel()
 	b := setup(t, "", false)
 	ctx := chromium(t)
-	id := bulkSession(t, b, 44)
+	id := bulkSession(t, b.tl, "alice", 44)
 	if err := chromedp.Do(ctx, chromedp.Navigate(b.srv.URL+"/ui/signin"), chromedp.SendKeys(chromedp.ID("key"), "k-alice"),
 		chromedp.Submit(chromedp.ID("key")), chromedp.WaitVisible(chromedp.Search(`//h1[text()="Sessions"]`))); err != nil {
 		t.Fatal(err)

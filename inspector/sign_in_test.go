@@ -104,18 +104,7 @@ func TestPostsBehindATLSProxy(t *testing.T) {
 	t.Parallel()
 	b := setup(t, "https://turnlog.example.test", false)
 	post := func(origin, site string) int {
-		req, _ := http.NewRequest("POST", b.srv.URL+"/ui/signin", strings.NewReader(url.Values{"key": {"k-alice"}}.Encode()))
-		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		req.Header.Set("Origin", origin)
-		if site != "" {
-			req.Header.Set("Sec-Fetch-Site", site)
-		}
-		res, err := b.browser().c.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res.Body.Close()
-		return res.StatusCode
+		return b.postFrom("/ui/signin", url.Values{"key": {"k-alice"}}, origin, site).StatusCode
 	}
 	for _, c := range []struct {
 		origin, site string
