@@ -28,11 +28,13 @@ type command struct {
 
 func commands() map[string]command {
 	return map[string]command{
-		"serve":   {"serve the REST API", "serve [--addr HOST:PORT] [--dev] [--config FILE] [--db FILE]", cmdServe},
-		"run":     {"run one turn locally and print the answer", "run [--app NAME] [--session ID] [--workspace DIR] [--config FILE] [--db FILE] INPUT...", cmdRun},
-		"replay":  {"replay a recorded fixture and report the first divergence", "replay FIXTURE_DIR", cmdReplay},
-		"export":  {"print a session's events as a fixture (NDJSON)", "export [--db FILE] SESSION_ID", cmdExport},
-		"backup":  {"write a consistent copy of the database, also while it is served", "backup [--db FILE] OUT", cmdBackup},
+		"serve":  {"serve the REST API", "serve [--addr HOST:PORT] [--dev] [--config FILE] [--db FILE]", cmdServe},
+		"run":    {"run one turn locally and print the answer", "run [--app NAME] [--session ID] [--workspace DIR] [--config FILE] [--db FILE] INPUT...", cmdRun},
+		"replay": {"replay a recorded fixture and report the first divergence", "replay FIXTURE_DIR", cmdReplay},
+		"export": {"print a session's events as a fixture (NDJSON)", "export [--db FILE] SESSION_ID", cmdExport},
+		"backup": {"write a consistent copy of the database, also while it is served", "backup [--db FILE] OUT", cmdBackup},
+		"erase": {"erase sessions (with --cascade, their branches) or everything of one user, leaving a receipt",
+			"erase [--db FILE] [--cascade] [--by NAME] SESSION_ID...  |  erase [--db FILE] --user USER", cmdErase},
 		"rebuild": {"drop every projection and refold it from the events", "rebuild [--db FILE]", cmdRebuild},
 		"migrate": {"apply pending schema migrations", "migrate [--db FILE]", cmdMigrate},
 		"version": {"print the version", "version", cmdVersion},
@@ -96,9 +98,10 @@ func usage(w io.Writer) {
 
 // commonFlags are the flags most commands share.
 type commonFlags struct {
-	config      string
-	db          string
-	synchronous string
+	config          string
+	db              string
+	synchronous     string
+	checkpointPages int // 0: the store's default; negative: none of turnlog's own
 }
 
 func envOr(name, def string) string {

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -26,6 +27,7 @@ func cmdServe(ctx context.Context, c *cliContext, args []string) error {
 	publicURL := fs.String("public-url", envOr("TURNLOG_PUBLIC_URL", ""), "where people reach this server (behind a TLS proxy, its https URL: the inspector's cookie is then Secure) (env TURNLOG_PUBLIC_URL)")
 	keysFile := fs.String("api-keys-file", envOr("TURNLOG_API_KEYS_FILE", ""), "a file of KEY=USER (or KEY=USER:admin) lines (# comments), so keys need not be on a command line (env TURNLOG_API_KEYS_FILE)")
 	grace := fs.Duration("shutdown-grace", 30*time.Second, "on SIGTERM, how long running turns get to end before they are canceled with the reason \"shutdown\"")
+	walPages := fs.String("wal-autocheckpoint", envOr("TURNLOG_WAL_AUTOCHECKPOINT", "1000"), "checkpoint the WAL once it holds this many pages; 0 leaves checkpoints to a replication tool such as Litestream (env TURNLOG_WAL_AUTOCHECKPOINT)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -34,6 +36,14 @@ func cmdServe(ctx context.Context, c *cliContext, args []string) error {
 	}
 	if err := requireArgs(fs, 0, "no arguments"); err != nil {
 		return err
+	}
+	switch n, err := strconv.Atoi(*walPages); {
+	case err != nil || n < 0:
+		return events.FieldError(events.CodeInvalid, "wal-autocheckpoint", "must be a number of pages (0: none of turnlog's own), got %q", *walPages)
+	case n == 0:
+		f.checkpointPages = -1
+	default:
+		f.checkpointPages = n
 	}
 	if u, err := url.Parse(*publicURL); *publicURL != "" && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "") {
 		return events.FieldError(events.CodeInvalid, "public-url", "must be an http or https URL, got %q", *publicURL)

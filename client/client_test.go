@@ -246,6 +246,27 @@ func TestEveryRoute(t *testing.T) {
 		d, err = b.root.Delivery(ctx, d.ID)
 		return err == nil && d.Status == "delivered"
 	})
+
+	// Erasure: the branch needs cascade; then the session is gone; receipts are admin's.
+	var conflict *client.Error
+	if _, err := c.EraseSession(ctx, s.ID, false); !errors.As(err, &conflict) || conflict.Status != 409 {
+		t.Fatalf("erase a session with a branch: %v", err)
+	}
+	rec, err := c.EraseSession(ctx, s.ID, true)
+	if err != nil || rec.Kind != "session" || len(rec.Sessions) != 2 || rec.Counts.Events == 0 || rec.Scrubbed == nil {
+		t.Fatalf("erase: %+v %v", rec, err)
+	}
+	if _, err := c.Session(ctx, s.ID); !errors.As(err, &conflict) || conflict.Status != 404 {
+		t.Fatalf("the erased session: %v", err)
+	}
+	if rec, err = b.root.EraseUser(ctx, "nobody"); err != nil || rec.Kind != "user" || rec.Counts.Sessions != 0 {
+		t.Fatalf("erase a user with nothing: %+v %v", rec, err)
+	}
+	if page, err := b.root.Erasures(ctx, "", 1); err != nil || len(page.Erasures) != 1 || page.Next == "" {
+		t.Fatalf("receipts: %+v %v", page, err)
+	} else if next, err := b.root.Erasures(ctx, page.Next, 10); err != nil || len(next.Erasures) != 1 || next.Erasures[0].Subject != "nobody" {
+		t.Fatalf("receipts' next page: %+v %v", next, err)
+	}
 	b.conf.check(t)
 }
 

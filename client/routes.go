@@ -237,3 +237,37 @@ func withQuery(path string, q url.Values) string {
 	}
 	return path + "?" + q.Encode()
 }
+
+// EraseSession erases a session (its owner's key or an admin key); cascade erases
+// its branches too, which are refused otherwise (409).
+func (c *Client) EraseSession(ctx context.Context, id string, cascade bool) (ErasureReceipt, error) {
+	q := url.Values{}
+	if cascade {
+		q.Set("cascade", "true")
+	}
+	var out ErasureReceipt
+	_, err := c.call(ctx, http.MethodDelete, withQuery("/v1/sessions/"+url.PathEscape(id), q), nil, &out, nil)
+	return out, err
+}
+
+// EraseUser erases everything of one user (an admin key).
+func (c *Client) EraseUser(ctx context.Context, user string) (ErasureReceipt, error) {
+	var out ErasureReceipt
+	_, err := c.call(ctx, http.MethodDelete, "/v1/users/"+url.PathEscape(user)+"/data", nil, &out, nil)
+	return out, err
+}
+
+// Erasures lists the receipts erasures left, oldest first (an admin key); after is
+// the Next of the previous page ("" for the first).
+func (c *Client) Erasures(ctx context.Context, after string, limit int) (ErasurePage, error) {
+	q := url.Values{}
+	if after != "" {
+		q.Set("after", after)
+	}
+	if limit > 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	var out ErasurePage
+	_, err := c.call(ctx, http.MethodGet, withQuery("/v1/erasures", q), nil, &out, nil)
+	return out, err
+}

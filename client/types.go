@@ -252,3 +252,38 @@ type DeliveryFilter struct {
 	Status, Webhook, SessionID, After string
 	Limit                             int
 }
+
+// ErasureReceipt is what an erasure removed, when and at whose request: counts and
+// ids, never content. Scrubbed is set on the answer to an erasure only.
+type ErasureReceipt struct {
+	ID       string        `json:"id"`
+	Kind     string        `json:"kind"`
+	Subject  string        `json:"subject"`
+	By       string        `json:"by"`
+	At       time.Time     `json:"at"`
+	Sessions []string      `json:"sessions"`
+	Counts   ErasureCounts `json:"counts"`
+	Scrubbed *bool         `json:"scrubbed,omitempty"`
+}
+
+// ErasureCounts are the rows an erasure removed, by kind.
+type ErasureCounts struct {
+	Sessions        int `json:"sessions"`
+	Events          int `json:"events"`
+	Blobs           int `json:"blobs"`
+	Turns           int `json:"turns"`
+	SuspendedTurns  int `json:"suspended_turns_canceled"`
+	HistoryItems    int `json:"history_items"`
+	Interrupts      int `json:"interrupts"`
+	QueuedInputs    int `json:"queued_inputs"`
+	Memories        int `json:"memories"`
+	IdempotencyKeys int `json:"idempotency_keys"`
+	Deliveries      int `json:"webhook_deliveries"`
+	SignIns         int `json:"sign_ins"`
+}
+
+// ErasurePage is a page of receipts; Next, when set, is the after of the next.
+type ErasurePage struct {
+	Erasures []ErasureReceipt `json:"erasures"`
+	Next     string           `json:"next,omitempty"`
+}

@@ -34,6 +34,9 @@ type App struct {
 	OnBusy string `yaml:"on_busy"`
 	// Webhooks are told of the app's turns (see Webhook).
 	Webhooks map[string]Webhook `yaml:"webhooks"`
+	// Retention erases the app's sessions idle (no event) for longer than it, e.g.
+	// 720h; unset keeps them until they are erased by request.
+	Retention string `yaml:"retention"`
 }
 
 // LLM registers a model under an llm_id.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/turnlog/turnlog/contextmgr"
 	"github.com/turnlog/turnlog/events"
@@ -32,6 +33,9 @@ type App struct {
 	// OnBusy is what input arriving while a turn runs or waits does by default:
 	// OnBusyReject ("" too), OnBusyEnqueue or OnBusyInterrupt.
 	OnBusy string
+	// Retention, when positive, is how long a session may stay idle (no event)
+	// before EraseIdle erases it, with its branches once they are idle too.
+	Retention time.Duration
 }
 
 // Agent is one agent of an app with its model, tools and limits.

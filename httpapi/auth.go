@@ -45,10 +45,16 @@ func userOf(c echo.Context) string {
 	return u
 }
 
+// isAdmin says whether the request's key carries the admin role.
+func isAdmin(c echo.Context) bool {
+	admin, _ := c.Get(adminKey).(bool)
+	return admin
+}
+
 // requireAdmin lets only a key with the admin role through.
 func (s *Server) requireAdmin(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		if admin, _ := c.Get(adminKey).(bool); !admin {
+		if !isAdmin(c) {
 			return echo.NewHTTPError(http.StatusForbidden, "this route needs an API key with the admin role")
 		}
 		return next(c)

@@ -48,6 +48,9 @@ type Engine interface {
 	// Settled returns once turn's run no longer holds the session (see
 	// fsm.Engine.Settled).
 	Settled(ctx context.Context, session, turn string, end int64) error
+	// EraseSession and EraseUser erase (see fsm.Engine.EraseSession, EraseUser).
+	EraseSession(ctx context.Context, session, by string, cascade bool) (projection.ErasureReceipt, error)
+	EraseUser(ctx context.Context, user, by string) (projection.ErasureReceipt, error)
 }
 
 // Config configures a Server.
@@ -61,6 +64,8 @@ type Config struct {
 	AdminKeys map[string]bool
 	// Deliveries lists and resends webhook deliveries (nil: no webhooks).
 	Deliveries Deliveries
+	// Erasures lists erasure receipts (nil: an empty list).
+	Erasures Erasures
 	// Dev lets requests without a key act as the user "dev", an admin.
 	Dev bool
 	// BodyLimit caps request bodies (default "1M").
@@ -120,6 +125,9 @@ func New(cfg Config) *Server {
 	v1.POST("/sessions", s.createSession)
 	v1.GET("/sessions", s.listSessions)
 	v1.GET("/sessions/:id", s.getSession)
+	v1.DELETE("/sessions/:id", s.eraseSession)
+	v1.DELETE("/users/:user_id/data", s.eraseUser, s.requireAdmin)
+	v1.GET("/erasures", s.listErasures, s.requireAdmin)
 	v1.POST("/sessions/:id/turns", s.runTurn)
 	v1.GET("/sessions/:id/turns", s.listTurns)
 	v1.GET("/sessions/:id/turns/:turn_id", s.getTurn)

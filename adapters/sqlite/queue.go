@@ -31,18 +31,5 @@ func (s *Store) Queued(ctx context.Context, session string) ([]projection.Queued
 
 // QueuedSessions lists the sessions with inputs waiting.
 func (s *Store) QueuedSessions(ctx context.Context) ([]string, error) {
-	rows, err := s.query(ctx, qQueueSessions)
-	if err != nil {
-		return nil, fmt.Errorf("read queues: %w", err)
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		out = append(out, id)
-	}
-	return out, rows.Err()
+	return s.sessionIDs(ctx, qQueueSessions)
 }

@@ -26,7 +26,9 @@ type Options struct {
 	// Readers is the size of the read-only connection pool (default 4).
 	Readers int
 	// CheckpointPages is the WAL size, in pages, at which the writer copies the WAL
-	// back into the database after a commit (default 1000). Close truncates the WAL.
+	// back into the database after a commit (default 1000). Negative: the writer never
+	// checkpoints on its own, for a replication tool that does (Litestream). Close and
+	// an erasure truncate the WAL either way.
 	CheckpointPages int
 	// Clock stamps events at commit (default time.Now).
 	Clock events.Clock
@@ -54,7 +56,7 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Readers <= 0 {
 		o.Readers = 4
 	}
-	if o.CheckpointPages <= 0 {
+	if o.CheckpointPages == 0 {
 		o.CheckpointPages = 1000
 	}
 	if o.Clock == nil {
@@ -97,7 +99,8 @@ func dsn(path string, opts Options, role int) string {
 	case roleRead:
 		q.Add("_pragma", "query_only(1)")
 	case roleWrite:
-		q.Add("_pragma", fmt.Sprintf("wal_autocheckpoint(%d)", opts.CheckpointPages))
+		q.Add("_pragma", fmt.Sprintf("wal_autocheckpoint(%d)", max(opts.CheckpointPages, 0)))
+		q.Add("_pragma", "secure_delete(1)") // what is deleted or rewritten is overwritten: erasure leaves no byte behind
 		q.Add("_txlock", "immediate")
 	}
 	return "file:" + path + "?" + q.Encode()

@@ -22,6 +22,7 @@ type appendReq struct {
 	evs      []events.Event
 	unsynced bool                                 // the caller does not wait for the disk (AppendUnsynced)
 	run      func(context.Context, *writer) error // an exclusive job instead of an append
+	outside  bool                                 // run is done between transactions, not in one
 	out      []events.Event
 	err      error
 	done     chan struct{}
@@ -71,6 +72,13 @@ func (s *Store) Commits() (all, synced int64) {
 // exclusive runs fn inside the writer's transaction, between appends.
 func (s *Store) exclusive(ctx context.Context, fn func(context.Context, *writer) error) error {
 	_, err := s.submit(ctx, &appendReq{ctx: ctx, run: fn, done: make(chan struct{})})
+	return err
+}
+
+// outsideTx runs fn on the write connection between the writer's transactions (a
+// checkpoint cannot run inside one).
+func (s *Store) outsideTx(ctx context.Context, fn func(context.Context, *writer) error) error {
+	_, err := s.submit(ctx, &appendReq{ctx: ctx, run: fn, outside: true, done: make(chan struct{})})
 	return err
 }
 
@@ -166,11 +174,15 @@ func (w *writer) loop() {
 			for {
 				select {
 				case r := <-w.s.reqs:
-					w.commit([]*appendReq{r})
+					w.handle([]*appendReq{r}, nil)
 				default:
 					return
 				}
 			}
+		}
+		if first.outside {
+			w.handle(nil, first)
+			continue
 		}
 		// Callers woken by the last commit are queueing their next appends: give them
 		// the processor while the queue still grows, so they share the next commit.
@@ -179,16 +191,40 @@ func (w *writer) loop() {
 			runtime.Gosched()
 		}
 		batch := []*appendReq{first}
+		var then *appendReq
 	fill:
 		for len(batch) < w.s.opts.MaxBatch {
 			select {
 			case r := <-w.s.reqs:
+				if r.outside {
+					then = r
+					break fill
+				}
 				batch = append(batch, r)
 			default:
 				break fill
 			}
 		}
+		w.handle(batch, then)
+	}
+}
+
+// handle commits batch (if any), then runs the job that must run outside a
+// transaction (if any).
+func (w *writer) handle(batch []*appendReq, then *appendReq) {
+	if len(batch) == 1 && batch[0].outside {
+		batch, then = nil, batch[0]
+	}
+	if len(batch) > 0 {
 		w.commit(batch)
+	}
+	if then != nil {
+		if err := then.ctx.Err(); err != nil {
+			then.err = err
+		} else {
+			then.err = then.run(context.Background(), w)
+		}
+		close(then.done)
 	}
 }
 

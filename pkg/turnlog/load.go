@@ -160,6 +160,11 @@ func (b builder) app(name string, c config.App, policy *fsm.GuardrailPolicy) (*f
 		return nil, b.doc.ErrAt(at+".on_busy", "unknown on_busy %q (%v)", c.OnBusy, fsm.OnBusyModes())
 	}
 	app := &fsm.App{Name: name, StartAgent: c.StartAgent, Agents: map[string]*fsm.Agent{}, Policy: policy, Access: access, OnBusy: c.OnBusy}
+	if c.Retention != "" {
+		if app.Retention, err = b.duration(at+".retention", c.Retention, "720h"); err != nil {
+			return nil, err
+		}
+	}
 	if len(c.Agents) == 0 {
 		return nil, b.doc.ErrAt(at+".agents", "at least one agent is required")
 	}

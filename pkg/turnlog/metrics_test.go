@@ -116,15 +116,7 @@ next:
 // webhook outbox, a path no route matches, a turn that cannot be recorded.
 func TestEverySeriesMoves(t *testing.T) {
 	t.Setenv("OPS_HOOK_SECRET", "0123456789abcdef0123")
-	gate, entered := make(chan struct{}), make(chan struct{}, 4)
-	fns := turnlog.Functions{
-		"refund": functool.MustNew("refund", "refunds", func(context.Context, struct{}) (any, error) { return "ok", nil }),
-		"slow": functool.MustNew("slow", "waits", func(context.Context, struct{}) (any, error) {
-			entered <- struct{}{}
-			<-gate
-			return "ok", nil
-		}),
-	}
+	fns, gate, entered := refundAndSlow()
 	ctx := context.Background()
 	var logged syncBuffer
 	tl, err := turnlog.Open(ctx, turnlog.Options{DB: filepath.Join(t.TempDir(), "t.db"), ConfigData: []byte(opsConfig), Functions: fns,
@@ -145,18 +137,7 @@ func TestEverySeriesMoves(t *testing.T) {
 		}
 	}
 	s, _ := tl.Engine.CreateSession(ctx, "ops", "alice", nil)
-	run := func(input string) *fsm.Result {
-		t.Helper()
-		st, err := tl.Engine.StartTurn(ctx, s.ID, input)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res, err := st.Wait()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return res
-	}
+	run := func(input string) *fsm.Result { t.Helper(); return runTurn(t, tl, s.ID, input) }
 
 	want("store up", m.value("turnlog_store_up"), 1)
 	commits := m.value("turnlog_commit_events")
@@ -261,6 +242,34 @@ func (s *syncBuffer) String() string {
 }
 
 // settle waits until the session runs nothing and queues nothing, woken by commits.
+// refundAndSlow are two functions: refund answers ok at once; slow says it entered,
+// then waits for gate to close.
+func refundAndSlow() (fns turnlog.Functions, gate chan struct{}, entered chan struct{}) {
+	gate, entered = make(chan struct{}), make(chan struct{}, 4)
+	return turnlog.Functions{
+		"refund": functool.MustNew("refund", "refunds", func(context.Context, struct{}) (any, error) { return "ok", nil }),
+		"slow": functool.MustNew("slow", "waits", func(context.Context, struct{}) (any, error) {
+			entered <- struct{}{}
+			<-gate
+			return "ok", nil
+		}),
+	}, gate, entered
+}
+
+// runTurn runs one turn on session and waits for its result.
+func runTurn(t *testing.T, tl *turnlog.Turnlog, session, input string) *fsm.Result {
+	t.Helper()
+	st, err := tl.Engine.StartTurn(context.Background(), session, input)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := st.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
 func settle(t *testing.T, tl *turnlog.Turnlog, session string) {
 	t.Helper()
 	wake, stop := tl.Store.Watch(session)

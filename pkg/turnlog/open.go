@@ -54,7 +54,7 @@ func Open(ctx context.Context, opts Options) (*Turnlog, error) {
 	// Not cut short by ctx: a migration is applied whole, and a config that refuses
 	// to load says why even when the caller is already stopping.
 	var hooks atomic.Pointer[webhook.Deliverer]
-	store, err := sqlite.Open(context.WithoutCancel(ctx), opts.DB, sqlite.Options{Synchronous: opts.Synchronous, OnCommit: func(n int, took time.Duration) {
+	store, err := sqlite.Open(context.WithoutCancel(ctx), opts.DB, sqlite.Options{Synchronous: opts.Synchronous, CheckpointPages: opts.CheckpointPages, Clock: opts.Clock, OnCommit: func(n int, took time.Duration) {
 		m.Committed(n, took)
 		if d := hooks.Load(); d != nil {
 			d.Wake()

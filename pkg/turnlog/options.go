@@ -30,6 +30,9 @@ type Options struct {
 	// Synchronous is SQLite's synchronous setting: FULL (the default, durable),
 	// NORMAL or OFF.
 	Synchronous string
+	// CheckpointPages is the WAL size, in pages, at which turnlog checkpoints it
+	// (default 1000); negative leaves checkpoints to a replication tool (Litestream).
+	CheckpointPages int
 	// Workspace, when set, replaces the policy workspace of every app that has one.
 	Workspace string
 	// NeverDial are addresses (host:port) no sandboxed command may reach, even where

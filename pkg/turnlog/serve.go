@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -35,6 +36,9 @@ type ServeOptions struct {
 	// 30s): new turns are refused meanwhile, and those still running then are
 	// canceled with the reason "shutdown".
 	ShutdownGrace time.Duration
+	// RetentionSweep is how often sessions past their app's retention are erased
+	// (default DefaultRetentionSweep).
+	RetentionSweep time.Duration
 	// PublicURL is where people reach turnlog (behind a TLS proxy, its https URL):
 	// with https the inspector's cookie is Secure.
 	PublicURL string
@@ -45,8 +49,8 @@ type ServeOptions struct {
 // shutting the HTTP server down).
 func (t *Turnlog) Handler(s ServeOptions) (http.Handler, func()) {
 	api := httpapi.New(httpapi.Config{Engine: t.Engine, Reader: t.Store, Idempotency: t.Store, IdempotencyTTL: s.IdempotencyTTL, Keys: s.Keys, AdminKeys: s.AdminKeys, Dev: s.Dev,
-		Deliveries: deliveries{t.Store, t.webhooks},
-		Ready:      t.ready, Metrics: t.metrics.Handler(), Meter: t.metrics, Logger: s.Logger})
+		Deliveries: deliveries{t.Store, t.webhooks}, Erasures: t.Store,
+		Ready: t.ready, Metrics: t.metrics.Handler(), Meter: t.metrics, Logger: s.Logger})
 	ui, err := inspector.New(inspector.Config{Engine: t.Engine, Reader: t.Store, SignIns: t.Store, Keys: s.Keys, AdminKeys: s.AdminKeys,
 		Dev: s.Dev, PublicURL: s.PublicURL, Replay: t.ReplayOnly})
 	if err != nil {
@@ -71,6 +75,7 @@ func (t *Turnlog) Serve(ctx context.Context, ln net.Listener, s ServeOptions) er
 	}
 	handler, stop := t.Handler(s)
 	go expireApprovals(ctx, t.Engine, s.Logger)
+	go sweepRetention(ctx, t.Engine, s.RetentionSweep, s.Logger)
 	defer t.startDelivery(ctx)() // ends with ctx
 	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
@@ -117,6 +122,36 @@ func expireApprovals(ctx context.Context, e *fsm.Engine, log zerolog.Logger) {
 			for _, r := range results {
 				log.Info().Str("session", r.Session).Str("turn", r.TurnID).Str("status", r.Status).Msg("approval expired; turn resumed")
 			}
+		}
+	}
+}
+
+// DefaultRetentionSweep is how often Serve erases sessions past their app's retention.
+const DefaultRetentionSweep = 10 * time.Minute
+
+// sweepRetention erases the sessions idle past their app's retention at once and
+// then every `every`, until ctx ends. Apps without retention make it return.
+func sweepRetention(ctx context.Context, e *fsm.Engine, every time.Duration, log zerolog.Logger) {
+	if !slices.ContainsFunc(e.Apps(), func(a *fsm.App) bool { return a.Retention > 0 }) {
+		return
+	}
+	if every <= 0 {
+		every = DefaultRetentionSweep
+	}
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		receipts, err := e.EraseIdle(ctx)
+		if err != nil && ctx.Err() == nil {
+			log.Error().Err(err).Msg("retention sweep")
+		}
+		for _, r := range receipts {
+			log.Info().Str("erasure", r.ID).Str("session", r.Subject).Int("sessions", r.Counts.Sessions).Int("events", r.Counts.Events).Msg("erased by retention")
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
 		}
 	}
 }
