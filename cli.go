@@ -101,7 +101,8 @@ type commonFlags struct {
 	config          string
 	db              string
 	synchronous     string
-	checkpointPages int // 0: the store's default; negative: none of turnlog's own
+	checkpointPages int    // 0: the store's default; negative: none of turnlog's own
+	otlpEndpoint    string // where spans go ("": nowhere)
 }
 
 func envOr(name, def string) string {

@@ -27,6 +27,8 @@ func cmdServe(ctx context.Context, c *cliContext, args []string) error {
 	publicURL := fs.String("public-url", envOr("TURNLOG_PUBLIC_URL", ""), "where people reach this server (behind a TLS proxy, its https URL: the inspector's cookie is then Secure) (env TURNLOG_PUBLIC_URL)")
 	keysFile := fs.String("api-keys-file", envOr("TURNLOG_API_KEYS_FILE", ""), "a file of KEY=USER (or KEY=USER:admin) lines (# comments), so keys need not be on a command line (env TURNLOG_API_KEYS_FILE)")
 	grace := fs.Duration("shutdown-grace", 30*time.Second, "on SIGTERM, how long running turns get to end before they are canceled with the reason \"shutdown\"")
+	fs.StringVar(&f.otlpEndpoint, "otlp-endpoint", envOr("TURNLOG_OTLP_ENDPOINT", envOr("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", envOr("OTEL_EXPORTER_OTLP_ENDPOINT", ""))),
+		"send OpenTelemetry spans of turns, model calls and tool calls to this OTLP/HTTP endpoint, e.g. http://127.0.0.1:4318 (env TURNLOG_OTLP_ENDPOINT, else OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or OTEL_EXPORTER_OTLP_ENDPOINT)")
 	walPages := fs.String("wal-autocheckpoint", envOr("TURNLOG_WAL_AUTOCHECKPOINT", "1000"), "checkpoint the WAL once it holds this many pages; 0 leaves checkpoints to a replication tool such as Litestream (env TURNLOG_WAL_AUTOCHECKPOINT)")
 	if err := fs.Parse(args); err != nil {
 		return err

@@ -25,7 +25,8 @@ func schemaVersion() int { return sqlite.SchemaVersion() }
 // options are the assembly's options for the config at path (none: the offline demo).
 func (c *cliContext) options(path string, f commonFlags) turnlog.Options {
 	o := turnlog.Options{Config: path, Functions: c.wiring.functions, WrapModel: c.wiring.wrapModel, Workspace: c.workspace,
-		NeverDial: c.neverDial, Protected: c.protected, DB: f.db, Synchronous: f.synchronous, CheckpointPages: f.checkpointPages, Logger: c.logger}
+		NeverDial: c.neverDial, Protected: c.protected, DB: f.db, Synchronous: f.synchronous, CheckpointPages: f.checkpointPages, Logger: c.logger,
+		OTLPEndpoint: f.otlpEndpoint, Version: Version}
 	if path == "" {
 		o.Config, o.ConfigData = "examples/demo/agent.yaml", demo.Config
 	}

@@ -77,11 +77,16 @@ func (r *run) runNested(s *toolSlot) (*events.ToolResulted, *nestedStop, events.
 		setToolError(tr, ToolErrInvalidArguments, `input: a non-empty string is required (arguments are {"input": "..."})`, true)
 		return tr, nil, events.Usage{}
 	}
-	child := &run{e: r.e, ctx: r.ctx, app: r.app, agent: s.nested, session: r.session, owner: r.owner, turn: r.turn, log: r.log,
+	toolCtx, endTool := r.traced(r.ctx, SpanStart{Operation: SpanExecuteTool, Name: s.call.Name, Path: s.path, CallID: s.call.ID})
+	agentCtx, endAgent := r.traced(toolCtx, SpanStart{Operation: SpanInvokeAgent, Name: s.nested.Name, Path: s.path + "/" + s.nested.Name})
+	child := &run{e: r.e, ctx: agentCtx, app: r.app, agent: s.nested, session: r.session, owner: r.owner, turn: r.turn, log: r.log,
 		conv: &conversation{}, rec: r.rec, logged: r.logged, m: NewMachine(StateGuardingInput),
 		modelCalls: map[string]int{}, toolCalls: map[string]int{}, cancel: r.cancel, stopper: r.stopper, prefix: s.path + "/"}
 	child.conv.append(events.UserMessage(args.Input))
 	answer, stop := child.driveNested()
+	end := nestedSpanEnd(stop)
+	endAgent(end)
+	endTool(end)
 	if stop != nil {
 		return nil, stop, child.usage
 	}

@@ -93,10 +93,12 @@ func (r *run) compaction(view *contextmgr.Prepared, span contextmgr.Span, path s
 	}
 	callCtx, stop := r.cancelContext()
 	defer stop()
+	callCtx, endSpan := r.traced(callCtx, SpanStart{Operation: SpanChat, Name: llm, Path: path})
 	began := time.Now()
 	resp, err := model.Call(callCtx, ModelRequest{LLM: llm, Agent: ag.Name, Instructions: contextmgr.CompactionInstructions,
 		Items: items, Settings: []byte(`{}`), Purpose: PurposeCompaction})
 	r.e.opts.Observer.ModelCalled(ModelCall{LLM: llm, Took: time.Since(began), Failed: err != nil, Usage: resp.Usage})
+	endSpan(modelSpanEnd(resp.Usage, err))
 	if err != nil {
 		return nil, &ResultError{Code: events.CodeModelFailed, Path: path, Message: fmt.Sprintf("compaction by model %s failed: %v", llm, err)}
 	}

@@ -23,6 +23,8 @@ type Options struct {
 	CacheSessions int
 	// Observer hears model calls, tool calls and turn ends (default: nobody).
 	Observer Observer
+	// Tracer hears the spans of live work (nil: none).
+	Tracer Tracer
 	// Requests, when set, sees every model request an agent's call is built from, live
 	// or replayed (for debugging and tests; the model's own streaming hook is unset).
 	Requests func(path string, req ModelRequest)
@@ -118,6 +120,9 @@ func New(store Store, apps []*App, opts Options) (*Engine, error) {
 	}
 	if opts.Observer == nil {
 		opts.Observer = noObserver{}
+	}
+	if opts.Tracer == nil {
+		opts.Tracer = noTracer{}
 	}
 	e := &Engine{store: store, apps: map[string]*App{}, opts: opts,
 		running: map[string]*runHandle{}, cache: map[string]*sessionCache{}}
@@ -415,6 +420,7 @@ func (e *Engine) prepareTurnAs(ctx context.Context, session, input string, h *ru
 	r := e.newRun(ctx, app, agent, session, s.Owner, turn, out[0].Seq, conv, nil, nil)
 	r.cancel, r.stopper = h.cancel, h
 	r.input = input // as recorded: after redaction
+	r.traceRun(false)
 	return r, nil
 }
 
@@ -488,6 +494,7 @@ func (e *Engine) recoverTurn(ctx context.Context, t projection.Turn) (*Result, e
 		r.conv.append(events.UserMessage(t.Input))
 		return r.fail(events.CodeInvalid, fmt.Sprintf("app %q or agent %q is no longer configured", s.App, t.Agent), "")
 	}
+	r.traceRun(true)
 	return r.begin(t.Input)
 }
 

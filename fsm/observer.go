@@ -56,6 +56,10 @@ func (r *run) ended(status string, code events.Code, msg string) {
 		end.App = r.app.Name
 	}
 	r.e.opts.Observer.TurnEnded(end)
+	if r.endSpan != nil {
+		r.endSpan(SpanEnd{Status: status, Code: code, Error: msg, Seq: r.log.last()})
+		r.endSpan = nil
+	}
 }
 
 // broke tells the observer that a turn could not be driven on.

@@ -39,6 +39,7 @@ type run struct {
 	cancel     <-chan struct{} // closed when a person cancels the turn
 	stopper    *runHandle      // ... and why: its reason
 	callIDs    map[string]bool // the tool call ids this run's model calls used
+	endSpan    func(SpanEnd)   // ends the span of this run (nil: none was started)
 
 	// prefix is where a nested agent's activities live: "<caller>/tool/<call id>/";
 	// empty for the turn's own agent. A nested run answers its caller instead of
@@ -288,11 +289,13 @@ func (r *run) modelStep() (events.ModelResponse, []events.Event, *ResultError) {
 	}
 	callCtx, stop := r.cancelContext()
 	defer stop()
+	callCtx, endSpan := r.traced(callCtx, SpanStart{Operation: SpanChat, Name: ag.LLM, Path: path})
 	began := time.Now()
 	resp, err := ag.Model.Call(callCtx, ModelRequest{LLM: ag.LLM, Agent: ag.Name, Instructions: ag.rules,
 		Tools: ag.specs, Settings: ag.Settings, Items: items,
 		OnText: r.onText(path)})
 	r.e.opts.Observer.ModelCalled(ModelCall{LLM: ag.LLM, Took: time.Since(began), Failed: err != nil, Usage: resp.Usage})
+	endSpan(modelSpanEnd(resp.Usage, err))
 	if err != nil {
 		return events.ModelResponse{}, nil, &ResultError{Code: events.CodeModelFailed, Path: path,
 			Message: fmt.Sprintf("model %s failed: %v", ag.LLM, err)}

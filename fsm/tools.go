@@ -302,10 +302,12 @@ func (r *run) runSlots(slots []*toolSlot) error {
 func (r *run) execute(s *toolSlot) *events.ToolResulted {
 	start := r.e.opts.Clock()
 	tr := &events.ToolResulted{CallID: s.call.ID, Tool: s.call.Name}
+	_, endSpan := r.traced(r.ctx, SpanStart{Operation: SpanExecuteTool, Name: s.call.Name, Path: s.path, CallID: s.call.ID})
 	began := time.Now()
 	finish := func() *events.ToolResulted {
 		tr.DurationMS = r.e.opts.Clock().Sub(start).Milliseconds()
 		r.e.opts.Observer.ToolCalled(s.call.Name, time.Since(began), tr.IsError)
+		endSpan(toolSpanEnd(tr))
 		return tr
 	}
 	if s.tool == nil {

@@ -14,9 +14,11 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/turnlog/turnlog/adapters/metrics"
 	"github.com/turnlog/turnlog/adapters/sqlite"
+	"github.com/turnlog/turnlog/adapters/tracing"
 	"github.com/turnlog/turnlog/adapters/webhook"
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/fsm"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 )
 
 // Turnlog is an open log with the engine that runs turns on it: run turns in-process
@@ -29,7 +31,8 @@ type Turnlog struct {
 	apps     *Apps
 	metrics  *metrics.Metrics
 	webhooks *webhook.Deliverer
-	opts     Options // what it was opened with (ReplayOnly opens a throwaway copy)
+	opts     Options                  // what it was opened with (ReplayOnly opens a throwaway copy)
+	traces   *sdktrace.TracerProvider // the OTLP exporter's, when OTLPEndpoint is set
 	// delivering is held while the deliverer runs; Close ends it and waits.
 	delivering   sync.WaitGroup
 	deliveryMu   sync.Mutex
@@ -82,7 +85,16 @@ func Open(ctx context.Context, opts Options) (*Turnlog, error) {
 		}
 		return nil, err
 	}
-	eopts := fsm.Options{Clock: opts.Clock, NewID: opts.NewID, Observer: observers, CancelGrace: opts.CancelGrace, ReplayOnly: opts.ReplayOnly}
+	eopts := fsm.Options{Clock: opts.Clock, NewID: opts.NewID, Observer: observers, CancelGrace: opts.CancelGrace, ReplayOnly: opts.ReplayOnly, Tracer: opts.Tracer}
+	var traces *sdktrace.TracerProvider
+	if opts.OTLPEndpoint != "" && opts.Tracer == nil {
+		if traces, err = tracing.OTLP(ctx, opts.OTLPEndpoint, opts.Version); err != nil {
+			apps.Close()
+			store.Close()
+			return nil, err
+		}
+		eopts.Tracer = tracing.New(traces)
+	}
 	if eopts.Clock == nil {
 		eopts.Clock = time.Now
 	}
@@ -103,7 +115,7 @@ func Open(ctx context.Context, opts Options) (*Turnlog, error) {
 		store.Close()
 		return nil, err
 	}
-	return &Turnlog{Store: store, Engine: engine, apps: apps, metrics: m, webhooks: deliverer, opts: opts}, nil
+	return &Turnlog{Store: store, Engine: engine, apps: apps, metrics: m, webhooks: deliverer, opts: opts, traces: traces}, nil
 }
 
 // ReplayOnly replays a recorded session against this log's config on a throwaway
@@ -119,6 +131,7 @@ func (t *Turnlog) ReplayOnly(ctx context.Context, recorded []events.Event) (*fsm
 	opts := t.opts
 	opts.DB, opts.Synchronous, opts.ReplayOnly, opts.IgnoreWebhooks = filepath.Join(dir, "replay.db"), "OFF", true, true
 	opts.OnCommit, opts.Observer, opts.Logger = nil, nil, zerolog.Logger{} // a replay is not the server's work
+	opts.Tracer, opts.OTLPEndpoint = nil, ""
 	r, err := Open(ctx, opts)
 	if err != nil {
 		return nil, err
@@ -164,7 +177,13 @@ func (t *Turnlog) Close() error {
 	}
 	t.deliveryMu.Unlock()
 	t.delivering.Wait() // an attempt cut short stays held, and the next start sends it again
-	return errors.Join(t.apps.Close(), t.Store.Close())
+	var traced error
+	if t.traces != nil { // send the spans still batched, for a few seconds at most
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		traced = t.traces.Shutdown(ctx)
+		cancel()
+	}
+	return errors.Join(t.apps.Close(), t.Store.Close(), traced)
 }
 
 // NewULIDs returns a goroutine-safe source of monotonic ULIDs.

@@ -56,6 +56,13 @@ type Options struct {
 	// Logger hears of every turn that fails, is canceled or cannot be recorded, with
 	// its session, turn and code (the zero value logs nothing).
 	Logger zerolog.Logger
+	// Tracer hears the spans of the engine's live work; OTLPEndpoint, when set and
+	// Tracer is not, exports them as OpenTelemetry spans to an OTLP/HTTP endpoint
+	// (http://host:4318), batched; Close sends what is left. Version is the
+	// service.version they carry.
+	Tracer       fsm.Tracer
+	OTLPEndpoint string
+	Version      string
 	// Observer hears the engine (metrics); OnCommit the store's commits.
 	Observer fsm.Observer
 	OnCommit func(events int)
