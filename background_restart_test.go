@@ -29,6 +29,12 @@ func serveChildOn(t *testing.T, db, cfg, dir string, extra ...string) (*exec.Cmd
 	if len(extra) > 0 { // a child told how to stop stops as turnlog does on SIGTERM
 		cmd.Env = append(cmd.Env, "CRASH_GRACEFUL=1")
 	}
+	return cmd, startServing(t, cmd)
+}
+
+// startServing starts a serving child and returns its base URL once it serves.
+func startServing(t *testing.T, cmd *exec.Cmd) string {
+	t.Helper()
 	stderr, w := io.Pipe() // read here, so Wait never races a reader of StderrPipe
 	cmd.Stderr = w
 	if err := cmd.Start(); err != nil {
@@ -38,17 +44,24 @@ func serveChildOn(t *testing.T, db, cfg, dir string, extra ...string) (*exec.Cmd
 	for sc.Scan() {
 		if m := regexp.MustCompile(`serving on (http://\S+)`).FindStringSubmatch(sc.Text()); m != nil {
 			go io.Copy(io.Discard, stderr)
-			return cmd, m[1]
+			return m[1]
 		}
 	}
 	cmd.Process.Kill()
 	cmd.Wait()
 	t.Fatal("the server did not start")
-	return nil, ""
+	return ""
 }
 
 // callServer sends one request to a serving child and returns the answer's body.
 func callServer(t *testing.T, method, url, body string) string {
+	t.Helper()
+	_, raw := request(t, method, url, body)
+	return raw
+}
+
+// request sends one request and returns the status and body.
+func request(t *testing.T, method, url, body string) (int, string) {
 	t.Helper()
 	req, _ := http.NewRequest(method, url, strings.NewReader(body))
 	if body != "" {
@@ -60,7 +73,7 @@ func callServer(t *testing.T, method, url, body string) string {
 	}
 	defer res.Body.Close()
 	raw, _ := io.ReadAll(res.Body)
-	return string(raw)
+	return res.StatusCode, string(raw)
 }
 
 // TestBackgroundTurnSurvivesARestart: a background turn whose tool is running when a

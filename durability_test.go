@@ -32,6 +32,9 @@ func TestMain(m *testing.M) {
 	if sandbox.IsHelper() { // the sandbox's helper, for commands the tests run
 		sandbox.HelperMain()
 	}
+	if os.Getenv(smallDiskEnv) == "1" {
+		setUpSmallDisk()
+	}
 	if os.Getenv(childEnv) == "1" {
 		ctx := context.Background()
 		if os.Getenv("CRASH_GRACEFUL") == "1" { // SIGTERM stops it as it stops turnlog (main)

@@ -28,6 +28,11 @@ const (
 	// CodeShuttingDown refuses new work while the server stops: try again once it is
 	// back, or on another node.
 	CodeShuttingDown Code = "shutting_down"
+	// CodeStorageFull and CodeStorageFailed say the database could not write (its
+	// disk is full; an I/O error): nothing of the request was written, and it may be
+	// sent again once the store takes writes again.
+	CodeStorageFull   Code = "storage_full"
+	CodeStorageFailed Code = "storage_failed"
 )
 
 // Error is a typed error with a code, a message meant for people, and optionally the

@@ -328,7 +328,7 @@ func (e *Engine) StartTurn(ctx context.Context, session, input string) (*Started
 		defer close(t.done)
 		defer unlock()
 		t.res, t.err = r.begin(r.input)
-		e.broke(session, r.turn, t.err)
+		e.broke(session, r.turn, r.requestID, t.err)
 	}()
 	return t, nil
 }
@@ -562,7 +562,7 @@ func (e *Engine) Cancel(ctx context.Context, session, turn, reason string) (proj
 		if s, serr := e.store.Session(ctx, session); serr == nil {
 			app = s.App
 		}
-		e.opts.Observer.TurnEnded(TurnEnd{App: app, Session: session, Turn: turn, Status: StatusCanceled, Code: events.CodeCanceled,
+		e.opts.Observer.TurnEnded(TurnEnd{App: app, Session: session, Turn: turn, Status: StatusCanceled, Code: events.CodeCanceled, RequestID: RequestIDOf(ctx),
 			Message: reason, Took: e.opts.Clock().Sub(t.StartedAt)})
 	}
 	return ended, err

@@ -17,9 +17,17 @@ type Observer interface {
 	// people (suspended: it goes on when they answer, and ends once).
 	TurnEnded(TurnEnd)
 	// TurnBroke reports a turn the engine could not drive on, because recording it
-	// failed (a full disk, a closed store): the log still says it runs, and Recover
-	// takes it up at the next start.
-	TurnBroke(session, turn string, err error)
+	// failed (a full disk, a closed store): the log still says it runs until the
+	// engine records it as failed once the store takes writes again, or Recover takes
+	// it up at the next start.
+	TurnBroke(TurnBreak)
+}
+
+// TurnBreak is a turn that could not be recorded, and why.
+type TurnBreak struct {
+	Session, Turn string
+	RequestID     string // the request that started or resumed it ("" for none)
+	Err           error
 }
 
 // ModelCall is one live model call.
@@ -40,6 +48,9 @@ type TurnEnd struct {
 	Message string
 	// Took is the time since the turn started, time waiting for people included.
 	Took time.Duration
+	// RequestID is the request that started, resumed or canceled this run of the
+	// turn ("" for one nobody asked for: a queued input, an expiry, a recovery).
+	RequestID string
 }
 
 type noObserver struct{}
@@ -47,11 +58,12 @@ type noObserver struct{}
 func (noObserver) ModelCalled(ModelCall)                  {}
 func (noObserver) ToolCalled(string, time.Duration, bool) {}
 func (noObserver) TurnEnded(TurnEnd)                      {}
-func (noObserver) TurnBroke(string, string, error)        {}
+func (noObserver) TurnBroke(TurnBreak)                    {}
 
 // ended tells the observer how this run's turn ended.
 func (r *run) ended(status string, code events.Code, msg string) {
-	end := TurnEnd{Session: r.session, Turn: r.turn, Status: status, Code: code, Message: msg, Took: r.e.opts.Clock().Sub(r.startedAt)}
+	end := TurnEnd{Session: r.session, Turn: r.turn, Status: status, Code: code, Message: msg, Took: r.e.opts.Clock().Sub(r.startedAt),
+		RequestID: r.requestID}
 	if r.app != nil {
 		end.App = r.app.Name
 	}
@@ -62,9 +74,11 @@ func (r *run) ended(status string, code events.Code, msg string) {
 	}
 }
 
-// broke tells the observer that a turn could not be driven on.
-func (e *Engine) broke(session, turn string, err error) {
+// broke tells the observer that a turn could not be driven on, and has it recorded
+// as failed once the store takes writes again.
+func (e *Engine) broke(session, turn, requestID string, err error) {
 	if err != nil {
-		e.opts.Observer.TurnBroke(session, turn, err)
+		e.opts.Observer.TurnBroke(TurnBreak{Session: session, Turn: turn, RequestID: requestID, Err: err})
+		e.healBroken(session, turn, err)
 	}
 }

@@ -186,7 +186,7 @@ func (e *Engine) kick(session string) {
 			}
 			unlock()
 			if lerr != nil {
-				e.broke(session, next.Turn, lerr)
+				e.broke(session, next.Turn, "", lerr)
 				return
 			}
 			continue
@@ -194,7 +194,7 @@ func (e *Engine) kick(session string) {
 		go func() {
 			defer unlock()
 			_, err := r.begin(r.input)
-			e.broke(session, r.turn, err)
+			e.broke(session, r.turn, r.requestID, err)
 		}()
 		return
 	}

@@ -40,6 +40,7 @@ type run struct {
 	stopper    *runHandle      // ... and why: its reason
 	callIDs    map[string]bool // the tool call ids this run's model calls used
 	endSpan    func(SpanEnd)   // ends the span of this run (nil: none was started)
+	requestID  string          // the request that asked for this run ("" for none)
 
 	// prefix is where a nested agent's activities live: "<caller>/tool/<call id>/";
 	// empty for the turn's own agent. A nested run answers its caller instead of
@@ -130,7 +131,7 @@ func (e *Engine) newRun(ctx context.Context, app *App, agent *Agent, session, ow
 	if ts, ok := rec.get(events.TypeTurnStarted, ""); ok {
 		started = ts.At // a resumed or recovered turn started then
 	}
-	return &run{e: e, ctx: ctx, app: app, agent: agent, session: session, owner: owner, turn: turn, log: &turnLog{seq: seq},
+	return &run{e: e, ctx: ctx, requestID: RequestIDOf(ctx), app: app, agent: agent, session: session, owner: owner, turn: turn, log: &turnLog{seq: seq},
 		conv: conv, base: len(conv.items), prevItems: len(conv.items), rec: rec, logged: logged, startedAt: started,
 		m: NewMachine(StateStarted), modelCalls: map[string]int{}, toolCalls: map[string]int{}}
 }

@@ -29,8 +29,10 @@ func statusOf(code events.Code) int {
 		return http.StatusForbidden
 	case CodeIdempotencyMismatch:
 		return http.StatusUnprocessableEntity
-	case events.CodeShuttingDown:
+	case events.CodeShuttingDown, events.CodeStorageFailed:
 		return http.StatusServiceUnavailable
+	case events.CodeStorageFull:
+		return http.StatusInsufficientStorage
 	}
 	return http.StatusInternalServerError
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"github.com/rs/zerolog"
+	"github.com/turnlog/turnlog/fsm"
 )
 
 //go:embed openapi.yaml
@@ -39,10 +40,15 @@ func (s *Server) readyz(c echo.Context) error {
 	return c.JSON(http.StatusOK, map[string]string{"status": "ready"})
 }
 
+// startedTurnKey holds the turn a request started, resumed or queued, for its log line.
+const startedTurnKey = "turnlog.turn"
+
 // logRequests writes one structured line per request, with its id, and records it.
 func (s *Server) logRequests(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		start := time.Now()
+		rid := c.Response().Header().Get(echo.HeaderXRequestID)
+		c.SetRequest(c.Request().WithContext(fsm.WithRequestID(c.Request().Context(), rid)))
 		err := next(c)
 		if err != nil {
 			c.Error(err) // write the error response now, so its status is logged
@@ -61,11 +67,13 @@ func (s *Server) logRequests(next echo.HandlerFunc) echo.HandlerFunc {
 		default:
 			ev = s.cfg.Logger.Info()
 		}
-		ev = ev.Str("request_id", c.Response().Header().Get(echo.HeaderXRequestID))
+		ev = ev.Str("request_id", rid)
 		if id := c.Param("id"); id != "" && strings.Contains(route, "/sessions/:id") {
 			ev = ev.Str("session", id)
 		}
 		if turn := c.Param("turn_id"); turn != "" {
+			ev = ev.Str("turn", turn)
+		} else if turn, ok := c.Get(startedTurnKey).(string); ok {
 			ev = ev.Str("turn", turn)
 		}
 		// Never a header, a query or a body: no key, token or content reaches the log.

@@ -117,6 +117,7 @@ func (s *Server) runTurn(c echo.Context) error {
 			if qerr != nil {
 				return qerr
 			}
+			c.Set(startedTurnKey, q.TurnID)
 			if err := k.made(ctx, c.Param("id"), q.TurnID, 0); err != nil {
 				return err
 			}
@@ -124,6 +125,7 @@ func (s *Server) runTurn(c echo.Context) error {
 		}
 		return err
 	}
+	c.Set(startedTurnKey, started.ID)
 	if err := k.made(ctx, c.Param("id"), started.ID, started.StartSeq); err != nil {
 		return err
 	}

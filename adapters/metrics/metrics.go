@@ -116,7 +116,7 @@ func (m *Metrics) TurnEnded(e fsm.TurnEnd) {
 }
 
 // TurnBroke implements fsm.Observer.
-func (m *Metrics) TurnBroke(string, string, error) { m.brokenTurns.Inc() }
+func (m *Metrics) TurnBroke(fsm.TurnBreak) { m.brokenTurns.Inc() }
 
 // Committed counts one group commit of n events that took took.
 func (m *Metrics) Committed(n int, took time.Duration) {

@@ -162,6 +162,16 @@ func (s *Store) Close() error {
 	return rerr
 }
 
+// Closed reports whether Close was called.
+func (s *Store) Closed() bool {
+	select {
+	case <-s.done:
+		return true
+	default:
+		return false
+	}
+}
+
 // Ping checks that the store answers reads.
 func (s *Store) Ping(ctx context.Context) error { return s.read.PingContext(ctx) }
 

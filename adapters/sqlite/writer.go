@@ -240,7 +240,7 @@ func (w *writer) commit(batch []*appendReq) {
 				r.err = err
 			}
 			if r.err != nil {
-				r.out = nil
+				r.out, r.err = nil, storageError(r.err)
 			}
 			close(r.done)
 		}
@@ -428,3 +428,26 @@ func (w *writer) project(ctx context.Context, ev events.Event) error {
 }
 
 func formatTime(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+
+// storageError types a write that failed because the disk is full or failed, so the
+// caller can tell that nothing was written and that it may try again later; other
+// errors pass as they are.
+func storageError(err error) error {
+	var se *sqlite3.Error
+	if !errors.As(err, &se) {
+		return err
+	}
+	switch se.Code() & 0xff {
+	case sqliteFull:
+		return &events.Error{Code: events.CodeStorageFull, Message: "the database's disk is full: nothing of this was written; send it again once there is space", Err: err}
+	case sqliteIOErr:
+		return &events.Error{Code: events.CodeStorageFailed, Message: "the database could not write (an I/O error): nothing of this was written", Err: err}
+	}
+	return err
+}
+
+// SQLite's primary result codes for a full disk and an I/O error.
+const (
+	sqliteIOErr = 10
+	sqliteFull  = 13
+)

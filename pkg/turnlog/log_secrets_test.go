@@ -2,6 +2,7 @@ package turnlog_test
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -91,5 +92,23 @@ apps:
 	}
 	if turn == nil || !strings.Contains(text, `"session":"`+session+`","turn":"`+turn[1]+`"`) || !strings.Contains(text, `"code":"model_failed"`) {
 		t.Errorf("no line of the failed turn %v with its session, turn and code:\n%s", turn, text)
+	}
+	// The turn's line and the line of the request that ran it name the same request,
+	// session and turn.
+	var ended, asked map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(text), "\n") {
+		var m map[string]any
+		if json.Unmarshal([]byte(line), &m) != nil {
+			t.Fatalf("a log line that is not JSON: %s", line)
+		}
+		if m["message"] == "turn ended without committing" {
+			ended = m
+		}
+		if m["message"] == "request" && m["method"] == "POST" && m["route"] == "/v1/sessions/:id/turns" && turn != nil && m["turn"] == turn[1] {
+			asked = m
+		}
+	}
+	if ended == nil || asked == nil || ended["request_id"] == nil || ended["request_id"] != asked["request_id"] || asked["session"] != session {
+		t.Errorf("the failed turn's line %v and its request's line %v do not name the same request", ended, asked)
 	}
 }

@@ -1,9 +1,11 @@
 package turnlog
 
 import (
+	"errors"
 	"time"
 
 	"github.com/rs/zerolog"
+	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/fsm"
 )
 
@@ -28,9 +30,9 @@ func (m multiObserver) TurnEnded(e fsm.TurnEnd) {
 	}
 }
 
-func (m multiObserver) TurnBroke(session, turn string, err error) {
+func (m multiObserver) TurnBroke(b fsm.TurnBreak) {
 	for _, o := range m {
-		o.TurnBroke(session, turn, err)
+		o.TurnBroke(b)
 	}
 }
 
@@ -46,11 +48,24 @@ func (l turnLogger) TurnEnded(e fsm.TurnEnd) {
 	if e.Status != fsm.StatusFailed && e.Status != fsm.StatusCanceled {
 		return
 	}
-	l.log.Warn().Str("app", e.App).Str("session", e.Session).Str("turn", e.Turn).Str("status", e.Status).
+	withRequest(l.log.Warn(), e.RequestID).Str("app", e.App).Str("session", e.Session).Str("turn", e.Turn).Str("status", e.Status).
 		Str("code", string(e.Code)).Str("message", e.Message).Dur("took", e.Took).Msg("turn ended without committing")
 }
 
-func (l turnLogger) TurnBroke(session, turn string, err error) {
-	l.log.Error().Str("session", session).Str("turn", turn).Str("code", "internal").Err(err).
-		Msg("turn could not be recorded; it is recovered at the next start")
+func (l turnLogger) TurnBroke(b fsm.TurnBreak) {
+	code := events.CodeInternal
+	var te *events.Error
+	if errors.As(b.Err, &te) {
+		code = te.Code
+	}
+	withRequest(l.log.Error(), b.RequestID).Str("session", b.Session).Str("turn", b.Turn).Str("code", string(code)).Err(b.Err).
+		Msg("turn could not be recorded; it is recorded as failed once the store takes writes again, or at the next start")
+}
+
+// withRequest names the request a turn's line is about, when a request asked for it.
+func withRequest(ev *zerolog.Event, id string) *zerolog.Event {
+	if id != "" {
+		ev = ev.Str("request_id", id)
+	}
+	return ev
 }
