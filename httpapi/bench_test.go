@@ -96,11 +96,11 @@ func BenchmarkIdempotentReplay(b *testing.B) {
 
 // BenchmarkHTTPTurn runs demo turns (a model call, a tool call, a model call) over
 // loopback HTTP against a durable store, from 1 and from 50 sessions at once, and
-// reports requests/s and latency percentiles.
+// reports requests/s, latency percentiles and the database's size per turn.
 func BenchmarkHTTPTurn(b *testing.B) {
 	for _, sessions := range []int{1, 50} {
 		b.Run(fmt.Sprintf("sessions=%d", sessions), func(b *testing.B) {
-			_, srv := benchServer(b)
+			store, srv := benchServer(b)
 			client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: sessions}}
 			post := func(path, body string) (string, error) {
 				res, err := client.Post(srv.URL+path, "application/json", strings.NewReader(body))
@@ -151,6 +151,9 @@ func BenchmarkHTTPTurn(b *testing.B) {
 			b.ReportMetric(float64(len(took))/elapsed.Seconds(), "turns/s")
 			b.ReportMetric(float64(took[len(took)/2])/1e6, "p50-ms")
 			b.ReportMetric(float64(took[len(took)*99/100])/1e6, "p99-ms")
+			if st, err := store.Stats(context.Background()); err == nil { // for sizing: what a turn costs on disk
+				b.ReportMetric(float64(st.DBBytes+st.WALBytes)/float64(len(took))/1024, "db-KiB/turn")
+			}
 		})
 	}
 }
