@@ -70,50 +70,6 @@ func TestErasureKeepsSharedBlobs(t *testing.T) {
 	}
 }
 
-// TestRefusedErasureChangesNothing: a session with a turn running is not erased,
-// nor is any other session of the same request, and appends after it go on.
-func TestRefusedErasureChangesNothing(t *testing.T) {
-	t.Parallel()
-	b := setup(t, sqlite.Options{})
-	createSession(t, b, "idle")
-	createSession(t, b, "busy")
-	if _, err := b.store.Append(b.ctx, "busy", 1, []events.Event{events.MustNew("t1", "", &events.TurnStarted{Input: "hi", Agent: "support"})}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := b.store.Erase(b.ctx, erasure("e1", "idle", "busy")); !isCode(err, events.CodeConflict) || !strings.Contains(err.Error(), "busy") {
-		t.Fatalf("erase with a running turn: %v", err)
-	}
-	db, _ := sql.Open("sqlite", "file:"+b.path+"?_pragma=busy_timeout(5000)")
-	defer db.Close()
-	if n := countRows(t, db, `SELECT count(*) FROM events`); n != 3 {
-		t.Fatalf("events after a refused erasure = %d, want 3", n)
-	}
-	if n := countRows(t, db, `SELECT count(*) FROM erasures`) + countRows(t, db, `SELECT count(*) FROM erasing`); n != 0 {
-		t.Fatalf("a refused erasure left %d rows", n)
-	}
-	if _, err := b.store.Append(b.ctx, "idle", 1, []events.Event{events.MustNew("t2", "", &events.TurnStarted{Input: "hi", Agent: "support"})}); err != nil {
-		t.Fatalf("append after a refused erasure: %v", err)
-	}
-	if _, err := b.store.Erase(b.ctx, projection.ErasureRequest{Sessions: []string{"idle"}}); !isCode(err, events.CodeInvalid) {
-		t.Fatalf("erasure without id, kind and who: %v", err)
-	}
-}
-
-// TestAnErasedSessionStartsAfresh: a session id erased and then used again starts
-// at seq 1, as a new session (the writer forgets what it cached of it).
-func TestAnErasedSessionStartsAfresh(t *testing.T) {
-	t.Parallel()
-	b := setup(t, sqlite.Options{})
-	createSession(t, b, "s1")
-	if _, err := b.store.Erase(b.ctx, erasure("e1", "s1")); err != nil {
-		t.Fatal(err)
-	}
-	createSession(t, b, "s1")
-	if seq, err := b.store.LastSeq(b.ctx, "s1"); err != nil || seq != 1 {
-		t.Fatalf("last seq of the new s1 = %d, %v", seq, err)
-	}
-}
-
 func isCode(err error, code events.Code) bool {
 	var te *events.Error
 	return errors.As(err, &te) && te.Code == code

@@ -9,10 +9,10 @@ import (
 	"github.com/turnlog/turnlog/projection"
 )
 
-// TestIdempotencyKeysSurviveAndExpire: a claimed key is there after the store is
-// reopened, per owner, with what its request made; once expired it can be claimed
-// anew.
-func TestIdempotencyKeysSurviveAndExpire(t *testing.T) {
+// TestIdempotencyKeysSurviveAReopen: a claimed key is there after the store is
+// reopened, with what its request made (the rest of keys' rules: the conformance
+// suite).
+func TestIdempotencyKeysSurviveAReopen(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	store, path := sqlite.MustOpen(t, sqlite.Options{Synchronous: "OFF"})
@@ -33,13 +33,5 @@ func TestIdempotencyKeysSurviveAndExpire(t *testing.T) {
 	got, claimed, err := reopened.ClaimKey(ctx, rec, now.Add(time.Hour))
 	if err != nil || claimed || got.Session != "s1" || got.Turn != "t1" || got.BodyHash != "h1" {
 		t.Fatalf("after a restart: %+v %v %v", got, claimed, err)
-	}
-	bob := rec
-	bob.Owner = "bob"
-	if _, claimed, _ := reopened.ClaimKey(ctx, bob, now.Add(time.Hour)); !claimed {
-		t.Fatal("another user's key of the same name was taken")
-	}
-	if _, claimed, _ := reopened.ClaimKey(ctx, rec, now.Add(25*time.Hour)); !claimed {
-		t.Fatal("an expired key was not given up")
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -78,88 +77,6 @@ func TestInvalidJSONRefusedByCheck(t *testing.T) {
 	_, err = db.Exec(`INSERT INTO events (session_id, seq, type, v, data, at) VALUES ('x', 1, 'T', 1, '{not json', 'now')`)
 	if err == nil || !strings.Contains(err.Error(), "CHECK") {
 		t.Fatalf("insert of invalid JSON: err = %v, want CHECK failure", err)
-	}
-}
-
-func TestConcurrentAppendAtSameSeqExactlyOneWins(t *testing.T) {
-	t.Parallel()
-	b := setup(t, sqlite.Options{})
-	createSession(t, b, "s1")
-	for round := 0; round < 20; round++ {
-		last, err := b.store.LastSeq(b.ctx, "s1")
-		if err != nil {
-			t.Fatal(err)
-		}
-		var wg sync.WaitGroup
-		errs := make([]error, 2)
-		start := make(chan struct{})
-		for i := range errs {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				<-start
-				ev := events.MustNew("t1", "", &events.LoopDetected{Tool: "x", Repeats: 3, Action: "hint"})
-				_, errs[i] = b.store.Append(b.ctx, "s1", last, []events.Event{ev, ev})
-			}()
-		}
-		close(start)
-		wg.Wait()
-		wins, conflicts := 0, 0
-		for _, err := range errs {
-			switch {
-			case err == nil:
-				wins++
-			case events.IsCode(err, events.CodeConflict):
-				conflicts++
-			default:
-				t.Fatalf("round %d: unexpected error %v", round, err)
-			}
-		}
-		if wins != 1 || conflicts != 1 {
-			t.Fatalf("round %d: wins=%d conflicts=%d, want 1 and 1", round, wins, conflicts)
-		}
-	}
-	evs, err := b.store.Events(b.ctx, "s1", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, ev := range evs {
-		if ev.Seq != int64(i+1) {
-			t.Fatalf("event %d has seq %d: gap or duplicate", i, ev.Seq)
-		}
-	}
-	if got, want := len(evs), 1+20*2; got != want {
-		t.Fatalf("events = %d, want %d", got, want)
-	}
-}
-
-func TestGroupCommitManySessions(t *testing.T) {
-	t.Parallel()
-	b := setup(t, sqlite.Options{Synchronous: "NORMAL"})
-	var wg sync.WaitGroup
-	for i := 0; i < 20; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			id := "g" + string(rune('a'+i))
-			ev := events.MustNew("", "", &events.SessionCreated{App: "demo", Owner: "o", Agent: "a"})
-			if _, err := b.store.Append(b.ctx, id, 0, []events.Event{ev}); err != nil {
-				t.Error(err)
-				return
-			}
-			for seq := int64(1); seq < 30; seq++ {
-				ev := events.MustNew("t", "", &events.LoopDetected{Tool: "x", Repeats: 3, Action: "hint"})
-				if _, err := b.store.Append(b.ctx, id, seq, []events.Event{ev}); err != nil {
-					t.Error(err)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	n, err := b.store.CountEvents(b.ctx)
-	if err != nil || n != 20*30 {
-		t.Fatalf("count = %d, %v; want %d", n, err, 20*30)
 	}
 }
 
@@ -254,87 +171,6 @@ func TestBadSynchronousRefused(t *testing.T) {
 	_, err := sqlite.Open(context.Background(), t.TempDir()+"/x.db", sqlite.Options{Synchronous: "sometimes"})
 	if !events.IsCode(err, events.CodeInvalid) || !strings.Contains(err.Error(), "synchronous") {
 		t.Fatalf("err = %v, want invalid naming synchronous", err)
-	}
-}
-
-func TestHistoryKeepsCanonicalItemBytes(t *testing.T) {
-	t.Parallel()
-	b := setup(t, sqlite.Options{})
-	createSession(t, b, "s1")
-	items := []events.Item{
-		events.UserMessage("café \u0001 \"quoted\" \\ <b>&amp; \u2028 😀"),
-		{Type: events.ItemFunctionCall, CallID: "c1", Name: "t", Arguments: []byte(`{"n":1.5,"z":[1,2,{"a":null}]}`)},
-		events.AssistantMessage("a", "done"),
-	}
-	evs := []events.Event{
-		events.MustNew("t1", "", &events.TurnStarted{Input: items[0].Content, Agent: "a"}),
-		events.MustNew("t1", "", &events.TurnCommitted{Items: items, Agent: "a", Output: "done"}),
-	}
-	if _, err := b.store.Append(b.ctx, "s1", 1, evs); err != nil {
-		t.Fatal(err)
-	}
-	db, _ := sql.Open("sqlite", "file:"+b.path+"?mode=ro")
-	defer db.Close()
-	rows, err := db.Query(`SELECT item FROM proj_history WHERE session_id = 's1' ORDER BY seq, idx`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	i := 0
-	for ; rows.Next(); i++ {
-		var got string
-		rows.Scan(&got)
-		if want := string(events.MustMarshal(items[i])); got != want {
-			t.Fatalf("item %d stored as\n%s\nwant canonical\n%s", i, got, want)
-		}
-	}
-	if i != len(items) {
-		t.Fatalf("stored %d items, want %d", i, len(items))
-	}
-}
-
-func TestFailedRequestInBatchChangesNothingAndSparesOthers(t *testing.T) {
-	t.Parallel()
-	b := setup(t, sqlite.Options{})
-	createSession(t, b, "s1")
-	start := events.MustNew("t1", "", &events.TurnStarted{Input: "hi", Agent: "a"})
-	if _, err := b.store.Append(b.ctx, "s1", 1, []events.Event{start}); err != nil {
-		t.Fatal(err)
-	}
-	// A request whose second event breaks a projection (the turn already exists)
-	// fails whole, even though its first event was fine; others in flight commit.
-	var wg sync.WaitGroup
-	errs := make([]error, 10)
-	for i := range errs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if i == 0 {
-				hint := events.MustNew("t1", "", &events.LoopDetected{Tool: "x", Repeats: 3, Action: "hint"})
-				_, errs[i] = b.store.Append(b.ctx, "s1", 2, []events.Event{hint, start})
-				return
-			}
-			id := fmt.Sprintf("other%d", i)
-			ev := events.MustNew("", "", &events.SessionCreated{App: "demo", Owner: "o", Agent: "a"})
-			_, errs[i] = b.store.Append(b.ctx, id, 0, []events.Event{ev})
-		}()
-	}
-	wg.Wait()
-	if errs[0] == nil || !strings.Contains(errs[0].Error(), "proj_turns") {
-		t.Fatalf("bad request: err = %v, want a projection failure", errs[0])
-	}
-	for i, err := range errs[1:] {
-		if err != nil {
-			t.Fatalf("request %d failed with the bad one: %v", i+1, err)
-		}
-	}
-	if last, _ := b.store.LastSeq(b.ctx, "s1"); last != 2 {
-		t.Fatalf("session s1 is at seq %d after the failed request, want 2", last)
-	}
-	// The seq cache was not advanced by the failed request.
-	ev := events.MustNew("t1", "", &events.LoopDetected{Tool: "x", Repeats: 3, Action: "hint"})
-	if _, err := b.store.Append(b.ctx, "s1", 2, []events.Event{ev}); err != nil {
-		t.Fatalf("append after the failed request: %v", err)
 	}
 }
 

@@ -1,0 +1,80 @@
+package storetest
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/turnlog/turnlog/fsm"
+	"github.com/turnlog/turnlog/projection"
+)
+
+// Store is every port a turnlog store offers, as the engine, the API, the inspector
+// and the tools use them.
+type Store interface {
+	fsm.Store
+	fsm.ErasureStore
+	Turns(ctx context.Context, session string) ([]projection.Turn, error)
+	PendingInterrupts(ctx context.Context, session string) ([]projection.Interrupt, error)
+	SessionPage(ctx context.Context, owner, app string, afterCreated time.Time, afterID string, limit int) ([]projection.Session, error)
+	SessionsWaiting(ctx context.Context, owner, app string) ([]projection.Session, error)
+	HistoryRaw(ctx context.Context, session string) ([]json.RawMessage, error)
+	Audit(ctx context.Context, session string) ([]projection.AuditEntry, error)
+	Queued(ctx context.Context, session string) ([]projection.QueuedInput, error)
+	QueuedSessions(ctx context.Context) ([]string, error)
+	SaveMemory(ctx context.Context, m projection.Memory) (int64, bool, error)
+	SearchMemory(ctx context.Context, app, owner, text string, limit int) ([]projection.MemoryHit, error)
+	SessionOwner(ctx context.Context, session string) (string, string, error)
+	ClaimKey(ctx context.Context, r projection.IdempotencyRecord, now time.Time) (projection.IdempotencyRecord, bool, error)
+	Key(ctx context.Context, owner, key string) (projection.IdempotencyRecord, error)
+	SetKeyTarget(ctx context.Context, owner, key, session, turn string, startSeq int64) error
+	ReleaseKey(ctx context.Context, owner, key string) error
+	CreateUISession(ctx context.Context, u projection.UISession) error
+	UISession(ctx context.Context, idHash string, now time.Time) (projection.UISession, error)
+	RevokeUISession(ctx context.Context, idHash string, now time.Time) error
+	Erasures(ctx context.Context, after string, limit int) ([]projection.ErasureReceipt, error)
+	Rebuild(ctx context.Context) (int64, error)
+	DumpProjections(ctx context.Context) (string, error)
+	Watch(session string) (<-chan struct{}, func())
+}
+
+// Harness is how the suite gets stores to test.
+type Harness struct {
+	// Open returns a new, empty store that the test owns; it is closed by the test's
+	// cleanup. Its clock is the wall clock; data over 64 KiB must go to its blobs.
+	Open func(t testing.TB) Store
+}
+
+// Exercise runs the whole suite on the stores h opens.
+func Exercise(t *testing.T, h Harness) {
+	for _, c := range []struct {
+		name string
+		run  func(*testing.T, Harness)
+	}{
+		{"AppendAndRead", appendAndRead},
+		{"StaleAppendConflicts", staleAppendConflicts},
+		{"ConcurrentAppendsAtOneSeq", concurrentAppendsAtOneSeq},
+		{"GroupCommitOfManySessions", groupCommitOfManySessions},
+		{"FailingMemberOfAGroupCommit", failingMemberOfAGroupCommit},
+		{"UnsyncedAppendsAreVisible", unsyncedAppendsAreVisible},
+		{"BlobsRoundTrip", blobsRoundTrip},
+		{"HistoryKeepsCanonicalBytes", historyKeepsCanonicalBytes},
+		{"TurnsAndTheirReadModels", turnsAndTheirReadModels},
+		{"SuspendedTurnsAndInterrupts", suspendedTurnsAndInterrupts},
+		{"QueuedInputs", queuedInputs},
+		{"BranchesAndTheirHistories", branchesAndTheirHistories},
+		{"SessionPages", sessionPages},
+		{"Memories", memories},
+		{"IdempotencyKeys", idempotencyKeys},
+		{"SignIns", signIns},
+		{"Erasure", erasure},
+		{"RebuildFoldsTheSame", rebuildFoldsTheSame},
+		{"WatchHearsCommits", watchHearsCommits},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			c.run(t, h)
+		})
+	}
+}
