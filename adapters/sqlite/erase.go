@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/turnlog/turnlog/adapters/sqlrows"
+
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/projection"
 )
@@ -34,7 +36,7 @@ func (s *Store) Erase(ctx context.Context, req projection.ErasureRequest) (proje
 		counts, _ := json.Marshal(c)
 		sessions, _ := json.Marshal(rec.Sessions)
 		if _, err := w.conn.ExecContext(ctx, `INSERT INTO erasures (id, kind, subject, by_user, at, sessions, counts) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-			rec.ID, rec.Kind, rec.Subject, rec.By, formatTime(rec.At), string(sessions), string(counts)); err != nil {
+			rec.ID, rec.Kind, rec.Subject, rec.By, sqlrows.FormatTime(rec.At), string(sessions), string(counts)); err != nil {
 			return fmt.Errorf("write the erasure receipt: %w", err)
 		}
 		return nil
@@ -176,7 +178,7 @@ func (s *Store) OwnerSessions(ctx context.Context, owner string) ([]string, erro
 func (s *Store) IdleSessions(ctx context.Context, app string, before time.Time, limit int) ([]string, error) {
 	return s.sessionIDs(ctx, `SELECT s.id FROM proj_sessions s
 		WHERE s.app = ? AND (SELECT e.at FROM events e WHERE e.session_id = s.id ORDER BY e.seq DESC LIMIT 1) < ?
-		ORDER BY s.created_at, s.id LIMIT ?`, app, formatTime(before), limit)
+		ORDER BY s.created_at, s.id LIMIT ?`, app, sqlrows.FormatTime(before), limit)
 }
 
 // Erasures lists erasure receipts, oldest first, after the receipt with id after

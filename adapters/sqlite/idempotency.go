@@ -2,10 +2,10 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"fmt"
 	"time"
+
+	"github.com/turnlog/turnlog/adapters/sqlrows"
 
 	"github.com/turnlog/turnlog/projection"
 )
@@ -18,12 +18,12 @@ func (s *Store) ClaimKey(ctx context.Context, r projection.IdempotencyRecord, no
 	claimed := false
 	err := s.exclusive(ctx, func(ctx context.Context, w *writer) error {
 		claimed = false // a batch that rolls back runs this again
-		if _, err := w.conn.ExecContext(ctx, `DELETE FROM idempotency_keys WHERE expires_at <= ?`, keyTime(now)); err != nil {
+		if _, err := w.conn.ExecContext(ctx, `DELETE FROM idempotency_keys WHERE expires_at <= ?`, sqlrows.KeyTime(now)); err != nil {
 			return fmt.Errorf("expire idempotency keys: %w", err)
 		}
 		res, err := w.conn.ExecContext(ctx, `INSERT INTO idempotency_keys (owner, key, route, body_hash, session_id, turn_id, created_at, expires_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (owner, key) DO NOTHING`,
-			r.Owner, r.Key, r.Route, r.BodyHash, r.Session, r.Turn, keyTime(r.CreatedAt), keyTime(r.ExpiresAt))
+			r.Owner, r.Key, r.Route, r.BodyHash, r.Session, r.Turn, sqlrows.KeyTime(r.CreatedAt), sqlrows.KeyTime(r.ExpiresAt))
 		if err != nil {
 			return fmt.Errorf("claim idempotency key: %w", err)
 		}
@@ -31,7 +31,7 @@ func (s *Store) ClaimKey(ctx context.Context, r projection.IdempotencyRecord, no
 			claimed = true
 			return nil
 		}
-		existing, err = scanKey(w.conn.QueryRowContext(ctx, qKeyGet, r.Owner, r.Key))
+		existing, err = sqlrows.ScanKey(w.conn.QueryRowContext(ctx, qKeyGet, r.Owner, r.Key))
 		return err
 	})
 	if claimed {
@@ -42,7 +42,7 @@ func (s *Store) ClaimKey(ctx context.Context, r projection.IdempotencyRecord, no
 
 // Key returns the record of (owner, key). Errors: sql.ErrNoRows when there is none.
 func (s *Store) Key(ctx context.Context, owner, key string) (projection.IdempotencyRecord, error) {
-	return scanKey(s.read.QueryRowContext(ctx, qKeyGet, owner, key))
+	return sqlrows.ScanKey(s.read.QueryRowContext(ctx, qKeyGet, owner, key))
 }
 
 // SetKeyTarget records what a claimed key's request made.
@@ -63,20 +63,3 @@ func (s *Store) ReleaseKey(ctx context.Context, owner, key string) error {
 }
 
 const qKeyGet = `SELECT owner, key, route, body_hash, session_id, turn_id, start_seq, created_at, expires_at FROM idempotency_keys WHERE owner = ? AND key = ?`
-
-func scanKey(row *sql.Row) (projection.IdempotencyRecord, error) {
-	var r projection.IdempotencyRecord
-	var created, expires string
-	if err := row.Scan(&r.Owner, &r.Key, &r.Route, &r.BodyHash, &r.Session, &r.Turn, &r.StartSeq, &created, &expires); err != nil {
-		if errors.Is(err, sql.ErrNoRows) {
-			return r, err
-		}
-		return r, fmt.Errorf("read idempotency key: %w", err)
-	}
-	r.CreatedAt, _ = time.Parse(time.RFC3339Nano, created)
-	r.ExpiresAt, _ = time.Parse(time.RFC3339Nano, expires)
-	return r, nil
-}
-
-// keyTime is a fixed-width UTC time, so that expiry compares as text.
-func keyTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000000000Z") }

@@ -2,13 +2,12 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
-	"encoding/binary"
 	"fmt"
-	"math"
 	"strings"
 	"time"
 	"unicode"
+
+	"github.com/turnlog/turnlog/adapters/sqlrows"
 
 	"github.com/turnlog/turnlog/projection"
 )
@@ -20,7 +19,7 @@ func (s *Store) SaveMemory(ctx context.Context, m projection.Memory) (int64, boo
 	err := s.exclusive(ctx, func(ctx context.Context, w *writer) error {
 		res, err := w.conn.ExecContext(ctx, `INSERT INTO memories (app, owner, key, label, text, created_at, vector)
 			VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (app, owner, key) DO NOTHING`,
-			m.App, m.Owner, m.Key, m.Label, m.Text, m.At.UTC().Format(time.RFC3339Nano), vectorBytes(m.Vector))
+			m.App, m.Owner, m.Key, m.Label, m.Text, m.At.UTC().Format(time.RFC3339Nano), sqlrows.VectorBytes(m.Vector))
 		if err != nil {
 			return fmt.Errorf("save memory: %w", err)
 		}
@@ -45,7 +44,7 @@ func (s *Store) SearchMemory(ctx context.Context, app, owner, text string, limit
 	if err != nil {
 		return nil, fmt.Errorf("search memories: %w", err)
 	}
-	return scanHits(rows, false)
+	return sqlrows.ScanHits(rows, false)
 }
 
 // MemoryVectors lists the newest memories of (app, owner) that have vectors.
@@ -55,7 +54,7 @@ func (s *Store) MemoryVectors(ctx context.Context, app, owner string, limit int)
 	if err != nil {
 		return nil, fmt.Errorf("read memory vectors: %w", err)
 	}
-	return scanHits(rows, true)
+	return sqlrows.ScanHits(rows, true)
 }
 
 // SessionOwner is the app and owner of a session.
@@ -67,27 +66,6 @@ func (s *Store) SessionOwner(ctx context.Context, session string) (string, strin
 	return sess.App, sess.Owner, nil
 }
 
-func scanHits(rows *sql.Rows, vectors bool) ([]projection.MemoryHit, error) {
-	defer rows.Close()
-	var out []projection.MemoryHit
-	for rows.Next() {
-		var h projection.MemoryHit
-		var at string
-		var vec []byte
-		dest := []any{&h.ID, &h.Label, &h.Text, &at}
-		if vectors {
-			dest = append(dest, &vec)
-		}
-		if err := rows.Scan(dest...); err != nil {
-			return nil, err
-		}
-		h.At, _ = time.Parse(time.RFC3339Nano, at)
-		h.Vector = vectorOf(vec)
-		out = append(out, h)
-	}
-	return out, rows.Err()
-}
-
 // ftsQuery is text as an FTS5 query: each word quoted, any of them matching.
 func ftsQuery(text string) string {
 	var words []string
@@ -95,26 +73,4 @@ func ftsQuery(text string) string {
 		words = append(words, `"`+w+`"`)
 	}
 	return strings.Join(words, " OR ")
-}
-
-func vectorBytes(v []float32) any {
-	if v == nil {
-		return nil
-	}
-	b := make([]byte, 4*len(v))
-	for i, f := range v {
-		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(f))
-	}
-	return b
-}
-
-func vectorOf(b []byte) []float32 {
-	if len(b) == 0 {
-		return nil
-	}
-	v := make([]float32, len(b)/4)
-	for i := range v {
-		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
-	}
-	return v
 }

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/turnlog/turnlog/adapters/sqlrows"
+
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/projection"
 )
@@ -39,7 +41,7 @@ func (w *writer) enqueueWebhooks(ctx context.Context, ev events.Event) error {
 	for _, hook := range (*r)(app, kind) {
 		_, err := w.conn.ExecContext(ctx, `INSERT INTO webhook_outbox (delivery_id, app, webhook, event, session_id, seq, turn_id, status, next_at_ms, created_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?) ON CONFLICT (delivery_id) DO NOTHING`,
-			projection.DeliveryID(app, hook, ev.Session, ev.Seq), app, hook, kind, ev.Session, ev.Seq, ev.Turn, ev.At.UnixMilli(), keyTime(ev.At))
+			projection.DeliveryID(app, hook, ev.Session, ev.Seq), app, hook, kind, ev.Session, ev.Seq, ev.Turn, ev.At.UnixMilli(), sqlrows.KeyTime(ev.At))
 		if err != nil {
 			return fmt.Errorf("write the webhook outbox: %w", err)
 		}
@@ -48,25 +50,6 @@ func (w *writer) enqueueWebhooks(ctx context.Context, ev events.Event) error {
 }
 
 const qDeliveryCols = `SELECT delivery_id, app, webhook, event, session_id, turn_id, seq, status, attempts, next_at_ms, created_at, coalesce(delivered_at, ''), coalesce(last_status, 0), coalesce(last_error, '') FROM webhook_outbox`
-
-func scanDelivery(sc scanner) (projection.Delivery, error) {
-	var d projection.Delivery
-	var next int64
-	var created, delivered string
-	if err := sc.Scan(&d.ID, &d.App, &d.Webhook, &d.Event, &d.Session, &d.Turn, &d.Seq, &d.Status, &d.Attempts, &next, &created, &delivered, &d.LastStatus, &d.LastError); err != nil {
-		return d, err
-	}
-	d.CreatedAt, _ = time.Parse(time.RFC3339Nano, created)
-	if d.Status == projection.DeliveryPending || d.Status == projection.DeliverySending {
-		t := time.UnixMilli(next).UTC()
-		d.NextAt = &t
-	}
-	if delivered != "" {
-		t, _ := time.Parse(time.RFC3339Nano, delivered)
-		d.DeliveredAt = &t
-	}
-	return d, nil
-}
 
 // ClaimDeliveries takes up to limit deliveries due at now (pending ones whose time
 // has come, and attempts whose lease ran out) and holds each until now+lease: their
@@ -80,7 +63,7 @@ func (s *Store) ClaimDeliveries(ctx context.Context, now time.Time, lease time.D
 			return fmt.Errorf("read due deliveries: %w", err)
 		}
 		for rows.Next() {
-			d, err := scanDelivery(rows)
+			d, err := sqlrows.ScanDelivery(rows)
 			if err != nil {
 				rows.Close()
 				return err
@@ -111,14 +94,14 @@ func (s *Store) RecordDelivery(ctx context.Context, id string, attempt int, o pr
 		var delivered any
 		next := o.NextAt
 		if o.Status == projection.DeliveryDelivered {
-			delivered = keyTime(o.At)
+			delivered = sqlrows.KeyTime(o.At)
 		}
 		if o.Status != projection.DeliveryPending {
 			next = o.At
 		}
 		_, err := w.conn.ExecContext(ctx, `UPDATE webhook_outbox SET status = ?, next_at_ms = ?, delivered_at = ?, last_status = ?, last_error = ?
 			WHERE delivery_id = ? AND status = 'sending' AND attempts = ?`,
-			string(o.Status), next.UnixMilli(), delivered, nullInt(int64(o.HTTPStatus)), nullString(o.Error), id, attempt)
+			string(o.Status), next.UnixMilli(), delivered, sqlrows.NullInt(int64(o.HTTPStatus)), sqlrows.NullString(o.Error), id, attempt)
 		return err
 	})
 }
@@ -156,7 +139,7 @@ func (s *Store) Deliveries(ctx context.Context, f projection.DeliveryFilter) ([]
 	defer rows.Close()
 	out := []projection.Delivery{}
 	for rows.Next() {
-		d, err := scanDelivery(rows)
+		d, err := sqlrows.ScanDelivery(rows)
 		if err != nil {
 			return nil, err
 		}
@@ -167,7 +150,7 @@ func (s *Store) Deliveries(ctx context.Context, f projection.DeliveryFilter) ([]
 
 // Delivery returns one delivery. Errors: not_found.
 func (s *Store) Delivery(ctx context.Context, id string) (projection.Delivery, error) {
-	d, err := scanDelivery(s.read.QueryRowContext(ctx, qDeliveryCols+` WHERE delivery_id = ?`, id))
+	d, err := sqlrows.ScanDelivery(s.read.QueryRowContext(ctx, qDeliveryCols+` WHERE delivery_id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return d, events.FieldError(events.CodeNotFound, "delivery_id", "no delivery %s", id)
 	}
@@ -198,7 +181,7 @@ func (s *Store) Redeliver(ctx context.Context, id string, now time.Time) (projec
 
 // DeliveryEvent returns the event a delivery tells of.
 func (s *Store) DeliveryEvent(ctx context.Context, d projection.Delivery) (events.Event, error) {
-	ev, err := scanEvent(s.read.QueryRowContext(ctx, qEventAt, d.Session, d.Seq))
+	ev, err := sqlrows.ScanEvent(s.read.QueryRowContext(ctx, qEventAt, d.Session, d.Seq))
 	if errors.Is(err, sql.ErrNoRows) {
 		return ev, &events.Error{Code: events.CodeCorruptLog, Field: d.ID, Message: fmt.Sprintf("the event %s/%d is missing", d.Session, d.Seq)}
 	}

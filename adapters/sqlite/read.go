@@ -1,52 +1,18 @@
 package sqlite
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
 	"database/sql"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
 
-	"github.com/tidwall/gjson"
+	"github.com/turnlog/turnlog/adapters/sqlrows"
+
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/projection"
 )
-
-type scanner interface{ Scan(dest ...any) error }
-
-func scanEvent(sc scanner) (events.Event, error) {
-	var (
-		ev       events.Event
-		data, at string
-		blobHash sql.NullString
-		blob     []byte
-	)
-	if err := sc.Scan(&ev.Session, &ev.Seq, &ev.Turn, &ev.Type, &ev.Path, &ev.V, &data, &blobHash, &blob, &at); err != nil {
-		return ev, err
-	}
-	t, err := time.Parse(time.RFC3339Nano, at)
-	if err != nil {
-		return ev, &events.Error{Code: events.CodeCorruptLog, Field: fmt.Sprintf("%s/%d.at", ev.Session, ev.Seq), Message: "bad timestamp", Err: err}
-	}
-	ev.At = t
-	if blobHash.Valid {
-		if blob == nil {
-			return ev, &events.Error{Code: events.CodeCorruptLog, Field: fmt.Sprintf("%s/%d", ev.Session, ev.Seq), Message: "blob " + blobHash.String + " is missing"}
-		}
-		sum := sha256.Sum256(blob)
-		if "sha256:"+hex.EncodeToString(sum[:]) != blobHash.String {
-			return ev, &events.Error{Code: events.CodeCorruptLog, Field: fmt.Sprintf("%s/%d", ev.Session, ev.Seq), Message: "blob " + blobHash.String + " does not match its hash"}
-		}
-		ev.Data = json.RawMessage(bytes.Clone(blob))
-	} else {
-		ev.Data = json.RawMessage(data)
-	}
-	return ev, nil
-}
 
 // Events implements events.Log.
 func (s *Store) Events(ctx context.Context, session string, after int64) ([]events.Event, error) {
@@ -57,7 +23,7 @@ func (s *Store) Events(ctx context.Context, session string, after int64) ([]even
 	defer rows.Close()
 	var out []events.Event
 	for rows.Next() {
-		ev, err := scanEvent(rows)
+		ev, err := sqlrows.ScanEvent(rows)
 		if err != nil {
 			return nil, err
 		}
@@ -73,28 +39,9 @@ func (s *Store) LastSeq(ctx context.Context, session string) (int64, error) {
 	return last, err
 }
 
-func scanSession(sc scanner) (projection.Session, error) {
-	var (
-		ss                    projection.Session
-		meta, parentID, pturn sql.NullString
-		created               string
-		parentSeq             sql.NullInt64
-	)
-	if err := sc.Scan(&ss.ID, &ss.App, &ss.Owner, &meta, &created, &ss.ActiveAgent, &ss.TurnCount, &ss.LastCommitSeq,
-		&parentID, &parentSeq, &pturn); err != nil {
-		return ss, err
-	}
-	if meta.Valid {
-		ss.Metadata = json.RawMessage(meta.String)
-	}
-	ss.CreatedAt, _ = time.Parse(time.RFC3339Nano, created)
-	ss.ParentID, ss.ParentSeq, ss.ParentTurn = parentID.String, parentSeq.Int64, pturn.String
-	return ss, nil
-}
-
 // Session returns a session's summary. Errors: not_found.
 func (s *Store) Session(ctx context.Context, id string) (projection.Session, error) {
-	ss, err := scanSession(s.queryRow(ctx, qSession, id))
+	ss, err := sqlrows.ScanSession(s.queryRow(ctx, qSession, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return ss, events.Errorf(events.CodeNotFound, "session %s not found", id)
 	}
@@ -112,7 +59,7 @@ func (s *Store) querySessions(ctx context.Context, q string, args ...any) ([]pro
 	defer rows.Close()
 	var out []projection.Session
 	for rows.Next() {
-		ss, err := scanSession(rows)
+		ss, err := sqlrows.ScanSession(rows)
 		if err != nil {
 			return nil, err
 		}
@@ -126,7 +73,7 @@ func (s *Store) querySessions(ctx context.Context, q string, args ...any) ([]pro
 func (s *Store) SessionPage(ctx context.Context, owner, app string, afterCreated time.Time, afterID string, limit int) ([]projection.Session, error) {
 	cursor := ""
 	if afterID != "" {
-		cursor = formatTime(afterCreated)
+		cursor = sqlrows.FormatTime(afterCreated)
 	}
 	return s.querySessions(ctx, qSessionsPage, owner, app, cursor, afterID, limit)
 }
@@ -145,7 +92,7 @@ func (s *Store) History(ctx context.Context, session string) ([]events.Item, err
 	}
 	out := make([]events.Item, len(raw))
 	for i, r := range raw {
-		if out[i], err = decodeItem(r); err != nil {
+		if out[i], err = sqlrows.DecodeItem(r); err != nil {
 			return nil, &events.Error{Code: events.CodeCorruptLog, Field: "history of " + session, Message: "bad item", Err: err}
 		}
 	}
@@ -190,91 +137,13 @@ func (s *Store) HistoryAsRun(ctx context.Context, session string) ([]json.RawMes
 			return nil, err
 		}
 		if edited.Valid {
-			if raw, err = asEdited(raw, edited.String, by); err != nil {
+			if raw, err = sqlrows.AsEdited(raw, edited.String, by); err != nil {
 				return nil, &events.Error{Code: events.CodeCorruptLog, Field: "history of " + session, Message: "bad item", Err: err}
 			}
 		}
 		out = append(out, raw)
 	}
 	return out, rows.Err()
-}
-
-// asEdited rewrites a function_call item to show the arguments it ran with.
-func asEdited(item []byte, edited, by string) ([]byte, error) {
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(item, &fields); err != nil {
-		return nil, err
-	}
-	fields["proposed_arguments"] = fields["arguments"]
-	fields["arguments"] = json.RawMessage(edited)
-	fields["edited_by"] = events.MustMarshal(by)
-	return events.Marshal(fields)
-}
-
-// decodeItem reads one canonical item with gjson, several times faster than
-// encoding/json's reflection on long histories.
-func decodeItem(raw []byte) (events.Item, error) {
-	if !gjson.ValidBytes(raw) {
-		return events.Item{}, fmt.Errorf("item is not JSON")
-	}
-	var it events.Item
-	var err error
-	gjson.ParseBytes(raw).ForEach(func(k, v gjson.Result) bool {
-		switch k.Str {
-		case "type":
-			it.Type = v.Str
-		case "role":
-			it.Role = v.Str
-		case "content":
-			it.Content = v.Str
-		case "agent":
-			it.Agent = v.Str
-		case "call_id":
-			it.CallID = v.Str
-		case "name":
-			it.Name = v.Str
-		case "output":
-			it.Output = v.Str
-		case "arguments":
-			it.Arguments = json.RawMessage(v.Raw)
-		case "covers":
-			it.Covers = int(v.Int())
-		default:
-			err = fmt.Errorf("unknown item field %q", k.Str)
-			return false
-		}
-		return true
-	})
-	if err == nil && it.Type == "" {
-		err = fmt.Errorf("item has no type")
-	}
-	return it, err
-}
-
-func scanTurn(sc scanner) (projection.Turn, error) {
-	var (
-		t                    projection.Turn
-		endSeq               sql.NullInt64
-		started              string
-		ended, code, message sql.NullString
-		endAgent             sql.NullString
-		agents               string
-	)
-	if err := sc.Scan(&t.Session, &t.ID, &t.Status, &t.Agent, &t.Input, &t.StartSeq, &endSeq, &started, &ended,
-		&t.ModelCalls, &t.ToolCalls, &t.Usage.InputTokens, &t.Usage.OutputTokens, &code, &message, &endAgent, &agents); err != nil {
-		return t, err
-	}
-	if err := json.Unmarshal([]byte(agents), &t.Agents); err != nil {
-		return t, fmt.Errorf("turn %s: agents: %w", t.ID, err)
-	}
-	t.EndSeq = endSeq.Int64
-	t.StartedAt, _ = time.Parse(time.RFC3339Nano, started)
-	if ended.Valid {
-		e, _ := time.Parse(time.RFC3339Nano, ended.String)
-		t.EndedAt = &e
-	}
-	t.ErrorCode, t.ErrorMessage, t.EndAgent = events.Code(code.String), message.String, endAgent.String
-	return t, nil
 }
 
 func (s *Store) queryTurns(ctx context.Context, q string, args ...any) ([]projection.Turn, error) {
@@ -285,7 +154,7 @@ func (s *Store) queryTurns(ctx context.Context, q string, args ...any) ([]projec
 	defer rows.Close()
 	var out []projection.Turn
 	for rows.Next() {
-		t, err := scanTurn(rows)
+		t, err := sqlrows.ScanTurn(rows)
 		if err != nil {
 			return nil, err
 		}
@@ -301,7 +170,7 @@ func (s *Store) Turns(ctx context.Context, session string) ([]projection.Turn, e
 
 // Turn returns one turn. Errors: not_found.
 func (s *Store) Turn(ctx context.Context, session, turn string) (projection.Turn, error) {
-	t, err := scanTurn(s.queryRow(ctx, qTurn, session, turn))
+	t, err := sqlrows.ScanTurn(s.queryRow(ctx, qTurn, session, turn))
 	if errors.Is(err, sql.ErrNoRows) {
 		return t, events.Errorf(events.CodeNotFound, "turn %s of session %s not found", turn, session)
 	}
@@ -310,7 +179,7 @@ func (s *Store) Turn(ctx context.Context, session, turn string) (projection.Turn
 
 // LastTurn returns a session's newest turn. Errors: not_found (no turn yet).
 func (s *Store) LastTurn(ctx context.Context, session string) (projection.Turn, error) {
-	t, err := scanTurn(s.queryRow(ctx, qLastTurn, session))
+	t, err := sqlrows.ScanTurn(s.queryRow(ctx, qLastTurn, session))
 	if errors.Is(err, sql.ErrNoRows) {
 		return t, events.Errorf(events.CodeNotFound, "session %s has no turns", session)
 	}
@@ -319,7 +188,7 @@ func (s *Store) LastTurn(ctx context.Context, session string) (projection.Turn, 
 
 // TurnEndingAt returns the turn of session whose last event is seq. Errors: not_found.
 func (s *Store) TurnEndingAt(ctx context.Context, session string, seq int64) (projection.Turn, error) {
-	t, err := scanTurn(s.queryRow(ctx, qTurnEndingAt, session, seq))
+	t, err := sqlrows.ScanTurn(s.queryRow(ctx, qTurnEndingAt, session, seq))
 	if errors.Is(err, sql.ErrNoRows) {
 		return t, events.Errorf(events.CodeNotFound, "no turn of session %s ends at seq %d", session, seq)
 	}
@@ -364,7 +233,7 @@ func (s *Store) PendingInterrupts(ctx context.Context, session string) ([]projec
 		if err := rows.Scan(&i.Session, &i.Turn, &i.ID, &i.Kind, &i.Path, &i.CallID, &i.Tool, &args, &i.Reason, &status, &askedAt, &policy); err != nil {
 			return nil, err
 		}
-		var p interruptPolicy
+		var p sqlrows.InterruptPolicy
 		if err := json.Unmarshal([]byte(policy), &p); err != nil {
 			return nil, fmt.Errorf("read interrupts of %s: %w", session, err)
 		}

@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"fmt"
 
+	"github.com/turnlog/turnlog/adapters/sqlrows"
+
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/projection"
 )
@@ -93,7 +95,7 @@ func readChunk(ctx context.Context, conn *sql.Conn, lastID int64) ([]events.Even
 	defer rows.Close()
 	var out []events.Event
 	for rows.Next() {
-		ev, err := scanEvent(idScanner{rows, &lastID})
+		ev, err := sqlrows.ScanEvent(idScanner{rows, &lastID})
 		if err != nil {
 			return nil, lastID, err
 		}
@@ -104,7 +106,7 @@ func readChunk(ctx context.Context, conn *sql.Conn, lastID int64) ([]events.Even
 
 // idScanner scans a leading row id before the event columns.
 type idScanner struct {
-	sc scanner
+	sc sqlrows.Scanner
 	id *int64
 }
 

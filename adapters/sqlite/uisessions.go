@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/turnlog/turnlog/adapters/sqlrows"
+
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/projection"
 )
@@ -14,7 +16,7 @@ import (
 // CreateUISession records a sign-in; expired ones are deleted on the way.
 func (s *Store) CreateUISession(ctx context.Context, u projection.UISession) error {
 	return s.exclusive(ctx, func(ctx context.Context, w *writer) error {
-		if _, err := w.conn.ExecContext(ctx, `DELETE FROM ui_sessions WHERE expires_at <= ?`, keyTime(u.CreatedAt)); err != nil {
+		if _, err := w.conn.ExecContext(ctx, `DELETE FROM ui_sessions WHERE expires_at <= ?`, sqlrows.KeyTime(u.CreatedAt)); err != nil {
 			return fmt.Errorf("expire ui sessions: %w", err)
 		}
 		admin := 0
@@ -22,7 +24,7 @@ func (s *Store) CreateUISession(ctx context.Context, u projection.UISession) err
 			admin = 1
 		}
 		_, err := w.conn.ExecContext(ctx, `INSERT INTO ui_sessions (id_hash, key_hash, user_name, admin, csrf, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-			u.IDHash, u.KeyHash, u.User, admin, u.CSRF, keyTime(u.CreatedAt), keyTime(u.ExpiresAt))
+			u.IDHash, u.KeyHash, u.User, admin, u.CSRF, sqlrows.KeyTime(u.CreatedAt), sqlrows.KeyTime(u.ExpiresAt))
 		return err
 	})
 }
@@ -34,7 +36,7 @@ func (s *Store) UISession(ctx context.Context, idHash string, now time.Time) (pr
 	var created, expires string
 	var admin int
 	err := s.read.QueryRowContext(ctx, `SELECT id_hash, key_hash, user_name, admin, csrf, created_at, expires_at FROM ui_sessions
-		WHERE id_hash = ? AND revoked_at IS NULL AND expires_at > ?`, idHash, keyTime(now)).Scan(&u.IDHash, &u.KeyHash, &u.User, &admin, &u.CSRF, &created, &expires)
+		WHERE id_hash = ? AND revoked_at IS NULL AND expires_at > ?`, idHash, sqlrows.KeyTime(now)).Scan(&u.IDHash, &u.KeyHash, &u.User, &admin, &u.CSRF, &created, &expires)
 	if errors.Is(err, sql.ErrNoRows) {
 		return u, events.Errorf(events.CodeNotFound, "no such sign-in")
 	}
@@ -50,7 +52,7 @@ func (s *Store) UISession(ctx context.Context, idHash string, now time.Time) (pr
 // RevokeUISession ends a sign-in (signing out).
 func (s *Store) RevokeUISession(ctx context.Context, idHash string, now time.Time) error {
 	return s.exclusive(ctx, func(ctx context.Context, w *writer) error {
-		_, err := w.conn.ExecContext(ctx, `UPDATE ui_sessions SET revoked_at = ? WHERE id_hash = ? AND revoked_at IS NULL`, keyTime(now), idHash)
+		_, err := w.conn.ExecContext(ctx, `UPDATE ui_sessions SET revoked_at = ? WHERE id_hash = ? AND revoked_at IS NULL`, sqlrows.KeyTime(now), idHash)
 		return err
 	})
 }

@@ -10,6 +10,8 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/turnlog/turnlog/adapters/sqlrows"
+
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/projection"
 	sqlite3 "modernc.org/sqlite"
@@ -394,10 +396,10 @@ func (w *writer) insert(ctx context.Context, ev events.Event) error {
 			return fmt.Errorf("store blob %s: %w", h, err)
 		}
 		blobHash = h
-		data = events.MustMarshal(blobRef{Blob: h, Size: len(ev.Data)})
+		data = events.MustMarshal(sqlrows.BlobRef{Blob: h, Size: len(ev.Data)})
 	}
 	_, err := w.insEvent.ExecContext(ctx, ev.Session, ev.Seq, ev.Turn, ev.Type, ev.Path, ev.V,
-		string(data), blobHash, formatTime(ev.At))
+		string(data), blobHash, sqlrows.FormatTime(ev.At))
 	if err != nil {
 		if isConstraint(err) {
 			return &events.Error{Code: events.CodeConflict, Field: "seq",
@@ -406,12 +408,6 @@ func (w *writer) insert(ctx context.Context, ev events.Event) error {
 		return fmt.Errorf("insert event %s/%d: %w", ev.Session, ev.Seq, err)
 	}
 	return nil
-}
-
-// blobRef is what an event row holds when its data lives in the blobs table.
-type blobRef struct {
-	Blob string `json:"$blob"`
-	Size int    `json:"size"`
 }
 
 func isConstraint(err error) bool {
@@ -426,8 +422,6 @@ func (w *writer) project(ctx context.Context, ev events.Event) error {
 	}
 	return w.applyChanges(ctx, changes)
 }
-
-func formatTime(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 
 // storageError types a write that failed because the disk is full or failed, so the
 // caller can tell that nothing was written and that it may try again later; other

@@ -1,0 +1,5 @@
+// Package sqlrows is what turnlog's SQL stores share of reading and writing rows:
+// scanning events (verifying blobs), sessions, turns, keys, hits and deliveries,
+// decoding history items, and the text forms of times, vectors and null values the
+// stores keep. It knows no SQL dialect and opens no database.
+package sqlrows

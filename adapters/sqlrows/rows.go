@@ -1,0 +1,273 @@
+package sqlrows
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/tidwall/gjson"
+	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/projection"
+)
+
+type Scanner interface{ Scan(dest ...any) error }
+
+func ScanEvent(sc Scanner) (events.Event, error) {
+	var (
+		ev       events.Event
+		data, at string
+		blobHash sql.NullString
+		blob     []byte
+	)
+	if err := sc.Scan(&ev.Session, &ev.Seq, &ev.Turn, &ev.Type, &ev.Path, &ev.V, &data, &blobHash, &blob, &at); err != nil {
+		return ev, err
+	}
+	t, err := time.Parse(time.RFC3339Nano, at)
+	if err != nil {
+		return ev, &events.Error{Code: events.CodeCorruptLog, Field: fmt.Sprintf("%s/%d.at", ev.Session, ev.Seq), Message: "bad timestamp", Err: err}
+	}
+	ev.At = t
+	if blobHash.Valid {
+		if blob == nil {
+			return ev, &events.Error{Code: events.CodeCorruptLog, Field: fmt.Sprintf("%s/%d", ev.Session, ev.Seq), Message: "blob " + blobHash.String + " is missing"}
+		}
+		sum := sha256.Sum256(blob)
+		if "sha256:"+hex.EncodeToString(sum[:]) != blobHash.String {
+			return ev, &events.Error{Code: events.CodeCorruptLog, Field: fmt.Sprintf("%s/%d", ev.Session, ev.Seq), Message: "blob " + blobHash.String + " does not match its hash"}
+		}
+		ev.Data = json.RawMessage(bytes.Clone(blob))
+	} else {
+		ev.Data = json.RawMessage(data)
+	}
+	return ev, nil
+}
+
+func ScanSession(sc Scanner) (projection.Session, error) {
+	var (
+		ss                    projection.Session
+		meta, parentID, pturn sql.NullString
+		created               string
+		parentSeq             sql.NullInt64
+	)
+	if err := sc.Scan(&ss.ID, &ss.App, &ss.Owner, &meta, &created, &ss.ActiveAgent, &ss.TurnCount, &ss.LastCommitSeq,
+		&parentID, &parentSeq, &pturn); err != nil {
+		return ss, err
+	}
+	if meta.Valid {
+		ss.Metadata = json.RawMessage(meta.String)
+	}
+	ss.CreatedAt, _ = time.Parse(time.RFC3339Nano, created)
+	ss.ParentID, ss.ParentSeq, ss.ParentTurn = parentID.String, parentSeq.Int64, pturn.String
+	return ss, nil
+}
+
+// AsEdited rewrites a function_call item to show the arguments it ran with.
+func AsEdited(item []byte, edited, by string) ([]byte, error) {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(item, &fields); err != nil {
+		return nil, err
+	}
+	fields["proposed_arguments"] = fields["arguments"]
+	fields["arguments"] = json.RawMessage(edited)
+	fields["edited_by"] = events.MustMarshal(by)
+	return events.Marshal(fields)
+}
+
+// DecodeItem reads one canonical item with gjson, several times faster than
+// encoding/json's reflection on long histories.
+func DecodeItem(raw []byte) (events.Item, error) {
+	if !gjson.ValidBytes(raw) {
+		return events.Item{}, fmt.Errorf("item is not JSON")
+	}
+	var it events.Item
+	var err error
+	gjson.ParseBytes(raw).ForEach(func(k, v gjson.Result) bool {
+		switch k.Str {
+		case "type":
+			it.Type = v.Str
+		case "role":
+			it.Role = v.Str
+		case "content":
+			it.Content = v.Str
+		case "agent":
+			it.Agent = v.Str
+		case "call_id":
+			it.CallID = v.Str
+		case "name":
+			it.Name = v.Str
+		case "output":
+			it.Output = v.Str
+		case "arguments":
+			it.Arguments = json.RawMessage(v.Raw)
+		case "covers":
+			it.Covers = int(v.Int())
+		default:
+			err = fmt.Errorf("unknown item field %q", k.Str)
+			return false
+		}
+		return true
+	})
+	if err == nil && it.Type == "" {
+		err = fmt.Errorf("item has no type")
+	}
+	return it, err
+}
+
+func ScanTurn(sc Scanner) (projection.Turn, error) {
+	var (
+		t                    projection.Turn
+		endSeq               sql.NullInt64
+		started              string
+		ended, code, message sql.NullString
+		endAgent             sql.NullString
+		agents               string
+	)
+	if err := sc.Scan(&t.Session, &t.ID, &t.Status, &t.Agent, &t.Input, &t.StartSeq, &endSeq, &started, &ended,
+		&t.ModelCalls, &t.ToolCalls, &t.Usage.InputTokens, &t.Usage.OutputTokens, &code, &message, &endAgent, &agents); err != nil {
+		return t, err
+	}
+	if err := json.Unmarshal([]byte(agents), &t.Agents); err != nil {
+		return t, fmt.Errorf("turn %s: agents: %w", t.ID, err)
+	}
+	t.EndSeq = endSeq.Int64
+	t.StartedAt, _ = time.Parse(time.RFC3339Nano, started)
+	if ended.Valid {
+		e, _ := time.Parse(time.RFC3339Nano, ended.String)
+		t.EndedAt = &e
+	}
+	t.ErrorCode, t.ErrorMessage, t.EndAgent = events.Code(code.String), message.String, endAgent.String
+	return t, nil
+}
+
+func NullString(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+func NullInt(n int64) any {
+	if n == 0 {
+		return nil
+	}
+	return n
+}
+
+// JoinArray writes canonical items as one JSON array.
+func JoinArray(items []json.RawMessage) []byte {
+	n := 2
+	for _, it := range items {
+		n += len(it) + 1
+	}
+	out := make([]byte, 0, n)
+	out = append(out, '[')
+	for i, it := range items {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, it...)
+	}
+	return append(out, ']')
+}
+
+// InterruptPolicy is the policy column of an interrupt: who asks, and about what.
+type InterruptPolicy struct {
+	Rule        string   `json:"rule"`
+	Level       string   `json:"level"`
+	Resources   []string `json:"resources"`
+	Alternative string   `json:"alternative"`
+}
+
+// BlobRef is what an event row holds when its data lives in the blobs table.
+type BlobRef struct {
+	Blob string `json:"$blob"`
+	Size int    `json:"size"`
+}
+
+func FormatTime(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+
+func ScanKey(row Scanner) (projection.IdempotencyRecord, error) {
+	var r projection.IdempotencyRecord
+	var created, expires string
+	if err := row.Scan(&r.Owner, &r.Key, &r.Route, &r.BodyHash, &r.Session, &r.Turn, &r.StartSeq, &created, &expires); err != nil {
+		if errors.Is(err, sql.ErrNoRows) {
+			return r, err
+		}
+		return r, fmt.Errorf("read idempotency key: %w", err)
+	}
+	r.CreatedAt, _ = time.Parse(time.RFC3339Nano, created)
+	r.ExpiresAt, _ = time.Parse(time.RFC3339Nano, expires)
+	return r, nil
+}
+
+// KeyTime is a fixed-width UTC time, so that expiry compares as text.
+func KeyTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000000000Z") }
+
+func ScanHits(rows *sql.Rows, vectors bool) ([]projection.MemoryHit, error) {
+	defer rows.Close()
+	var out []projection.MemoryHit
+	for rows.Next() {
+		var h projection.MemoryHit
+		var at string
+		var vec []byte
+		dest := []any{&h.ID, &h.Label, &h.Text, &at}
+		if vectors {
+			dest = append(dest, &vec)
+		}
+		if err := rows.Scan(dest...); err != nil {
+			return nil, err
+		}
+		h.At, _ = time.Parse(time.RFC3339Nano, at)
+		h.Vector = VectorOf(vec)
+		out = append(out, h)
+	}
+	return out, rows.Err()
+}
+
+func VectorBytes(v []float32) any {
+	if v == nil {
+		return nil
+	}
+	b := make([]byte, 4*len(v))
+	for i, f := range v {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(f))
+	}
+	return b
+}
+
+func VectorOf(b []byte) []float32 {
+	if len(b) == 0 {
+		return nil
+	}
+	v := make([]float32, len(b)/4)
+	for i := range v {
+		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+	}
+	return v
+}
+
+func ScanDelivery(sc Scanner) (projection.Delivery, error) {
+	var d projection.Delivery
+	var next int64
+	var created, delivered string
+	if err := sc.Scan(&d.ID, &d.App, &d.Webhook, &d.Event, &d.Session, &d.Turn, &d.Seq, &d.Status, &d.Attempts, &next, &created, &delivered, &d.LastStatus, &d.LastError); err != nil {
+		return d, err
+	}
+	d.CreatedAt, _ = time.Parse(time.RFC3339Nano, created)
+	if d.Status == projection.DeliveryPending || d.Status == projection.DeliverySending {
+		t := time.UnixMilli(next).UTC()
+		d.NextAt = &t
+	}
+	if delivered != "" {
+		t, _ := time.Parse(time.RFC3339Nano, delivered)
+		d.DeliveredAt = &t
+	}
+	return d, nil
+}
