@@ -32,3 +32,9 @@ type SessionBranched struct {
 
 func (*SessionBranched) EventType() string  { return TypeSessionBranched }
 func (*SessionBranched) SchemaVersion() int { return 1 }
+
+// OpensSession says whether an event of type typ may be a session's first: only
+// these may be appended to a session that has no events.
+func OpensSession(typ string) bool {
+	return typ == TypeSessionCreated || typ == TypeSessionBranched
+}

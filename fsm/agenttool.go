@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -77,8 +78,13 @@ func (r *run) runNested(s *toolSlot) (*events.ToolResulted, *nestedStop, events.
 		setToolError(tr, ToolErrInvalidArguments, `input: a non-empty string is required (arguments are {"input": "..."})`, true)
 		return tr, nil, events.Usage{}
 	}
-	toolCtx, endTool := r.traced(r.ctx, SpanStart{Operation: SpanExecuteTool, Name: s.call.Name, Path: s.path, CallID: s.call.ID})
-	agentCtx, endAgent := r.traced(toolCtx, SpanStart{Operation: SpanInvokeAgent, Name: s.nested.Name, Path: s.path + "/" + s.nested.Name})
+	// A call whose answer is recorded is replayed, not done again: no span for it.
+	agentCtx, endTool, endAgent := r.ctx, func(SpanEnd) {}, func(SpanEnd) {}
+	if _, done := r.rec.get(events.TypeToolResulted, s.path); !done {
+		var toolCtx context.Context
+		toolCtx, endTool = r.traced(r.ctx, SpanStart{Operation: SpanExecuteTool, Name: s.call.Name, Path: s.path, CallID: s.call.ID})
+		agentCtx, endAgent = r.traced(toolCtx, SpanStart{Operation: SpanInvokeAgent, Name: s.nested.Name, Path: s.path + "/" + s.nested.Name})
+	}
 	child := &run{e: r.e, ctx: agentCtx, app: r.app, agent: s.nested, session: r.session, owner: r.owner, turn: r.turn, log: r.log,
 		conv: &conversation{}, rec: r.rec, logged: r.logged, m: NewMachine(StateGuardingInput),
 		modelCalls: map[string]int{}, toolCalls: map[string]int{}, cancel: r.cancel, stopper: r.stopper, prefix: s.path + "/"}

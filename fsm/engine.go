@@ -70,6 +70,8 @@ type runHandle struct {
 
 	mu     sync.Mutex
 	reason string // why it was stopped (the first reason given)
+
+	quiet bool // its unlock does not kick the session's queue (set before it)
 }
 
 func (h *runHandle) setReason(reason string) {
@@ -232,7 +234,9 @@ func (e *Engine) lock(session string) (*runHandle, func(), error) {
 		delete(e.running, session)
 		e.mu.Unlock()
 		close(h.finished)
-		go e.kick(session) // the session is free: its next queued input may run
+		if !h.quiet {
+			go e.kick(session) // the session is free: its next queued input may run
+		}
 	}, nil
 }
 
@@ -328,7 +332,7 @@ func (e *Engine) StartTurn(ctx context.Context, session, input string) (*Started
 		defer close(t.done)
 		defer unlock()
 		t.res, t.err = r.begin(r.input)
-		e.broke(session, r.turn, r.requestID, t.err)
+		r.broke(t.err)
 	}()
 	return t, nil
 }
@@ -389,7 +393,7 @@ func (e *Engine) prepareTurnAs(ctx context.Context, session, input string, h *ru
 			if err != nil {
 				return nil, err
 			}
-			return nil, events.Errorf(events.CodeConflict, "session %s has turn %s in flight; it is recovered when the server restarts", session, inflight)
+			return nil, events.Errorf(events.CodeConflict, "session %s has turn %s in flight: it ends once the store takes writes again, or at the next start", session, inflight)
 		}
 	}
 	conv, err := e.conversation(ctx, s)

@@ -15,7 +15,9 @@ import (
 type ErasureStore interface {
 	Branches(ctx context.Context, session string) ([]projection.Session, error)
 	OwnerSessions(ctx context.Context, owner string) ([]string, error)
-	IdleSessions(ctx context.Context, app string, before time.Time, limit int) ([]string, error)
+	// IdleSessions lists, by id, up to limit sessions of app after the id after ("" for
+	// the first) whose last event is older than before.
+	IdleSessions(ctx context.Context, app string, before time.Time, after string, limit int) ([]string, error)
 	Erase(ctx context.Context, req projection.ErasureRequest) (projection.ErasureReceipt, error)
 }
 
@@ -70,8 +72,8 @@ func (e *Engine) EraseUser(ctx context.Context, user, by string) (projection.Era
 	return e.erase(ctx, es, projection.ErasureRequest{Kind: projection.ErasureUser, Subject: user, By: by, Sessions: tree, Owner: user})
 }
 
-// idleBatch caps how many idle sessions one app's sweep looks at.
-const idleBatch = 1000
+// idleBatch is how many idle sessions a sweep reads at once.
+const idleBatch = 500
 
 // EraseIdle erases, for every app with a Retention, the sessions idle longer than
 // it as of the engine's clock — a session with branches only once all of them are idle too. A
@@ -93,7 +95,7 @@ func (e *Engine) EraseIdle(ctx context.Context) ([]projection.ErasureReceipt, er
 	var out []projection.ErasureReceipt
 	var errs []error
 	for _, name := range names {
-		idle, err := es.IdleSessions(ctx, name, now.Add(-e.apps[name].Retention), idleBatch)
+		idle, err := allIdle(ctx, es, name, now.Add(-e.apps[name].Retention))
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -133,6 +135,23 @@ func (e *Engine) EraseIdle(ctx context.Context) ([]projection.ErasureReceipt, er
 	return out, errors.Join(errs...)
 }
 
+// allIdle pages through every session of app idle since before, so that sessions a
+// sweep must leave (a branch still in use, a turn running) never hide the others.
+func allIdle(ctx context.Context, es ErasureStore, app string, before time.Time) ([]string, error) {
+	var out []string
+	for after := ""; ; {
+		page, err := es.IdleSessions(ctx, app, before, after, idleBatch)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, page...)
+		if len(page) < idleBatch {
+			return out, nil
+		}
+		after = page[len(page)-1]
+	}
+}
+
 // erase holds every session of req while the store erases them, so no turn starts,
 // resumes or is kicked from a queue meanwhile, and drops what the engine keeps.
 func (e *Engine) erase(ctx context.Context, es ErasureStore, req projection.ErasureRequest) (projection.ErasureReceipt, error) {
@@ -154,7 +173,7 @@ func (e *Engine) erase(ctx context.Context, es ErasureStore, req projection.Eras
 	if err != nil {
 		return rec, err
 	}
-	for _, s := range req.Sessions {
+	for _, s := range rec.Sessions {
 		e.forget(s)
 	}
 	return rec, nil

@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"errors"
 	"time"
 
 	"github.com/turnlog/turnlog/events"
@@ -69,16 +70,32 @@ func (r *run) ended(status string, code events.Code, msg string) {
 	}
 	r.e.opts.Observer.TurnEnded(end)
 	if r.endSpan != nil {
-		r.endSpan(SpanEnd{Status: status, Code: code, Error: msg, Seq: r.log.last()})
+		r.endSpan(SpanEnd{Status: status, Code: code, Seq: r.log.last()})
 		r.endSpan = nil
 	}
 }
 
-// broke tells the observer that a turn could not be driven on, and has it recorded
-// as failed once the store takes writes again.
+// broke tells the observer that a turn could not be driven on and, when the store
+// could not write, has it recorded as failed once the store takes writes again.
 func (e *Engine) broke(session, turn, requestID string, err error) {
 	if err != nil {
 		e.opts.Observer.TurnBroke(TurnBreak{Session: session, Turn: turn, RequestID: requestID, Err: err})
-		e.healBroken(session, turn, err)
+		if events.IsCode(err, events.CodeStorageFull) || events.IsCode(err, events.CodeStorageFailed) {
+			e.healBroken(session, turn, err) // other failures are the next start's recovery's
+		}
 	}
+}
+
+// broke ends the span of a run the engine could not drive on, and tells the engine.
+func (r *run) broke(err error) {
+	if err != nil && r.endSpan != nil {
+		code := events.CodeInternal
+		var te *events.Error
+		if errors.As(err, &te) {
+			code = te.Code
+		}
+		r.endSpan(SpanEnd{Status: "broken", Code: code, Seq: r.log.last()})
+		r.endSpan = nil
+	}
+	r.e.broke(r.session, r.turn, r.requestID, err)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/projection"
@@ -150,6 +151,10 @@ func (e *Engine) interruptRunning(ctx context.Context, session string) {
 	}
 }
 
+// kickRetry is how long a queued input waits to start again after the store could
+// not start it.
+const kickRetry = time.Second
+
 // kick starts the session's next queued input if the session is free; a turn that
 // ends kicks again, so the queue drains in order. An input whose turn cannot start
 // (its app is gone) is dropped with the reason.
@@ -175,8 +180,15 @@ func (e *Engine) kick(session string) {
 		r, err := e.prepareQueued(ctx, session, next, h)
 		if err != nil {
 			var te *events.Error
-			if errors.As(err, &te) && te.Code == events.CodeConflict {
+			switch {
+			case errors.As(err, &te) && te.Code == events.CodeConflict:
 				unlock()
+				return
+			case !errors.As(err, &te) || (te.Code != events.CodeInvalid && te.Code != events.CodeNotFound):
+				// The store could not start it (a full disk): it stays queued.
+				h.quiet = true
+				unlock()
+				time.AfterFunc(kickRetry, func() { e.kick(session) })
 				return
 			}
 			drop := events.MustNew("", "queue/"+next.Turn, &events.QueuedInputDropped{TurnID: next.Turn, Reason: err.Error()})
@@ -184,17 +196,19 @@ func (e *Engine) kick(session string) {
 			if lerr == nil {
 				_, lerr = e.appendPastQueue(ctx, session, last, []events.Event{drop}, false)
 			}
-			unlock()
 			if lerr != nil {
-				e.broke(session, next.Turn, "", lerr)
+				h.quiet = true
+				unlock()
+				time.AfterFunc(kickRetry, func() { e.kick(session) })
 				return
 			}
+			unlock()
 			continue
 		}
 		go func() {
 			defer unlock()
 			_, err := r.begin(r.input)
-			e.broke(session, r.turn, r.requestID, err)
+			r.broke(err)
 		}()
 		return
 	}

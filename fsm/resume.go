@@ -47,7 +47,7 @@ func (e *Engine) Resume(ctx context.Context, session, user string, answers map[s
 		defer close(started.done)
 		defer unlock()
 		started.res, started.err = r.drive()
-		e.broke(session, r.turn, r.requestID, started.err)
+		r.broke(started.err)
 	}()
 	return started, nil
 }

@@ -35,11 +35,11 @@ type SpanStart struct {
 	Resumed bool
 }
 
-// SpanEnd says how the work ended.
+// SpanEnd says how the work ended: codes and counts, never a message (a failure's
+// words may quote content, and a trace cannot be erased).
 type SpanEnd struct {
-	Status string // a turn's: StatusCompleted, StatusFailed, StatusCanceled, StatusSuspended
-	Code   events.Code
-	Error  string       // why it failed ("" when it did not)
+	Status string       // a run's: StatusCompleted, StatusFailed, StatusCanceled, StatusSuspended, or "broken"
+	Code   events.Code  // why it failed ("" when it did not)
 	Usage  events.Usage // a model call's tokens
 	Seq    int64        // a turn's last seq when its run ended
 }
@@ -72,7 +72,7 @@ func (r *run) appName() string {
 
 func modelSpanEnd(u events.Usage, err error) SpanEnd {
 	if err != nil {
-		return SpanEnd{Code: events.CodeModelFailed, Error: err.Error(), Usage: u}
+		return SpanEnd{Code: events.CodeModelFailed, Usage: u}
 	}
 	return SpanEnd{Usage: u}
 }
@@ -85,7 +85,7 @@ func toolSpanEnd(tr *events.ToolResulted) SpanEnd {
 	if kind == "" {
 		kind = ToolErrFailed
 	}
-	return SpanEnd{Code: events.Code(kind), Error: tr.Detail}
+	return SpanEnd{Code: events.Code(kind)}
 }
 
 // nestedSpanEnd is how an agent tool's run ended: answered, failed, or waiting for
@@ -95,7 +95,7 @@ func nestedSpanEnd(stop *nestedStop) SpanEnd {
 	case stop == nil:
 		return SpanEnd{Status: StatusCompleted}
 	case stop.failure != nil:
-		return SpanEnd{Status: StatusFailed, Code: stop.failure.Code, Error: stop.failure.Message}
+		return SpanEnd{Status: StatusFailed, Code: stop.failure.Code}
 	default:
 		return SpanEnd{Status: StatusSuspended}
 	}

@@ -19,6 +19,7 @@ WHEN NOT EXISTS (SELECT 1 FROM erasing)
 BEGIN SELECT RAISE(ABORT, 'blobs are append-only: DELETE refused'); END;
 
 CREATE INDEX IF NOT EXISTS events_blob ON events (blob_hash) WHERE blob_hash IS NOT NULL;
+CREATE INDEX IF NOT EXISTS webhook_outbox_session ON webhook_outbox (session_id);
 
 -- What each erasure removed, when and at whose request: counts and identifiers,
 -- never content.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sort"
 	"time"
 
 	"github.com/turnlog/turnlog/adapters/sqlrows"
@@ -28,11 +29,11 @@ func (s *Store) Erase(ctx context.Context, req projection.ErasureRequest) (proje
 		return rec, events.Errorf(events.CodeInvalid, "an erasure needs an id, a kind and who asked")
 	}
 	err := s.exclusive(ctx, func(ctx context.Context, w *writer) error {
-		c, err := w.erase(ctx, req)
+		c, erased, err := w.erase(ctx, req)
 		if err != nil {
 			return err
 		}
-		rec.Counts = c
+		rec.Counts, rec.Sessions = c, erased
 		counts, _ := json.Marshal(c)
 		sessions, _ := json.Marshal(rec.Sessions)
 		if _, err := w.conn.ExecContext(ctx, `INSERT INTO erasures (id, kind, subject, by_user, at, sessions, counts) VALUES (?, ?, ?, ?, ?, ?, ?)`,
@@ -50,7 +51,7 @@ func (s *Store) Erase(ctx context.Context, req projection.ErasureRequest) (proje
 }
 
 // erase runs inside the writer's transaction.
-func (w *writer) erase(ctx context.Context, req projection.ErasureRequest) (projection.ErasureCounts, error) {
+func (w *writer) erase(ctx context.Context, req projection.ErasureRequest) (projection.ErasureCounts, []string, error) {
 	var c projection.ErasureCounts
 	exec := func(n *int, what, q string, args ...any) error {
 		res, err := w.conn.ExecContext(ctx, q, args...)
@@ -64,25 +65,53 @@ func (w *writer) erase(ctx context.Context, req projection.ErasureRequest) (proj
 	var unused int
 	for _, id := range req.Sessions {
 		if err := exec(&unused, "sessions", `INSERT INTO erasing (session_id) VALUES (?) ON CONFLICT DO NOTHING`, id); err != nil {
-			return c, err
+			return c, nil, err
+		}
+	}
+	if req.Owner != "" { // and what the user made since the request was planned, with its branches
+		if err := exec(&unused, "sessions", `INSERT INTO erasing (session_id)
+			WITH RECURSIVE tree (id) AS (SELECT id FROM proj_sessions WHERE owner = ?
+			                             UNION SELECT s.id FROM proj_sessions s JOIN tree t ON s.parent_id = t.id)
+			SELECT id FROM tree WHERE true ON CONFLICT DO NOTHING`, req.Owner); err != nil {
+			return c, nil, err
 		}
 	}
 	const in = `session_id IN (SELECT session_id FROM erasing)`
+	var orphan string
+	err := w.conn.QueryRowContext(ctx, `SELECT coalesce(min(id), '') FROM proj_sessions WHERE parent_id IN (SELECT session_id FROM erasing)
+		AND id NOT IN (SELECT session_id FROM erasing)`).Scan(&orphan)
+	if err != nil {
+		return c, nil, fmt.Errorf("erase: find branches: %w", err)
+	}
+	if orphan != "" {
+		return c, nil, events.Errorf(events.CodeConflict, "session %s was branched from a session being erased: erase again (with cascade=true)", orphan)
+	}
 	var running int
 	var runningIn string
-	err := w.conn.QueryRowContext(ctx, `SELECT count(*), coalesce(min(session_id), '') FROM proj_turns WHERE status = 'running' AND `+in).Scan(&running, &runningIn)
+	err = w.conn.QueryRowContext(ctx, `SELECT count(*), coalesce(min(session_id), '') FROM proj_turns WHERE status = 'running' AND `+in).Scan(&running, &runningIn)
 	if err != nil {
-		return c, fmt.Errorf("erase: find running turns: %w", err)
+		return c, nil, fmt.Errorf("erase: find running turns: %w", err)
 	}
 	if running > 0 {
-		return c, events.Errorf(events.CodeConflict, "session %s has a turn running: cancel it or let it end, then erase", runningIn)
+		return c, nil, events.Errorf(events.CodeConflict, "session %s has a turn running: cancel it or let it end, then erase", runningIn)
 	}
 	if err := w.conn.QueryRowContext(ctx, `SELECT count(*) FROM proj_turns WHERE status = 'suspended' AND `+in).Scan(&c.SuspendedTurns); err != nil {
-		return c, fmt.Errorf("erase: count suspended turns: %w", err)
+		return c, nil, fmt.Errorf("erase: count suspended turns: %w", err)
+	}
+	erased, err := w.erasingSessions(ctx, req.Sessions)
+	if err != nil {
+		return c, nil, err
 	}
 	hashes, err := w.blobsOfErasing(ctx)
 	if err != nil {
-		return c, err
+		return c, nil, err
+	}
+	// Memories are keyed session/turn/path within their app and owner: one range of
+	// the key index per session.
+	if err := exec(&c.Memories, "memories", `DELETE FROM memories WHERE rowid IN (SELECT m.rowid FROM erasing e
+		JOIN proj_sessions s ON s.id = e.session_id
+		JOIN memories m ON m.app = s.app AND m.owner = s.owner AND m.key >= e.session_id || '/' AND m.key < e.session_id || '0')`); err != nil {
+		return c, nil, err
 	}
 	steps := []struct {
 		n    *int
@@ -95,43 +124,72 @@ func (w *writer) erase(ctx context.Context, req projection.ErasureRequest) (proj
 		{&c.HistoryItems, "history", `DELETE FROM proj_history WHERE ` + in},
 		{&c.Interrupts, "interrupts", `DELETE FROM proj_interrupts WHERE ` + in},
 		{&c.QueuedInputs, "queued inputs", `DELETE FROM proj_queue WHERE ` + in},
-		{&c.Memories, "memories", `DELETE FROM memories WHERE EXISTS (SELECT 1 FROM erasing e
-			WHERE substr(memories.key, 1, length(e.session_id) + 1) = e.session_id || '/')`},
 		{&c.IdempotencyKeys, "idempotency keys", `DELETE FROM idempotency_keys WHERE ` + in},
 		{&c.Deliveries, "webhook deliveries", `DELETE FROM webhook_outbox WHERE ` + in},
 	}
 	for _, st := range steps {
 		if err := exec(st.n, st.what, st.q); err != nil {
-			return c, err
+			return c, nil, err
 		}
 	}
 	for _, h := range hashes {
 		if err := exec(&c.Blobs, "blobs", `DELETE FROM blobs WHERE hash = ? AND NOT EXISTS (SELECT 1 FROM events WHERE blob_hash = ?)`, h, h); err != nil {
-			return c, err
+			return c, nil, err
 		}
 	}
 	if req.Owner != "" {
 		if err := exec(&c.Memories, "memories", `DELETE FROM memories WHERE owner = ?`, req.Owner); err != nil {
-			return c, err
+			return c, nil, err
 		}
 		if err := exec(&c.IdempotencyKeys, "idempotency keys", `DELETE FROM idempotency_keys WHERE owner = ?`, req.Owner); err != nil {
-			return c, err
+			return c, nil, err
 		}
 		if err := exec(&c.SignIns, "sign-ins", `DELETE FROM ui_sessions WHERE user_name = ?`, req.Owner); err != nil {
-			return c, err
+			return c, nil, err
 		}
 	}
 	if err := exec(&unused, "sessions", `DELETE FROM erasing`); err != nil {
-		return c, err
+		return c, nil, err
 	}
 	if req.Owner == "" && c.Sessions == 0 {
-		return c, events.Errorf(events.CodeNotFound, "no session to erase")
+		return c, nil, events.Errorf(events.CodeNotFound, "no session to erase")
 	}
-	for _, id := range req.Sessions {
-		delete(w.seqs, id)
-		delete(w.apps, id)
+	w.txErased = append(w.txErased, erased...)
+	return c, erased, nil
+}
+
+// erasingSessions lists the sessions named in the erasing table: those asked for
+// first, in their order, then those the transaction added.
+func (w *writer) erasingSessions(ctx context.Context, asked []string) ([]string, error) {
+	rows, err := w.conn.QueryContext(ctx, `SELECT session_id FROM erasing ORDER BY session_id`)
+	if err != nil {
+		return nil, fmt.Errorf("erase: list sessions: %w", err)
 	}
-	return c, nil
+	defer rows.Close()
+	named := map[string]bool{}
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		named[id] = true
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	out := make([]string, 0, len(named))
+	for _, id := range asked {
+		if named[id] {
+			out = append(out, id)
+			delete(named, id)
+		}
+	}
+	rest := make([]string, 0, len(named))
+	for id := range named {
+		rest = append(rest, id)
+	}
+	sort.Strings(rest)
+	return append(out, rest...), nil
 }
 
 // blobsOfErasing lists the blobs the erasing sessions' events reference.
@@ -154,10 +212,14 @@ func (w *writer) blobsOfErasing(ctx context.Context) ([]string, error) {
 }
 
 // truncateWAL checkpoints the whole WAL into the database and truncates it, between
-// the writer's transactions. It fails when readers still hold the WAL after the
-// busy timeout.
+// the writer's transactions. It does not wait: when a reader holds the WAL (a long
+// read, a replication tool's) it fails at once, and appends go on.
 func (s *Store) truncateWAL(ctx context.Context) error {
 	return s.outsideTx(ctx, func(ctx context.Context, w *writer) error {
+		if _, err := w.conn.ExecContext(ctx, `PRAGMA busy_timeout = 0`); err != nil {
+			return err
+		}
+		defer w.conn.ExecContext(ctx, `PRAGMA busy_timeout = 5000`)
 		var busy, frames, done int
 		if err := w.conn.QueryRowContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`).Scan(&busy, &frames, &done); err != nil {
 			return fmt.Errorf("checkpoint: %w", err)
@@ -174,11 +236,12 @@ func (s *Store) OwnerSessions(ctx context.Context, owner string) ([]string, erro
 	return s.sessionIDs(ctx, `SELECT id FROM proj_sessions WHERE owner = ? ORDER BY created_at, id`, owner)
 }
 
-// IdleSessions lists up to limit sessions of app with no event since before.
-func (s *Store) IdleSessions(ctx context.Context, app string, before time.Time, limit int) ([]string, error) {
+// IdleSessions lists, by id, up to limit sessions of app after the id after whose
+// last event is older than before.
+func (s *Store) IdleSessions(ctx context.Context, app string, before time.Time, after string, limit int) ([]string, error) {
 	return s.sessionIDs(ctx, `SELECT s.id FROM proj_sessions s
-		WHERE s.app = ? AND (SELECT e.at FROM events e WHERE e.session_id = s.id ORDER BY e.seq DESC LIMIT 1) < ?
-		ORDER BY s.created_at, s.id LIMIT ?`, app, sqlrows.FormatTime(before), limit)
+		WHERE s.app = ? AND s.id > ? AND (SELECT e.at FROM events e WHERE e.session_id = s.id ORDER BY e.seq DESC LIMIT 1) < ?
+		ORDER BY s.id LIMIT ?`, app, after, sqlrows.FormatTime(before), limit)
 }
 
 // Erasures lists erasure receipts, oldest first, after the receipt with id after

@@ -138,6 +138,9 @@ type writer struct {
 	seqs   map[string]int64
 	apps   map[string]string // each session's app, for routing webhooks
 	txApps map[string]string // ... read in the transaction not yet committed
+	// txErased are the sessions the transaction not yet committed erases: once it
+	// commits, nothing cached of them may stand.
+	txErased []string
 }
 
 func newWriter(ctx context.Context, s *Store) (*writer, error) {
@@ -259,7 +262,7 @@ func (w *writer) commit(batch []*appendReq) {
 		}
 		at := w.s.opts.Clock().UTC()
 		seqs := map[string]int64{}
-		w.txApps = map[string]string{}
+		w.txApps, w.txErased = map[string]string{}, nil
 		redo := false
 		for _, r := range batch {
 			if r.err != nil {
@@ -297,6 +300,10 @@ func (w *writer) commit(batch []*appendReq) {
 		}
 		for s, app := range w.txApps {
 			w.apps[s] = app
+		}
+		for _, s := range w.txErased {
+			delete(w.seqs, s)
+			delete(w.apps, s)
 		}
 		n := 0
 		for _, r := range batch {
@@ -367,6 +374,9 @@ func (w *writer) appendOne(ctx context.Context, r *appendReq, at time.Time, batc
 	if last != r.after {
 		return nil, false, &events.Error{Code: events.CodeConflict, Field: "seq",
 			Message: fmt.Sprintf("session %s is at seq %d, not %d: another writer appended first", r.session, last, r.after)}
+	}
+	if last == 0 && !events.OpensSession(r.evs[0].Type) {
+		return nil, false, events.Errorf(events.CodeNotFound, "session %s not found (it was never created, or it was erased)", r.session)
 	}
 	out := make([]events.Event, len(r.evs))
 	for i, ev := range r.evs {

@@ -68,6 +68,12 @@ func appendAndRead(t *testing.T, h Harness) {
 	if _, err := s.Append(ctx, "", 0, []events.Event{started("t9", "x")}); !isCode(err, events.CodeInvalid) {
 		t.Errorf("no session: %v", err)
 	}
+	if _, err := s.Append(ctx, "never", 0, []events.Event{started("t9", "x")}); !isCode(err, events.CodeNotFound) {
+		t.Errorf("a turn of a session that was never created: %v", err)
+	}
+	if last, _ := s.LastSeq(ctx, "never"); last != 0 {
+		t.Errorf("a refused first event was written: last seq %d", last)
+	}
 	if last, _ := s.LastSeq(ctx, "s1"); last != 3 {
 		t.Fatalf("refused appends moved the session to %d", last)
 	}

@@ -152,10 +152,13 @@ func erasure(t *testing.T, h Harness) {
 	if owned, err := s.OwnerSessions(ctx, "alice"); err != nil || !slices.Equal(owned, []string{"s1", "s2"}) {
 		t.Fatalf("alice's sessions: %v %v", owned, err)
 	}
-	if idle, err := s.IdleSessions(ctx, "demo", time.Now().Add(time.Hour), 10); err != nil || len(idle) != 3 {
+	if idle, err := s.IdleSessions(ctx, "demo", time.Now().Add(time.Hour), "", 10); err != nil || !slices.Equal(idle, []string{"busy", "s1", "s2"}) {
 		t.Fatalf("idle an hour from now: %v %v", idle, err)
 	}
-	if idle, err := s.IdleSessions(ctx, "demo", time.Now().Add(-time.Hour), 10); err != nil || len(idle) != 0 {
+	if idle, err := s.IdleSessions(ctx, "demo", time.Now().Add(time.Hour), "busy", 1); err != nil || !slices.Equal(idle, []string{"s1"}) {
+		t.Fatalf("idle after busy, one: %v %v", idle, err)
+	}
+	if idle, err := s.IdleSessions(ctx, "demo", time.Now().Add(-time.Hour), "", 10); err != nil || len(idle) != 0 {
 		t.Fatalf("idle an hour ago: %v %v", idle, err)
 	}
 
@@ -200,6 +203,21 @@ func erasure(t *testing.T, h Harness) {
 	}
 	if next, err := s.Erasures(ctx, "e1", 10); err != nil || len(next) != 1 || next[0].ID != "e3" {
 		t.Fatalf("receipts after e1: %+v %v", next, err)
+	}
+	if _, err := s.Append(ctx, "s2", 0, []events.Event{started("t9", "late")}); !isCode(err, events.CodeNotFound) {
+		t.Fatalf("a late event of an erased session: %v", err)
+	}
+	newSession(t, s, "parent", "dave")
+	branched := events.MustNew("", "", &events.SessionBranched{App: "demo", Owner: "dave", Agent: "main", SourceSession: "parent", SourceSeq: 1})
+	if _, err := s.Append(ctx, "child", 0, []events.Event{branched}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Erase(ctx, erasureRequest("e4", "parent")); !isCode(err, events.CodeConflict) || !strings.Contains(err.Error(), "child") {
+		t.Fatalf("an erasure that would leave a branch without its source: %v", err)
+	}
+	if rec, err := s.Erase(ctx, projection.ErasureRequest{ID: "e5", Kind: projection.ErasureUser, Subject: "dave", By: "root", At: time.Now(), Owner: "dave"}); err != nil ||
+		!slices.Equal(rec.Sessions, []string{"child", "parent"}) {
+		t.Fatalf("a user's erasure takes every session of theirs, planned or not: %+v %v", rec, err)
 	}
 	newSession(t, s, "s1", "carol") // an erased id used again starts afresh
 	if seq, err := s.LastSeq(ctx, "s1"); err != nil || seq != 1 {

@@ -73,7 +73,7 @@ func (t *Tracer) Start(ctx context.Context, s fsm.SpanStart) (context.Context, f
 		}
 		if e.Code != "" {
 			span.SetAttributes(attribute.String("error.type", string(e.Code)))
-			span.SetStatus(codes.Error, e.Error)
+			span.SetStatus(codes.Error, string(e.Code))
 		}
 		span.End()
 	}

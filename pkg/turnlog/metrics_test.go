@@ -277,8 +277,10 @@ func settle(t *testing.T, tl *turnlog.Turnlog, session string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for {
-		last, err := tl.Store.LastTurn(ctx, session)
+		// The queue first: once it is empty, every queued input's turn has started, so
+		// the last turn read after it is the newest.
 		queued, qerr := tl.Engine.Queue(ctx, session)
+		last, err := tl.Store.LastTurn(ctx, session)
 		if err == nil && qerr == nil && last.Status != "running" && len(queued) == 0 {
 			// Its end is durable a moment before its run lets the session go.
 			seq, _ := tl.Store.LastSeq(ctx, session)

@@ -150,6 +150,7 @@ func TestTracesOfTheDemo(t *testing.T) {
 		t.Fatal(err)
 	}
 	refund := runTurn(t, tl, s.ID, "can I get a refund for order 1001?")
+	runTurn(t, tl, s.ID, "where is order 987654?") // the tool fails: order not found
 	parcels := runTurn(t, tl, s.ID, "check the parcels of orders 42 and 7")
 	asked := runTurn(t, tl, s.ID, "refund order 42")
 	if asked.Status != "suspended" {
@@ -172,6 +173,18 @@ func TestTracesOfTheDemo(t *testing.T) {
 		t.Fatalf("resources: %v", recv.res)
 	}
 
+	failedTools := 0
+	for _, sp := range recv.spans { // a span says why it failed by code only: no words of the turn
+		if m := sp.GetStatus().GetMessage(); m != "" && m != attr(sp, "error.type") {
+			t.Errorf("span %s has the status message %q", sp.Name, m)
+		}
+		if sp.Name == "execute_tool lookup_order" && sp.GetStatus().GetCode() == tracepb.Status_STATUS_CODE_ERROR {
+			failedTools++
+		}
+	}
+	if failedTools != 1 {
+		t.Errorf("%d failed lookup_order spans, want the one of order 987654", failedTools)
+	}
 	tree := treeOf(recv.spans, refund.TurnID)
 	if len(tree.children[""]) != 1 {
 		t.Fatalf("the refund turn has %d root spans", len(tree.children[""]))
