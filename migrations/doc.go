@@ -7,7 +7,12 @@ package migrations
 
 import "embed"
 
-// FS holds every migration file.
+// FS holds every migration file of the SQLite store.
 //
 //go:embed *.sql
 var FS embed.FS
+
+// Postgres holds the PostgreSQL store's own numbered migrations, under postgres/.
+//
+//go:embed postgres/*.sql
+var Postgres embed.FS

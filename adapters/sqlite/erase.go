@@ -252,24 +252,7 @@ func (s *Store) Erasures(ctx context.Context, after string, limit int) ([]projec
 	if err != nil {
 		return nil, fmt.Errorf("read erasures: %w", err)
 	}
-	defer rows.Close()
-	var out []projection.ErasureReceipt
-	for rows.Next() {
-		var r projection.ErasureReceipt
-		var at, sessions, counts string
-		if err := rows.Scan(&r.ID, &r.Kind, &r.Subject, &r.By, &at, &sessions, &counts); err != nil {
-			return nil, err
-		}
-		r.At, _ = time.Parse(time.RFC3339Nano, at)
-		if err := json.Unmarshal([]byte(sessions), &r.Sessions); err != nil {
-			return nil, &events.Error{Code: events.CodeCorruptLog, Field: "erasures " + r.ID, Message: "bad sessions", Err: err}
-		}
-		if err := json.Unmarshal([]byte(counts), &r.Counts); err != nil {
-			return nil, &events.Error{Code: events.CodeCorruptLog, Field: "erasures " + r.ID, Message: "bad counts", Err: err}
-		}
-		out = append(out, r)
-	}
-	return out, rows.Err()
+	return sqlrows.ScanReceipts(rows)
 }
 
 func (s *Store) sessionIDs(ctx context.Context, q string, args ...any) ([]string, error) {
@@ -277,14 +260,5 @@ func (s *Store) sessionIDs(ctx context.Context, q string, args ...any) ([]string
 	if err != nil {
 		return nil, fmt.Errorf("read sessions: %w", err)
 	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		out = append(out, id)
-	}
-	return out, rows.Err()
+	return sqlrows.All(rows, sqlrows.ScanString)
 }

@@ -3,8 +3,8 @@ package sqlite
 import (
 	"context"
 	"fmt"
-	"time"
 
+	"github.com/turnlog/turnlog/adapters/sqlrows"
 	"github.com/turnlog/turnlog/projection"
 )
 
@@ -14,19 +14,7 @@ func (s *Store) Queued(ctx context.Context, session string) ([]projection.Queued
 	if err != nil {
 		return nil, fmt.Errorf("read the queue of %s: %w", session, err)
 	}
-	defer rows.Close()
-	var out []projection.QueuedInput
-	for rows.Next() {
-		var q projection.QueuedInput
-		var status, at string
-		if err := rows.Scan(&q.Session, &q.Turn, &q.Input, &q.By, &status, &at, &q.Seq); err != nil {
-			return nil, err
-		}
-		q.Status = projection.QueueStatus(status)
-		q.QueuedAt, _ = time.Parse(time.RFC3339Nano, at)
-		out = append(out, q)
-	}
-	return out, rows.Err()
+	return sqlrows.All(rows, sqlrows.ScanQueued)
 }
 
 // QueuedSessions lists the sessions with inputs waiting.

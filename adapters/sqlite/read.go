@@ -20,16 +20,7 @@ func (s *Store) Events(ctx context.Context, session string, after int64) ([]even
 	if err != nil {
 		return nil, fmt.Errorf("read events of %s: %w", session, err)
 	}
-	defer rows.Close()
-	var out []events.Event
-	for rows.Next() {
-		ev, err := sqlrows.ScanEvent(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, ev)
-	}
-	return out, rows.Err()
+	return sqlrows.All(rows, sqlrows.ScanEvent)
 }
 
 // LastSeq returns the seq of the newest event of session (0 if it has none).
@@ -56,16 +47,7 @@ func (s *Store) querySessions(ctx context.Context, q string, args ...any) ([]pro
 	if err != nil {
 		return nil, fmt.Errorf("read sessions: %w", err)
 	}
-	defer rows.Close()
-	var out []projection.Session
-	for rows.Next() {
-		ss, err := sqlrows.ScanSession(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, ss)
-	}
-	return out, rows.Err()
+	return sqlrows.All(rows, sqlrows.ScanSession)
 }
 
 // SessionPage lists an owner's sessions newest first, optionally of one app, starting
@@ -90,13 +72,7 @@ func (s *Store) History(ctx context.Context, session string) ([]events.Item, err
 	if err != nil {
 		return nil, err
 	}
-	out := make([]events.Item, len(raw))
-	for i, r := range raw {
-		if out[i], err = sqlrows.DecodeItem(r); err != nil {
-			return nil, &events.Error{Code: events.CodeCorruptLog, Field: "history of " + session, Message: "bad item", Err: err}
-		}
-	}
-	return out, nil
+	return sqlrows.DecodeItems(session, raw)
 }
 
 // HistoryRaw returns the same items as History as their stored canonical JSON, for
@@ -106,16 +82,7 @@ func (s *Store) HistoryRaw(ctx context.Context, session string) ([]json.RawMessa
 	if err != nil {
 		return nil, fmt.Errorf("read history of %s: %w", session, err)
 	}
-	defer rows.Close()
-	var out []json.RawMessage
-	for rows.Next() {
-		var raw []byte
-		if err := rows.Scan(&raw); err != nil {
-			return nil, err
-		}
-		out = append(out, raw)
-	}
-	return out, rows.Err()
+	return sqlrows.All(rows, sqlrows.ScanRaw)
 }
 
 // HistoryAsRun is History as people read it: a call a reviewer edited shows the
@@ -127,23 +94,11 @@ func (s *Store) HistoryAsRun(ctx context.Context, session string) ([]json.RawMes
 	if err != nil {
 		return nil, fmt.Errorf("read history of %s: %w", session, err)
 	}
-	defer rows.Close()
-	var out []json.RawMessage
-	for rows.Next() {
-		var raw []byte
-		var edited sql.NullString
-		var by string
-		if err := rows.Scan(&raw, &edited, &by); err != nil {
-			return nil, err
-		}
-		if edited.Valid {
-			if raw, err = sqlrows.AsEdited(raw, edited.String, by); err != nil {
-				return nil, &events.Error{Code: events.CodeCorruptLog, Field: "history of " + session, Message: "bad item", Err: err}
-			}
-		}
-		out = append(out, raw)
+	out, err := sqlrows.All(rows, sqlrows.ScanAsRun)
+	if err != nil {
+		return nil, &events.Error{Code: events.CodeCorruptLog, Field: "history of " + session, Message: "bad item", Err: err}
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 func (s *Store) queryTurns(ctx context.Context, q string, args ...any) ([]projection.Turn, error) {
@@ -151,16 +106,7 @@ func (s *Store) queryTurns(ctx context.Context, q string, args ...any) ([]projec
 	if err != nil {
 		return nil, fmt.Errorf("read turns: %w", err)
 	}
-	defer rows.Close()
-	var out []projection.Turn
-	for rows.Next() {
-		t, err := sqlrows.ScanTurn(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, t)
-	}
-	return out, rows.Err()
+	return sqlrows.All(rows, sqlrows.ScanTurn)
 }
 
 // Turns lists a session's turns in start order.
@@ -220,32 +166,7 @@ func (s *Store) PendingInterrupts(ctx context.Context, session string) ([]projec
 	if err != nil {
 		return nil, fmt.Errorf("read interrupts of %s: %w", session, err)
 	}
-	defer rows.Close()
-	var out []projection.Interrupt
-	for rows.Next() {
-		var (
-			i       projection.Interrupt
-			args    sql.NullString
-			status  string
-			askedAt string
-			policy  string
-		)
-		if err := rows.Scan(&i.Session, &i.Turn, &i.ID, &i.Kind, &i.Path, &i.CallID, &i.Tool, &args, &i.Reason, &status, &askedAt, &policy); err != nil {
-			return nil, err
-		}
-		var p sqlrows.InterruptPolicy
-		if err := json.Unmarshal([]byte(policy), &p); err != nil {
-			return nil, fmt.Errorf("read interrupts of %s: %w", session, err)
-		}
-		i.Rule, i.Level, i.Resources, i.Alternative = p.Rule, p.Level, p.Resources, p.Alternative
-		if args.Valid {
-			i.Arguments = json.RawMessage(args.String)
-		}
-		i.Status = projection.InterruptStatus(status)
-		i.RequestedAt, _ = time.Parse(time.RFC3339Nano, askedAt)
-		out = append(out, i)
-	}
-	return out, rows.Err()
+	return sqlrows.All(rows, sqlrows.ScanInterrupt)
 }
 
 // SessionsWaiting lists owner's sessions (of app, when given) whose turn waits for a

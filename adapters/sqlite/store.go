@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/turnlog/turnlog/adapters/sqlrows"
 	"github.com/turnlog/turnlog/events"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
@@ -72,9 +73,9 @@ type Store struct {
 	write  *sql.DB // one connection, owned by the writer goroutine
 	read   *sql.DB // read-only pool
 	reqs   chan *appendReq
-	watch  watchers      // readers following sessions live
-	done   chan struct{} // closed by Close
-	closed chan struct{} // closed by the writer when it has stopped
+	watch  sqlrows.Watchers // readers following sessions live
+	done   chan struct{}    // closed by Close
+	closed chan struct{}    // closed by the writer when it has stopped
 
 	commits, syncedCommits atomic.Int64
 	reads                  readStmts

@@ -32,20 +32,14 @@ func (s *Store) CreateUISession(ctx context.Context, u projection.UISession) err
 // UISession returns the live sign-in whose cookie hashes to idHash. Errors:
 // not_found when there is none, it expired or it was revoked.
 func (s *Store) UISession(ctx context.Context, idHash string, now time.Time) (projection.UISession, error) {
-	var u projection.UISession
-	var created, expires string
-	var admin int
-	err := s.read.QueryRowContext(ctx, `SELECT id_hash, key_hash, user_name, admin, csrf, created_at, expires_at FROM ui_sessions
-		WHERE id_hash = ? AND revoked_at IS NULL AND expires_at > ?`, idHash, sqlrows.KeyTime(now)).Scan(&u.IDHash, &u.KeyHash, &u.User, &admin, &u.CSRF, &created, &expires)
+	u, err := sqlrows.ScanUISession(s.read.QueryRowContext(ctx, `SELECT id_hash, key_hash, user_name, admin, csrf, created_at, expires_at FROM ui_sessions
+		WHERE id_hash = ? AND revoked_at IS NULL AND expires_at > ?`, idHash, sqlrows.KeyTime(now)))
 	if errors.Is(err, sql.ErrNoRows) {
 		return u, events.Errorf(events.CodeNotFound, "no such sign-in")
 	}
 	if err != nil {
 		return u, fmt.Errorf("read ui session: %w", err)
 	}
-	u.Admin = admin == 1
-	u.CreatedAt, _ = time.Parse(time.RFC3339Nano, created)
-	u.ExpiresAt, _ = time.Parse(time.RFC3339Nano, expires)
 	return u, nil
 }
 

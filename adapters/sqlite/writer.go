@@ -316,7 +316,7 @@ func (w *writer) commit(batch []*appendReq) {
 			w.s.syncedCommits.Add(1)
 		}
 		finish(nil)
-		w.s.watch.notify(seqs)
+		w.s.watch.Notify(seqs)
 		if w.s.opts.OnCommit != nil && n > 0 {
 			w.s.opts.OnCommit(n, time.Since(began))
 		}

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 	"time"
 
 	"github.com/tidwall/gjson"
@@ -270,4 +271,174 @@ func ScanDelivery(sc Scanner) (projection.Delivery, error) {
 		d.DeliveredAt = &t
 	}
 	return d, nil
+}
+
+// ScanInterrupt reads a pending-interrupt row: session, turn, id, kind, path, call
+// id, tool, arguments, reason, status, asked-at and the policy JSON.
+func ScanInterrupt(sc Scanner) (projection.Interrupt, error) {
+	var (
+		i       projection.Interrupt
+		args    sql.NullString
+		status  string
+		askedAt string
+		policy  string
+	)
+	if err := sc.Scan(&i.Session, &i.Turn, &i.ID, &i.Kind, &i.Path, &i.CallID, &i.Tool, &args, &i.Reason, &status, &askedAt, &policy); err != nil {
+		return i, err
+	}
+	var p InterruptPolicy
+	if err := json.Unmarshal([]byte(policy), &p); err != nil {
+		return i, err
+	}
+	i.Rule, i.Level, i.Resources, i.Alternative = p.Rule, p.Level, p.Resources, p.Alternative
+	if args.Valid {
+		i.Arguments = json.RawMessage(args.String)
+	}
+	i.Status = projection.InterruptStatus(status)
+	i.RequestedAt, _ = time.Parse(time.RFC3339Nano, askedAt)
+	return i, nil
+}
+
+// ScanQueued reads a queued-input row: session, turn, input, by, status, queued-at
+// and seq.
+func ScanQueued(sc Scanner) (projection.QueuedInput, error) {
+	var q projection.QueuedInput
+	var status, at string
+	if err := sc.Scan(&q.Session, &q.Turn, &q.Input, &q.By, &status, &at, &q.Seq); err != nil {
+		return q, err
+	}
+	q.Status = projection.QueueStatus(status)
+	q.QueuedAt, _ = time.Parse(time.RFC3339Nano, at)
+	return q, nil
+}
+
+// ScanUISession reads a sign-in row: id hash, key hash, user, admin (0 or 1), CSRF
+// token, created-at and expires-at.
+func ScanUISession(sc Scanner) (projection.UISession, error) {
+	var u projection.UISession
+	var created, expires string
+	var admin int
+	if err := sc.Scan(&u.IDHash, &u.KeyHash, &u.User, &admin, &u.CSRF, &created, &expires); err != nil {
+		return u, err
+	}
+	u.Admin = admin == 1
+	u.CreatedAt, _ = time.Parse(time.RFC3339Nano, created)
+	u.ExpiresAt, _ = time.Parse(time.RFC3339Nano, expires)
+	return u, nil
+}
+
+// ScanReceipts reads erasure receipt rows (id, kind, subject, by, at, sessions JSON,
+// counts JSON) and closes them.
+func ScanReceipts(rows *sql.Rows) ([]projection.ErasureReceipt, error) {
+	defer rows.Close()
+	var out []projection.ErasureReceipt
+	for rows.Next() {
+		var r projection.ErasureReceipt
+		var at, sessions, counts string
+		if err := rows.Scan(&r.ID, &r.Kind, &r.Subject, &r.By, &at, &sessions, &counts); err != nil {
+			return nil, err
+		}
+		r.At, _ = time.Parse(time.RFC3339Nano, at)
+		if err := json.Unmarshal([]byte(sessions), &r.Sessions); err != nil {
+			return nil, &events.Error{Code: events.CodeCorruptLog, Field: "erasures " + r.ID, Message: "bad sessions", Err: err}
+		}
+		if err := json.Unmarshal([]byte(counts), &r.Counts); err != nil {
+			return nil, &events.Error{Code: events.CodeCorruptLog, Field: "erasures " + r.ID, Message: "bad counts", Err: err}
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// All reads every row of rows with scan, and closes them.
+func All[T any](rows *sql.Rows, scan func(Scanner) (T, error)) ([]T, error) {
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
+
+// ScanString reads a row of one text column.
+func ScanString(sc Scanner) (string, error) {
+	var s string
+	err := sc.Scan(&s)
+	return s, err
+}
+
+// ScanRaw reads a row of one JSON column.
+func ScanRaw(sc Scanner) (json.RawMessage, error) {
+	var b []byte
+	err := sc.Scan(&b)
+	return json.RawMessage(b), err
+}
+
+// ScanAudit reads an audit row: seq, turn, at, path, kind, tool, outcome, rule,
+// reason, resources, exit code, diff, by, proposed and approved arguments. Only an
+// integer is an exit code (another tool's "exit_code" may be anything).
+func ScanAudit(sc Scanner) (projection.AuditEntry, error) {
+	var e projection.AuditEntry
+	var at string
+	var exit any
+	var proposed, approved, resources sql.NullString
+	if err := sc.Scan(&e.Seq, &e.Turn, &at, &e.Path, &e.Kind, &e.Tool, &e.Outcome, &e.Rule, &e.Reason, &resources, &exit, &e.Diff,
+		&e.By, &proposed, &approved); err != nil {
+		return e, err
+	}
+	if resources.Valid && resources.String != "" {
+		e.Resources = json.RawMessage(resources.String)
+	}
+	if proposed.Valid {
+		e.Proposed = json.RawMessage(proposed.String)
+	}
+	if approved.Valid {
+		e.Approved = json.RawMessage(approved.String)
+	}
+	e.At, _ = time.Parse(time.RFC3339Nano, at)
+	switch v := exit.(type) {
+	case int64:
+		e.ExitCode = &v
+	case string:
+		if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+			e.ExitCode = &n
+		}
+	case []byte:
+		if n, err := strconv.ParseInt(string(v), 10, 64); err == nil {
+			e.ExitCode = &n
+		}
+	}
+	return e, nil
+}
+
+// ScanAsRun reads a history row as run: the item, the arguments a reviewer edited
+// it to (NULL when none) and who, and shows the item as edited.
+func ScanAsRun(sc Scanner) (json.RawMessage, error) {
+	var raw []byte
+	var edited sql.NullString
+	var by string
+	if err := sc.Scan(&raw, &edited, &by); err != nil {
+		return nil, err
+	}
+	if !edited.Valid {
+		return raw, nil
+	}
+	return AsEdited(raw, edited.String, by)
+}
+
+// DecodeItems decodes a session's history items (DecodeItem); a bad one is a
+// corrupt log.
+func DecodeItems(session string, raw []json.RawMessage) ([]events.Item, error) {
+	out := make([]events.Item, len(raw))
+	for i, r := range raw {
+		var err error
+		if out[i], err = DecodeItem(r); err != nil {
+			return nil, &events.Error{Code: events.CodeCorruptLog, Field: "history of " + session, Message: "bad item", Err: err}
+		}
+	}
+	return out, nil
 }
