@@ -124,3 +124,7 @@ func WebhookData(ev events.Event) (json.RawMessage, error) {
 	}
 	return events.Marshal(data)
 }
+
+// WebhookRouter names the webhooks of app that asked to be told of event (a
+// Webhook* kind).
+type WebhookRouter func(app, event string) []string

@@ -15,9 +15,6 @@ import (
 	"github.com/turnlog/turnlog/projection"
 )
 
-// WebhookRouter names the webhooks of an app that hear an event kind.
-type WebhookRouter func(app, event string) []string
-
 // Append implements events.Log: one transaction, durable when it returns.
 func (s *Store) Append(ctx context.Context, session string, after int64, evs []events.Event) ([]events.Event, error) {
 	return s.append(ctx, session, after, evs, false)
@@ -153,7 +150,7 @@ func (s *Store) insert(ctx context.Context, tx *sql.Tx, ev events.Event) error {
 
 // RouteWebhooks makes every later append write an outbox row, in its own transaction,
 // for each webhook the router names for an event it holds.
-func (s *Store) RouteWebhooks(r WebhookRouter) { s.router.Store(&r) }
+func (s *Store) RouteWebhooks(r projection.WebhookRouter) { s.router.Store(&r) }
 
 func (s *Store) enqueueWebhooks(ctx context.Context, tx *sql.Tx, ev events.Event, app string) (string, error) {
 	r := s.router.Load()

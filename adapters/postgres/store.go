@@ -11,6 +11,7 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
 	"github.com/turnlog/turnlog/adapters/sqlrows"
 	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/projection"
 )
 
 // Options tune a Store. The zero value is durable and production-ready.
@@ -32,8 +33,8 @@ type Store struct {
 	db     *sql.DB
 	opts   Options
 	watch  sqlrows.Watchers
-	done   chan struct{}                 // closed by Close
-	router atomic.Pointer[WebhookRouter] // which webhooks hear of an event
+	done   chan struct{}                            // closed by Close
+	router atomic.Pointer[projection.WebhookRouter] // which webhooks hear of an event
 }
 
 var _ events.Log = (*Store)(nil)

@@ -13,13 +13,9 @@ import (
 	"github.com/turnlog/turnlog/projection"
 )
 
-// WebhookRouter names the webhooks of app that asked to be told of event (a
-// projection.Webhook* kind).
-type WebhookRouter func(app, event string) []string
-
 // RouteWebhooks makes every later append write an outbox row, in its own
 // transaction, for each webhook the router names for an event it holds.
-func (s *Store) RouteWebhooks(r WebhookRouter) { s.router.Store(&r) }
+func (s *Store) RouteWebhooks(r projection.WebhookRouter) { s.router.Store(&r) }
 
 // enqueueWebhooks writes the outbox rows ev causes: it runs in the append's
 // transaction, so a committed event has its deliveries and a rolled-back one none.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/turnlog/turnlog/adapters/sqlrows"
 	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/projection"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
 
@@ -79,7 +80,7 @@ type Store struct {
 
 	commits, syncedCommits atomic.Int64
 	reads                  readStmts
-	router                 atomic.Pointer[WebhookRouter] // which webhooks hear of an event
+	router                 atomic.Pointer[projection.WebhookRouter] // which webhooks hear of an event
 }
 
 var _ events.Log = (*Store)(nil)

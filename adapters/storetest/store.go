@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/fsm"
 	"github.com/turnlog/turnlog/projection"
 )
@@ -37,6 +38,14 @@ type Store interface {
 	Rebuild(ctx context.Context) (int64, error)
 	DumpProjections(ctx context.Context) (string, error)
 	Watch(session string) (<-chan struct{}, func())
+	RouteWebhooks(r projection.WebhookRouter)
+	ClaimDeliveries(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]projection.Delivery, error)
+	RecordDelivery(ctx context.Context, id string, attempt int, o projection.DeliveryOutcome) error
+	NextDelivery(ctx context.Context) (time.Time, bool, error)
+	Deliveries(ctx context.Context, f projection.DeliveryFilter) ([]projection.Delivery, error)
+	Delivery(ctx context.Context, id string) (projection.Delivery, error)
+	Redeliver(ctx context.Context, id string, now time.Time) (projection.Delivery, error)
+	DeliveryEvent(ctx context.Context, d projection.Delivery) (events.Event, error)
 }
 
 // Harness is how the suite gets stores to test.
@@ -71,6 +80,8 @@ func Exercise(t *testing.T, h Harness) {
 		{"Erasure", erasure},
 		{"RebuildFoldsTheSame", rebuildFoldsTheSame},
 		{"WatchHearsCommits", watchHearsCommits},
+		{"WebhookOutbox", webhookOutbox},
+		{"EachDeliveryClaimedOnce", eachDeliveryClaimedOnce},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()

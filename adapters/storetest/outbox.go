@@ -1,0 +1,129 @@
+package storetest
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/projection"
+)
+
+func routeAll(w *world) {
+	w.s.RouteWebhooks(func(app, event string) []string { return []string{"hook"} })
+}
+
+func webhookOutbox(t *testing.T, h Harness) {
+	w := newWorld(t, h)
+	routeAll(w)
+	id := w.session("alice")
+	res := w.run(id, "hello there")
+	list, err := w.s.Deliveries(w.ctx, projection.DeliveryFilter{})
+	if err != nil || len(list) != 1 || list[0].Event != projection.WebhookTurnCommitted || list[0].Session != id || list[0].Turn != res.TurnID ||
+		list[0].Status != projection.DeliveryPending || list[0].Webhook != "hook" || list[0].App != "demo" {
+		t.Fatalf("deliveries: %+v %v", list, err)
+	}
+	d := list[0]
+	if _, ok, err := w.s.NextDelivery(w.ctx); err != nil || !ok {
+		t.Fatalf("next delivery: %v %v", ok, err)
+	}
+	if ev, err := w.s.DeliveryEvent(w.ctx, d); err != nil || ev.Type != events.TypeTurnCommitted || ev.Seq != d.Seq {
+		t.Fatalf("the delivery's event: %+v %v", ev, err)
+	}
+	now := time.Now().Add(time.Second)
+	claimed, err := w.s.ClaimDeliveries(w.ctx, now, time.Minute, 10)
+	if err != nil || len(claimed) != 1 || claimed[0].ID != d.ID || claimed[0].Attempts != 1 || claimed[0].Status != projection.DeliverySending {
+		t.Fatalf("claim: %+v %v", claimed, err)
+	}
+	if again, _ := w.s.ClaimDeliveries(w.ctx, now, time.Minute, 10); len(again) != 0 {
+		t.Fatalf("a held delivery was claimed again: %+v", again)
+	}
+	if again, _ := w.s.ClaimDeliveries(w.ctx, now.Add(2*time.Minute), time.Minute, 10); len(again) != 1 || again[0].Attempts != 2 {
+		t.Fatalf("a delivery whose hold ran out: %+v", again)
+	}
+	// Attempt 1 lost its hold: its outcome changes nothing; attempt 2's counts.
+	if err := w.s.RecordDelivery(w.ctx, d.ID, 1, projection.DeliveryOutcome{Status: projection.DeliveryDelivered, At: now}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := w.s.Delivery(w.ctx, d.ID); got.Status != projection.DeliverySending {
+		t.Fatalf("a stale attempt's outcome counted: %+v", got)
+	}
+	if err := w.s.RecordDelivery(w.ctx, d.ID, 2, projection.DeliveryOutcome{Status: projection.DeliveryDead, At: now, HTTPStatus: 503, Error: "unavailable"}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := w.s.Delivery(w.ctx, d.ID); err != nil || got.Status != projection.DeliveryDead || got.LastStatus != 503 || got.LastError != "unavailable" {
+		t.Fatalf("a dead letter: %+v %v", got, err)
+	}
+	if dead, _ := w.s.Deliveries(w.ctx, projection.DeliveryFilter{Status: projection.DeliveryDead}); len(dead) != 1 {
+		t.Fatalf("dead letters: %+v", dead)
+	}
+	again, err := w.s.Redeliver(w.ctx, d.ID, now)
+	if err != nil || again.Status != projection.DeliveryPending || again.Attempts != 0 {
+		t.Fatalf("redeliver: %+v %v", again, err)
+	}
+	if _, err := w.s.Redeliver(w.ctx, d.ID, now); !isCode(err, events.CodeConflict) {
+		t.Fatalf("redeliver one that is not dead: %v", err)
+	}
+	if _, err := w.s.Delivery(w.ctx, "nope"); !isCode(err, events.CodeNotFound) {
+		t.Fatalf("no such delivery: %v", err)
+	}
+	claimed, _ = w.s.ClaimDeliveries(w.ctx, now, time.Minute, 10)
+	if len(claimed) != 1 {
+		t.Fatalf("the redelivered letter is not due: %+v", claimed)
+	}
+	if err := w.s.RecordDelivery(w.ctx, d.ID, claimed[0].Attempts, projection.DeliveryOutcome{Status: projection.DeliveryDelivered, At: now}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := w.s.Delivery(w.ctx, d.ID); got.Status != projection.DeliveryDelivered || got.DeliveredAt == nil {
+		t.Fatalf("delivered: %+v", got)
+	}
+	if _, ok, _ := w.s.NextDelivery(w.ctx); ok {
+		t.Fatal("a delivery is due after all were delivered")
+	}
+}
+
+// eachDeliveryClaimedOnce: claims made at once, as by several nodes, share the due
+// deliveries: each is taken by exactly one.
+func eachDeliveryClaimedOnce(t *testing.T, h Harness) {
+	w := newWorld(t, h)
+	routeAll(w)
+	const n = 12
+	for i := 0; i < n; i++ {
+		w.run(w.session(fmt.Sprintf("u%d", i)), "hello")
+	}
+	now := time.Now().Add(time.Second)
+	var mu sync.Mutex
+	seen := map[string]int{}
+	var wg sync.WaitGroup
+	for c := 0; c < 4; c++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				got, err := w.s.ClaimDeliveries(w.ctx, now, time.Hour, 2)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if len(got) == 0 {
+					return
+				}
+				mu.Lock()
+				for _, d := range got {
+					seen[d.ID]++
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if len(seen) != n {
+		t.Fatalf("%d deliveries claimed, want %d", len(seen), n)
+	}
+	for id, k := range seen {
+		if k != 1 {
+			t.Errorf("delivery %s was claimed %d times", id, k)
+		}
+	}
+}
