@@ -9,14 +9,14 @@ import (
 	"strings"
 
 	"github.com/tidwall/gjson"
-	"github.com/turnlog/turnlog/adapters/sqlite"
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/fsm"
+	"github.com/turnlog/turnlog/pkg/turnlog"
 )
 
 // runInteractive drives one turn as a local shell: what the agent does is printed as
 // it is committed, and each question for a person is asked on the terminal (y/N).
-func runInteractive(ctx context.Context, c *cliContext, store *sqlite.Store, engine *fsm.Engine, session, input string) error {
+func runInteractive(ctx context.Context, c *cliContext, store turnlog.Store, engine *fsm.Engine, session, input string) error {
 	in := c.wiring.stdin
 	if in == nil {
 		in = os.Stdin
@@ -43,7 +43,7 @@ func runInteractive(ctx context.Context, c *cliContext, store *sqlite.Store, eng
 }
 
 // followTurn prints the turn's events as they are committed until it ends.
-func followTurn(ctx context.Context, c *cliContext, store *sqlite.Store, session string, st *fsm.StartedTurn) (*fsm.Result, error) {
+func followTurn(ctx context.Context, c *cliContext, store turnlog.Store, session string, st *fsm.StartedTurn) (*fsm.Result, error) {
 	wake, stop := store.Watch(session)
 	defer stop()
 	done := make(chan struct{})

@@ -83,7 +83,7 @@ func cmdServe(ctx context.Context, c *cliContext, args []string) error {
 		return fmt.Errorf("listen on %s: %w", *addr, err)
 	}
 	defer ln.Close()
-	c.neverDial = []string{ln.Addr().String()}
+	c.neverDial = append([]string{ln.Addr().String()}, databaseAddrs(f.db)...)
 	c.logger = serveLogger(c.stderr)
 	tl, err := c.open(ctx, f)
 	if err != nil {
@@ -99,7 +99,7 @@ func cmdServe(ctx context.Context, c *cliContext, args []string) error {
 	if *dev {
 		fmt.Fprintln(c.stderr, "turnlog: WARNING: --dev mode: requests need no API key and act as user \"dev\"; do not expose this server")
 	}
-	fmt.Fprintf(c.stderr, "turnlog: serving on http://%s (database %s)\n", ln.Addr(), f.db)
+	fmt.Fprintf(c.stderr, "turnlog: serving on http://%s (database %s)\n", ln.Addr(), shownDB(f.db))
 	fmt.Fprintf(c.stderr, "turnlog: the inspector is at http://%s/ui/\n", ln.Addr())
 	if err := tl.Serve(ctx, ln, turnlog.ServeOptions{Keys: keys, AdminKeys: admins, Dev: *dev, Logger: c.logger, PublicURL: *publicURL,
 		ShutdownGrace: *grace}); err != nil {

@@ -3,6 +3,9 @@ package main
 import (
 	"context"
 	"io"
+	"net"
+	"net/url"
+	"strings"
 
 	"github.com/turnlog/turnlog/adapters/sqlite"
 	"github.com/turnlog/turnlog/examples/demo"
@@ -55,4 +58,40 @@ func openStore(ctx context.Context, f commonFlags) (*sqlite.Store, error) {
 // not load.
 func (c *cliContext) open(ctx context.Context, f commonFlags) (*turnlog.Turnlog, error) {
 	return turnlog.Open(ctx, c.options(f.config, f))
+}
+
+// shownDB is the database as it may be printed: a PostgreSQL URL without its
+// password.
+func shownDB(db string) string {
+	if !turnlog.IsPostgres(db) {
+		return db
+	}
+	u, err := url.Parse(db)
+	if err != nil {
+		return "postgres://(unparsable URL)"
+	}
+	return u.Redacted()
+}
+
+// databaseAddrs are the host:port addresses a PostgreSQL URL connects to, which no
+// sandboxed command may reach (none for a SQLite file).
+func databaseAddrs(db string) []string {
+	if !turnlog.IsPostgres(db) {
+		return nil
+	}
+	u, err := url.Parse(db)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, hp := range strings.Split(u.Host, ",") { // pgx takes several hosts, comma-separated
+		if hp == "" {
+			continue
+		}
+		if _, _, err := net.SplitHostPort(hp); err != nil {
+			hp = net.JoinHostPort(strings.Trim(hp, "[]"), "5432")
+		}
+		out = append(out, hp)
+	}
+	return out
 }

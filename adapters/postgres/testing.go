@@ -38,9 +38,9 @@ func TestDSN(t testing.TB) string {
 	return strings.TrimSpace(string(raw))
 }
 
-// MustOpen opens a store in a schema of its own on the tests' PostgreSQL, dropped
-// when the test ends.
-func MustOpen(t testing.TB, opts Options) *Store {
+// TestSchemaDSN makes a schema of the test's own on the tests' PostgreSQL, dropped
+// when the test ends, and returns a DSN whose connections use it.
+func TestSchemaDSN(t testing.TB) string {
 	t.Helper()
 	dsn := TestDSN(t)
 	b := make([]byte, 8)
@@ -54,6 +54,12 @@ func MustOpen(t testing.TB, opts Options) *Store {
 	if _, err := admin.Exec(`CREATE SCHEMA ` + schema); err != nil {
 		t.Fatalf("create schema: %v", err)
 	}
+	t.Cleanup(func() {
+		if db, err := sql.Open("pgx", dsn); err == nil {
+			db.Exec(`DROP SCHEMA ` + schema + ` CASCADE`)
+			db.Close()
+		}
+	})
 	u, err := url.Parse(dsn)
 	if err != nil {
 		t.Fatal("the PostgreSQL DSN is not a URL")
@@ -61,16 +67,17 @@ func MustOpen(t testing.TB, opts Options) *Store {
 	q := u.Query()
 	q.Set("search_path", schema)
 	u.RawQuery = q.Encode()
-	s, err := Open(context.Background(), u.String(), opts)
+	return u.String()
+}
+
+// MustOpen opens a store in a schema of its own on the tests' PostgreSQL, dropped
+// when the test ends.
+func MustOpen(t testing.TB, opts Options) *Store {
+	t.Helper()
+	s, err := Open(context.Background(), TestSchemaDSN(t), opts)
 	if err != nil {
 		t.Fatalf("open the store: %v", err)
 	}
-	t.Cleanup(func() {
-		s.Close()
-		if db, err := sql.Open("pgx", dsn); err == nil {
-			db.Exec(`DROP SCHEMA ` + schema + ` CASCADE`)
-			db.Close()
-		}
-	})
+	t.Cleanup(func() { s.Close() })
 	return s
 }

@@ -13,7 +13,6 @@ import (
 	"github.com/oklog/ulid/v2"
 	"github.com/rs/zerolog"
 	"github.com/turnlog/turnlog/adapters/metrics"
-	"github.com/turnlog/turnlog/adapters/sqlite"
 	"github.com/turnlog/turnlog/adapters/tracing"
 	"github.com/turnlog/turnlog/adapters/webhook"
 	"github.com/turnlog/turnlog/events"
@@ -24,8 +23,9 @@ import (
 // Turnlog is an open log with the engine that runs turns on it: run turns in-process
 // with Engine, or serve the REST API with Serve.
 type Turnlog struct {
-	// Store is the SQLite log and its read models.
-	Store *sqlite.Store
+	// Store is the log and its read models: SQLite, or PostgreSQL for a postgres://
+	// DB.
+	Store Store
 	// Engine runs, resumes, cancels and branches turns.
 	Engine   *fsm.Engine
 	apps     *Apps
@@ -47,7 +47,9 @@ func Open(ctx context.Context, opts Options) (*Turnlog, error) {
 	if opts.DB == "" {
 		return nil, errors.New("no database: set Options.DB to the SQLite file of the log")
 	}
-	opts.Protected = append(append([]string{}, opts.Protected...), opts.DB, opts.DB+"-wal", opts.DB+"-shm")
+	if !IsPostgres(opts.DB) { // a file of its own, which no sandbox may see
+		opts.Protected = append(append([]string{}, opts.Protected...), opts.DB, opts.DB+"-wal", opts.DB+"-shm")
+	}
 	m := metrics.New()
 	var observers multiObserver = []fsm.Observer{m, turnLogger{&opts.Logger}}
 	if opts.Observer != nil {
@@ -57,7 +59,7 @@ func Open(ctx context.Context, opts Options) (*Turnlog, error) {
 	// Not cut short by ctx: a migration is applied whole, and a config that refuses
 	// to load says why even when the caller is already stopping.
 	var hooks atomic.Pointer[webhook.Deliverer]
-	store, err := sqlite.Open(context.WithoutCancel(ctx), opts.DB, sqlite.Options{Synchronous: opts.Synchronous, CheckpointPages: opts.CheckpointPages, Clock: opts.Clock, OnCommit: func(n int, took time.Duration) {
+	store, err := openStore(context.WithoutCancel(ctx), opts, m, func(n int, took time.Duration) {
 		m.Committed(n, took)
 		if d := hooks.Load(); d != nil {
 			d.Wake()
@@ -65,20 +67,15 @@ func Open(ctx context.Context, opts Options) (*Turnlog, error) {
 		if opts.OnCommit != nil {
 			opts.OnCommit(n)
 		}
-	}})
+	})
 	if err != nil {
 		return nil, err
 	}
 	opts.Memory, opts.log = store, store
-	m.WatchStore(func(ctx context.Context) (metrics.StoreStats, error) {
-		st, err := store.Stats(ctx)
-		return metrics.StoreStats{RunningTurns: st.RunningTurns, WaitingTurns: st.WaitingTurns, QueuedInputs: st.QueuedInputs,
-			OutboxPending: st.OutboxPending, DBBytes: st.DBBytes, WALBytes: st.WALBytes}, err
-	})
 	apps, err := LoadApps(ctx, opts)
 	if err != nil {
 		store.Close()
-		if errors.Is(statErr, os.ErrNotExist) { // nothing was ever in it: leave no file behind
+		if errors.Is(statErr, os.ErrNotExist) && !IsPostgres(opts.DB) { // nothing was ever in it: leave no file behind
 			for _, f := range []string{opts.DB, opts.DB + "-wal", opts.DB + "-shm"} {
 				os.Remove(f)
 			}

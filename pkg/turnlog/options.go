@@ -25,7 +25,8 @@ type Options struct {
 	ReplayOnly bool
 	// Functions are the Go function tools the apps may name (functool.New).
 	Functions Functions
-	// DB is the SQLite file of the log (Open creates it).
+	// DB is the SQLite file of the log (Open creates it), or a postgres:// URL of the
+	// PostgreSQL database several nodes share.
 	DB string
 	// Synchronous is SQLite's synchronous setting: FULL (the default, durable),
 	// NORMAL or OFF.

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
-	"github.com/turnlog/turnlog/adapters/sqlite"
 	"github.com/turnlog/turnlog/adapters/webhook"
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/fsm"
@@ -159,7 +158,7 @@ func sweepRetention(ctx context.Context, e *fsm.Engine, every time.Duration, log
 // deliveries are the outbox's deliveries with the deliverer to wake when one is sent
 // again.
 type deliveries struct {
-	*sqlite.Store
+	Store
 	*webhook.Deliverer
 }
 

@@ -1,0 +1,73 @@
+package turnlog
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/turnlog/turnlog/adapters/memory"
+	"github.com/turnlog/turnlog/adapters/metrics"
+	"github.com/turnlog/turnlog/adapters/postgres"
+	"github.com/turnlog/turnlog/adapters/sqlite"
+	"github.com/turnlog/turnlog/adapters/webhook"
+	"github.com/turnlog/turnlog/fsm"
+	"github.com/turnlog/turnlog/httpapi"
+	"github.com/turnlog/turnlog/inspector"
+	"github.com/turnlog/turnlog/projection"
+)
+
+// Store is the log's store as turnlog uses it: a SQLite file (sqlite.Store, one
+// node) or a PostgreSQL database (postgres.Store, chosen by a postgres:// DB).
+type Store interface {
+	fsm.Store
+	fsm.ErasureStore
+	httpapi.Reader
+	httpapi.IdempotencyKeys
+	httpapi.Erasures
+	inspector.Reader
+	inspector.SignIns
+	memory.Store
+	webhook.Outbox
+	Deliveries(ctx context.Context, f projection.DeliveryFilter) ([]projection.Delivery, error)
+	Delivery(ctx context.Context, id string) (projection.Delivery, error)
+	Redeliver(ctx context.Context, id string, now time.Time) (projection.Delivery, error)
+	RouteWebhooks(r projection.WebhookRouter)
+	Ready(ctx context.Context) error
+	Close() error
+}
+
+var (
+	_ Store = (*sqlite.Store)(nil)
+	_ Store = (*postgres.Store)(nil)
+)
+
+// IsPostgres says whether db names a PostgreSQL database rather than a SQLite file.
+func IsPostgres(db string) bool {
+	return strings.HasPrefix(db, "postgres://") || strings.HasPrefix(db, "postgresql://")
+}
+
+// openStore opens the store opts.DB names, with its gauges for the metrics.
+func openStore(ctx context.Context, opts Options, m *metrics.Metrics, onCommit func(int, time.Duration)) (Store, error) {
+	if IsPostgres(opts.DB) {
+		s, err := postgres.Open(ctx, opts.DB, postgres.Options{Clock: opts.Clock, OnCommit: onCommit})
+		if err != nil {
+			return nil, err
+		}
+		m.WatchStore(func(ctx context.Context) (metrics.StoreStats, error) {
+			st, err := s.Stats(ctx)
+			return metrics.StoreStats{RunningTurns: st.RunningTurns, WaitingTurns: st.WaitingTurns, QueuedInputs: st.QueuedInputs,
+				OutboxPending: st.OutboxPending, DBBytes: st.DBBytes}, err
+		})
+		return s, nil
+	}
+	s, err := sqlite.Open(ctx, opts.DB, sqlite.Options{Synchronous: opts.Synchronous, CheckpointPages: opts.CheckpointPages, Clock: opts.Clock, OnCommit: onCommit})
+	if err != nil {
+		return nil, err
+	}
+	m.WatchStore(func(ctx context.Context) (metrics.StoreStats, error) {
+		st, err := s.Stats(ctx)
+		return metrics.StoreStats{RunningTurns: st.RunningTurns, WaitingTurns: st.WaitingTurns, QueuedInputs: st.QueuedInputs,
+			OutboxPending: st.OutboxPending, DBBytes: st.DBBytes, WALBytes: st.WALBytes}, err
+	})
+	return s, nil
+}
