@@ -25,6 +25,11 @@ type Options struct {
 	Observer Observer
 	// Tracer hears the spans of live work (nil: none).
 	Tracer Tracer
+	// NodeID names this node in the sessions' leases of a store several nodes share
+	// (default: the host name and a random suffix); LeaseTTL is how long a lease lasts
+	// unrenewed (default DefaultLeaseTTL).
+	NodeID   string
+	LeaseTTL time.Duration
 	// Requests, when set, sees every model request an agent's call is built from, live
 	// or replayed (for debugging and tests; the model's own streaming hook is unset).
 	Requests func(path string, req ModelRequest)
@@ -60,6 +65,8 @@ type Engine struct {
 
 // runHandle lets a person cancel the turn running on a session.
 type runHandle struct {
+	session  string
+	lease    int64         // the session's lease token on a shared store (0: none)
 	turn     string        // set once TurnStarted is durable (under Engine.mu)
 	from     int64         // the seq this run began at: its TurnStarted, a resume's TurnResumed (0: the turn's start is older)
 	cancel   chan struct{} // closed to stop now: tools' contexts end
@@ -125,6 +132,12 @@ func New(store Store, apps []*App, opts Options) (*Engine, error) {
 	}
 	if opts.Tracer == nil {
 		opts.Tracer = noTracer{}
+	}
+	if opts.NodeID == "" {
+		opts.NodeID = newNodeID()
+	}
+	if opts.LeaseTTL <= 0 {
+		opts.LeaseTTL = DefaultLeaseTTL
 	}
 	e := &Engine{store: store, apps: map[string]*App{}, opts: opts,
 		running: map[string]*runHandle{}, cache: map[string]*sessionCache{}}
@@ -217,27 +230,85 @@ func (e *Engine) Settled(ctx context.Context, session, turn string, end int64) e
 	}
 }
 
-// lock marks a session busy in this process. Errors: conflict.
+// lock marks a session busy in this process and, on a store several nodes share,
+// takes the session's lease (renewed until unlock). Errors: conflict (a turn runs
+// here, or another node holds the session), shutting_down.
 func (e *Engine) lock(session string) (*runHandle, func(), error) {
 	e.mu.Lock()
-	defer e.mu.Unlock()
 	if e.draining {
+		e.mu.Unlock()
 		return nil, nil, events.Errorf(events.CodeShuttingDown, "turnlog is shutting down: send it again once it is back")
 	}
 	if e.running[session] != nil {
+		e.mu.Unlock()
 		return nil, nil, events.Errorf(events.CodeConflict, "session %s already has a turn running", session)
 	}
-	h := &runHandle{cancel: make(chan struct{}), soft: make(chan struct{}), finished: make(chan struct{})}
+	h := &runHandle{session: session, cancel: make(chan struct{}), soft: make(chan struct{}), finished: make(chan struct{})}
 	e.running[session] = h
-	return h, func() {
+	e.mu.Unlock()
+	free := func() {
 		e.mu.Lock()
 		delete(e.running, session)
 		e.mu.Unlock()
 		close(h.finished)
+	}
+	leaser, shared := e.store.(Leaser)
+	if !shared {
+		return h, func() {
+			free()
+			if !h.quiet {
+				go e.kick(session) // the session is free: its next queued input may run
+			}
+		}, nil
+	}
+	ctx := context.Background()
+	token, err := leaser.AcquireLease(ctx, session, e.opts.NodeID, e.opts.LeaseTTL)
+	if err != nil {
+		free()
+		return nil, nil, err
+	}
+	h.lease = token
+	stopRenewing := e.renewLease(leaser, h)
+	return h, func() {
+		stopRenewing()
+		leaser.ReleaseLease(ctx, session, token)
+		free()
 		if !h.quiet {
-			go e.kick(session) // the session is free: its next queued input may run
+			go e.kick(session)
 		}
 	}, nil
+}
+
+// renewLease renews h's lease a few times within each TTL until stopped; a lease it
+// finds lost stops the turn (its appends are refused anyway).
+func (e *Engine) renewLease(l Leaser, h *runHandle) (stop func()) {
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		tick := time.NewTicker(e.opts.LeaseTTL / 3)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+				if err := l.RenewLease(context.Background(), h.session, h.lease, e.opts.LeaseTTL); events.IsCode(err, events.CodeConflict) {
+					h.stop("this node lost the session's lease: another node runs it now")
+					return
+				}
+			}
+		}
+	}()
+	return func() { close(done); <-stopped }
+}
+
+// bound is ctx with h's lease, so that the store fences the appends made with it.
+func (h *runHandle) bound(ctx context.Context) context.Context {
+	if h.lease == 0 {
+		return ctx
+	}
+	return WithLease(ctx, h.session, h.lease)
 }
 
 func (e *Engine) setRunningTurn(h *runHandle, turn string, from int64) {
@@ -322,6 +393,7 @@ func (e *Engine) StartTurn(ctx context.Context, session, input string) (*Started
 	if err != nil {
 		return nil, err
 	}
+	ctx = h.bound(ctx)
 	r, err := e.prepareTurn(ctx, session, input, h)
 	if err != nil {
 		unlock()
@@ -349,6 +421,7 @@ func (e *Engine) Compact(ctx context.Context, session string) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	ctx = h.bound(ctx)
 	defer unlock()
 	r, err := e.prepareTurn(ctx, session, "", h)
 	if err != nil {
@@ -470,6 +543,7 @@ func (e *Engine) recoverTurn(ctx context.Context, t projection.Turn) (*Result, e
 	if err != nil {
 		return nil, err
 	}
+	ctx = h.bound(ctx)
 	defer unlock()
 	e.setRunningTurn(h, t.ID, 0)
 	e.forget(t.Session)
@@ -544,10 +618,11 @@ func (e *Engine) Cancel(ctx context.Context, session, turn, reason string) (proj
 	if t.Status != projection.TurnRunning && t.Status != projection.TurnSuspended {
 		return t, events.Errorf(events.CodeConflict, "turn %s is %s: there is nothing to cancel", turn, t.Status)
 	}
-	_, unlock, err := e.lock(session)
+	h, unlock, err := e.lock(session)
 	if err != nil {
 		return t, err
 	}
+	ctx = h.bound(ctx)
 	defer unlock()
 	last, err := e.store.LastSeq(ctx, session)
 	if err != nil {

@@ -111,10 +111,11 @@ func expired(evs []events.Event, now time.Time) (map[string]Answer, int) {
 
 // rejectOnly records expired rejections while other questions of the turn still wait.
 func (e *Engine) rejectOnly(ctx context.Context, session, turn string, evs []events.Event, due map[string]Answer) error {
-	_, unlock, err := e.lock(session)
+	h, unlock, err := e.lock(session)
 	if err != nil {
 		return err
 	}
+	ctx = h.bound(ctx)
 	defer unlock()
 	var out []events.Event
 	for _, id := range sortedIDs(due) {

@@ -46,7 +46,7 @@ type closer interface{ Closed() bool }
 // reports whether there is nothing more to do.
 func (e *Engine) failBroken(session, turn string, cause error) (bool, error) {
 	ctx := context.Background()
-	_, unlock, err := e.lock(session)
+	h, unlock, err := e.lock(session)
 	var te *events.Error
 	switch {
 	case errors.As(err, &te) && te.Code == events.CodeShuttingDown:
@@ -54,6 +54,7 @@ func (e *Engine) failBroken(session, turn string, cause error) (bool, error) {
 	case err != nil:
 		return false, err // a run holds the session: try again later
 	}
+	ctx = h.bound(ctx)
 	defer unlock()
 	t, err := e.store.Turn(ctx, session, turn)
 	if err != nil {

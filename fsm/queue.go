@@ -177,6 +177,7 @@ func (e *Engine) kick(session string) {
 		if err != nil {
 			return // a turn runs here: it kicks when it ends
 		}
+		ctx = h.bound(ctx)
 		r, err := e.prepareQueued(ctx, session, next, h)
 		if err != nil {
 			var te *events.Error

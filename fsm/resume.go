@@ -38,6 +38,7 @@ func (e *Engine) Resume(ctx context.Context, session, user string, answers map[s
 	if err != nil {
 		return nil, err
 	}
+	ctx = h.bound(ctx)
 	started, r, err := e.prepareResume(ctx, session, user, answers, h)
 	if err != nil || r == nil {
 		unlock()

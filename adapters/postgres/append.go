@@ -91,6 +91,9 @@ func (s *Store) inTx(ctx context.Context, unsynced bool, fn func(context.Context
 }
 
 func (s *Store) appendIn(ctx context.Context, tx *sql.Tx, session string, after int64, evs []events.Event) ([]events.Event, error) {
+	if err := fence(ctx, tx, session); err != nil {
+		return nil, err
+	}
 	var last int64
 	if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(seq), 0) FROM events WHERE session_id = $1`, session).Scan(&last); err != nil {
 		return nil, fmt.Errorf("read last seq of %s: %w", session, err)

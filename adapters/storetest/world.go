@@ -25,10 +25,11 @@ type world struct {
 
 type noArgs struct{}
 
-// approval makes a tool wait for a person.
-type approval struct{ fsm.Tool }
+// Approval makes a tool wait for a person's answer before it runs.
+type Approval struct{ fsm.Tool }
 
-func (a approval) Spec() fsm.ToolSpec {
+// Spec is the tool's, with NeedsApproval.
+func (a Approval) Spec() fsm.ToolSpec {
 	s := a.Tool.Spec()
 	s.NeedsApproval = true
 	return s
@@ -52,7 +53,7 @@ func newWorld(t *testing.T, h Harness) *world {
 	}
 	tools := []fsm.Tool{
 		functool.MustNew("lookup", "looks it up", func(context.Context, noArgs) (any, error) { return "order 42 shipped", nil }),
-		approval{functool.MustNew("refund", "refunds", func(context.Context, noArgs) (any, error) { return "ok", nil })},
+		Approval{functool.MustNew("refund", "refunds", func(context.Context, noArgs) (any, error) { return "ok", nil })},
 		functool.MustNew("slow", "waits for the test", func(ctx context.Context, _ noArgs) (any, error) {
 			w.entered <- struct{}{}
 			select {

@@ -1,0 +1,99 @@
+package postgres_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/turnlog/turnlog/adapters/functool"
+	"github.com/turnlog/turnlog/adapters/postgres"
+	"github.com/turnlog/turnlog/adapters/scripted"
+	"github.com/turnlog/turnlog/adapters/storetest"
+	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/fsm"
+)
+
+type noArgs struct{}
+
+// node is an engine of its own on the shared store, as one turnlog process is.
+func node(t *testing.T, s *postgres.Store, name string, gate <-chan struct{}, entered chan<- struct{}) *fsm.Engine {
+	t.Helper()
+	model, err := scripted.New([]scripted.Rule{
+		{When: scripted.When{AfterTool: "*"}, Reply: "done"},
+		{When: scripted.When{Input: "^slow"}, Tools: []scripted.ToolCall{{Name: "slow", Arguments: `{}`}}},
+		{When: scripted.When{Input: "^refund"}, Tools: []scripted.ToolCall{{Name: "refund", Arguments: `{}`}}},
+		{Reply: "hi"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tools := []fsm.Tool{
+		functool.MustNew("slow", "waits", func(ctx context.Context, _ noArgs) (any, error) {
+			entered <- struct{}{}
+			<-gate
+			return "ok", nil
+		}),
+		storetest.Approval{Tool: functool.MustNew("refund", "refunds", func(context.Context, noArgs) (any, error) { return "refunded", nil })},
+	}
+	app := &fsm.App{Name: "demo", StartAgent: "main", Agents: map[string]*fsm.Agent{"main": {Name: "main", LLM: "m", Model: model, Tools: tools, MaxTurns: 4, MaxToolCalls: 4}}}
+	var n atomic.Int64
+	e, err := fsm.New(s, []*fsm.App{app}, fsm.Options{Clock: time.Now, NodeID: name, NewID: func() string { return fmt.Sprintf("%s-%06d", name, n.Add(1)) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// TestOneNodeRunsASessionAtATime: two engines on one database are two nodes. While
+// node A runs a session's turn, node B's turn on it is refused; once it ends, node B
+// runs the next one, and node A answers the question node B's turn asks.
+func TestOneNodeRunsASessionAtATime(t *testing.T) {
+	t.Parallel()
+	s := postgres.MustOpen(t, postgres.Options{})
+	gate, entered := make(chan struct{}), make(chan struct{}, 4)
+	a, b := node(t, s, "node-a", gate, entered), node(t, s, "node-b", gate, entered)
+	ctx := context.Background()
+	sess, err := a.CreateSession(ctx, "demo", "alice", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slow, err := a.StartTurn(ctx, sess.ID, "slow one")
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-entered
+	if _, err := b.StartTurn(ctx, sess.ID, "hello"); !events.IsCode(err, events.CodeConflict) || !strings.Contains(err.Error(), "another node") {
+		t.Fatalf("node b starts a turn while node a runs one: %v", err)
+	}
+	close(gate)
+	if res, err := slow.Wait(); err != nil || res.Status != fsm.StatusCompleted {
+		t.Fatalf("node a's turn: %+v %v", res, err)
+	}
+	settled := func(e *fsm.Engine, turn string) {
+		seq, _ := s.LastSeq(ctx, sess.ID)
+		if err := e.Settled(ctx, sess.ID, turn, seq); err != nil {
+			t.Fatal(err)
+		}
+	}
+	settled(a, slow.ID)
+	st, err := b.StartTurn(ctx, sess.ID, "refund it")
+	if err != nil {
+		t.Fatalf("node b once node a's turn ended: %v", err)
+	}
+	asked, err := st.Wait()
+	if err != nil || asked.Status != fsm.StatusSuspended {
+		t.Fatalf("node b's refund: %+v %v", asked, err)
+	}
+	settled(b, st.ID)
+	yes := true
+	resumed, err := a.Resume(ctx, sess.ID, "alice", map[string]fsm.Answer{asked.Interrupts[0].ID: {Confirmed: &yes}})
+	if err != nil {
+		t.Fatalf("node a answers node b's question: %v", err)
+	}
+	if res, err := resumed.Wait(); err != nil || res.Status != fsm.StatusCompleted || res.Output != "done" {
+		t.Fatalf("the answered turn: %+v %v", res, err)
+	}
+}
