@@ -122,6 +122,7 @@ func projectionOrder(t string) string {
 	return "session_id, seq, idx"
 }
 
-// Watch returns a channel that receives after each commit of this node that appends
-// to session, and a function to stop watching.
+// Watch returns a channel that receives after each commit, of any node, that appends
+// to session (LISTEN/NOTIFY), and a function to stop watching. Register before
+// reading, so no commit is missed.
 func (s *Store) Watch(session string) (<-chan struct{}, func()) { return s.watch.Watch(session) }

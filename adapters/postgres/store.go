@@ -30,11 +30,16 @@ type Options struct {
 
 // Store is the PostgreSQL event store and projection reader.
 type Store struct {
-	db     *sql.DB
-	opts   Options
-	watch  sqlrows.Watchers
-	done   chan struct{}                            // closed by Close
-	router atomic.Pointer[projection.WebhookRouter] // which webhooks hear of an event
+	db    *sql.DB
+	opts  Options
+	watch sqlrows.Watchers
+	done  chan struct{}      // closed by Close
+	stop  context.CancelFunc // ends the listener
+	heard chan struct{}      // closed once the listener has stopped
+	// listening is closed once the listener first listens: commits after it wake
+	// this node's watchers.
+	listening chan struct{}
+	router    atomic.Pointer[projection.WebhookRouter] // which webhooks hear of an event
 }
 
 var _ events.Log = (*Store)(nil)
@@ -66,7 +71,13 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		db.Close()
 		return nil, err
 	}
-	return &Store{db: db, opts: opts, done: make(chan struct{})}, nil
+	lctx, stop := context.WithCancel(context.Background())
+	s := &Store{db: db, opts: opts, done: make(chan struct{}), stop: stop, heard: make(chan struct{}), listening: make(chan struct{})}
+	go func() {
+		defer close(s.heard)
+		s.listen(lctx, dsn)
+	}()
+	return s, nil
 }
 
 // redact keeps a connection error and drops nothing of it but what could carry the
@@ -81,6 +92,8 @@ func (s *Store) Close() error {
 	default:
 	}
 	close(s.done)
+	s.stop()
+	<-s.heard
 	return s.db.Close()
 }
 

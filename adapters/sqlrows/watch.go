@@ -45,3 +45,18 @@ func (w *Watchers) Notify(sessions map[string]int64) {
 		}
 	}
 }
+
+// NotifyAll wakes every watcher: after a gap in what a store heard (a lost
+// connection), each catches up by reading after its last seq.
+func (w *Watchers) NotifyAll() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, subs := range w.subs {
+		for ch := range subs {
+			select {
+			case ch <- struct{}{}:
+			default:
+			}
+		}
+	}
+}

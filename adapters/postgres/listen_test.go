@@ -1,0 +1,50 @@
+package postgres
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/turnlog/turnlog/events"
+)
+
+// TestWatchHearsOtherNodes: a reader following a session on one node wakes when
+// another node (a store of its own on the same database) commits to it.
+func TestWatchHearsOtherNodes(t *testing.T) {
+	t.Parallel()
+	dsn := TestSchemaDSN(t)
+	ctx := context.Background()
+	a, err := Open(ctx, dsn, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := Open(ctx, dsn, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	created := events.MustNew("", "", &events.SessionCreated{App: "demo", Owner: "alice", Agent: "main"})
+	if _, err := a.Append(ctx, "s1", 0, []events.Event{created}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-b.listening:
+	case <-time.After(30 * time.Second):
+		t.Fatal("node b never listened")
+	}
+	wake, stop := b.Watch("s1") // after the listener's catch-up wake: only a commit wakes it now
+	defer stop()
+	hint := events.MustNew("", "", &events.LoopDetected{Tool: "x", Repeats: 3, Action: "hint"})
+	if _, err := a.Append(ctx, "s1", 1, []events.Event{hint}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-wake:
+	case <-time.After(30 * time.Second):
+		t.Fatal("node b never heard node a's commit")
+	}
+	if evs, err := b.Events(ctx, "s1", 0); err != nil || len(evs) != 2 {
+		t.Fatalf("node b woke and reads %d events, %v", len(evs), err)
+	}
+}
