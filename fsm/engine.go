@@ -517,7 +517,8 @@ func (e *Engine) inFlight(ctx context.Context, session string) (string, error) {
 // Recover re-drives every turn that started and did not end (after a crash): recorded
 // activities are reused, only what is missing runs. It returns one result per turn it
 // recovered, and the errors of those it could not, joined: one turn that fails does
-// not keep the others from being recovered.
+// not keep the others from being recovered. On a store several nodes share, it takes
+// only the turns whose lease expired (their node is gone): a live node's are left.
 func (e *Engine) Recover(ctx context.Context) ([]*Result, error) {
 	ctx = context.WithoutCancel(ctx)
 	running, err := e.store.RunningTurns(ctx)
@@ -526,8 +527,12 @@ func (e *Engine) Recover(ctx context.Context) ([]*Result, error) {
 	}
 	var results []*Result
 	var errs []error
+	_, shared := e.store.(Leaser)
 	for _, t := range running {
 		res, err := e.recoverTurn(ctx, t)
+		if shared && events.IsCode(err, events.CodeConflict) {
+			continue // a live node runs it (this one, or another whose lease holds)
+		}
 		if err != nil { // the others are recovered all the same
 			errs = append(errs, fmt.Errorf("recover turn %s of %s: %w", t.ID, t.Session, err))
 			continue

@@ -21,6 +21,11 @@ type noArgs struct{}
 // node is an engine of its own on the shared store, as one turnlog process is.
 func node(t *testing.T, s *postgres.Store, name string, gate <-chan struct{}, entered chan<- struct{}) *fsm.Engine {
 	t.Helper()
+	return nodeWithTTL(t, s, name, gate, entered, 0)
+}
+
+func nodeWithTTL(t *testing.T, s *postgres.Store, name string, gate <-chan struct{}, entered chan<- struct{}, ttl time.Duration) *fsm.Engine {
+	t.Helper()
 	model, err := scripted.New([]scripted.Rule{
 		{When: scripted.When{AfterTool: "*"}, Reply: "done"},
 		{When: scripted.When{Input: "^slow"}, Tools: []scripted.ToolCall{{Name: "slow", Arguments: `{}`}}},
@@ -40,7 +45,7 @@ func node(t *testing.T, s *postgres.Store, name string, gate <-chan struct{}, en
 	}
 	app := &fsm.App{Name: "demo", StartAgent: "main", Agents: map[string]*fsm.Agent{"main": {Name: "main", LLM: "m", Model: model, Tools: tools, MaxTurns: 4, MaxToolCalls: 4}}}
 	var n atomic.Int64
-	e, err := fsm.New(s, []*fsm.App{app}, fsm.Options{Clock: time.Now, NodeID: name, NewID: func() string { return fmt.Sprintf("%s-%06d", name, n.Add(1)) }})
+	e, err := fsm.New(s, []*fsm.App{app}, fsm.Options{Clock: time.Now, NodeID: name, LeaseTTL: ttl, NewID: func() string { return fmt.Sprintf("%s-%06d", name, n.Add(1)) }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,5 +100,65 @@ func TestOneNodeRunsASessionAtATime(t *testing.T) {
 	}
 	if res, err := resumed.Wait(); err != nil || res.Status != fsm.StatusCompleted || res.Output != "done" {
 		t.Fatalf("the answered turn: %+v %v", res, err)
+	}
+}
+
+// TestAnotherNodeRecoversATurnWhoseNodeWentAway: node A's store goes away in the
+// middle of a turn whose tool is not idempotent; once A's lease expires node B
+// recovers the turn by the replay rule: the model's recorded answer is reused, the
+// tool is not run again, and the turn fails with tool_outcome_unknown, once.
+func TestAnotherNodeRecoversATurnWhoseNodeWentAway(t *testing.T) {
+	t.Parallel()
+	dsn := postgres.TestSchemaDSN(t)
+	ctx := context.Background()
+	storeA, err := postgres.Open(ctx, dsn, postgres.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	storeB := postgres.MustOpenOn(t, dsn)
+	gate, entered := make(chan struct{}), make(chan struct{}, 4)
+	a := nodeWithTTL(t, storeA, "node-a", gate, entered, 500*time.Millisecond)
+	b := nodeWithTTL(t, storeB, "node-b", gate, entered, 500*time.Millisecond)
+	sess, err := a.CreateSession(ctx, "demo", "alice", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slow, err := a.StartTurn(ctx, sess.ID, "slow one")
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-entered
+	if res, err := b.Recover(ctx); err != nil || len(res) != 0 {
+		t.Fatalf("node b recovers a live node's turn: %+v %v", res, err)
+	}
+	storeA.Close() // node A goes away: it renews nothing and appends nothing more
+	deadline := time.Now().Add(30 * time.Second)
+	var recovered []*fsm.Result
+	for len(recovered) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("node b never recovered the turn")
+		}
+		if recovered, err = b.Recover(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if len(recovered) == 0 {
+			time.Sleep(50 * time.Millisecond) // the lease has not expired yet: look again
+		}
+	}
+	if r := recovered[0]; r.TurnID != slow.ID || r.Status != fsm.StatusFailed || r.Error == nil || r.Error.Code != events.CodeToolOutcomeUnknown {
+		t.Fatalf("recovered: %+v", r)
+	}
+	close(gate) // node A's tool returns; its result cannot be recorded any more
+	slow.Wait()
+	evs, err := storeB.Events(ctx, sess.ID, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := map[string]int{}
+	for _, ev := range evs {
+		counts[ev.Type]++
+	}
+	if counts[events.TypeModelCalled] != 1 || counts[events.TypeToolResulted] != 0 || counts[events.TypeTurnFailed] != 1 || len(entered) != 0 {
+		t.Fatalf("the log after the recovery: %v (the tool ran again: %v)", counts, len(entered) != 0)
 	}
 }

@@ -70,6 +70,17 @@ func TestSchemaDSN(t testing.TB) string {
 	return u.String()
 }
 
+// MustOpenOn opens a store on dsn, closed when the test ends.
+func MustOpenOn(t testing.TB, dsn string) *Store {
+	t.Helper()
+	s, err := Open(context.Background(), dsn, Options{})
+	if err != nil {
+		t.Fatalf("open the store: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
 // MustOpen opens a store in a schema of its own on the tests' PostgreSQL, dropped
 // when the test ends.
 func MustOpen(t testing.TB, opts Options) *Store {

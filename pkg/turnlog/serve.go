@@ -75,6 +75,9 @@ func (t *Turnlog) Serve(ctx context.Context, ln net.Listener, s ServeOptions) er
 	handler, stop := t.Handler(s)
 	go expireApprovals(ctx, t.Engine, s.Logger)
 	go sweepRetention(ctx, t.Engine, s.RetentionSweep, s.Logger)
+	if _, shared := t.Store.(fsm.Leaser); shared {
+		go recoverOrphans(ctx, t.Engine, s.Logger)
+	}
 	defer t.startDelivery(ctx)() // ends with ctx
 	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
@@ -121,6 +124,28 @@ func expireApprovals(ctx context.Context, e *fsm.Engine, log zerolog.Logger) {
 			for _, r := range results {
 				log.Info().Str("session", r.Session).Str("turn", r.TurnID).Str("status", r.Status).Msg("approval expired; turn resumed")
 			}
+		}
+	}
+}
+
+// recoverOrphans takes up, on a store several nodes share, the turns of nodes that
+// went away: every lease period it recovers the running turns whose lease expired,
+// until ctx ends.
+func recoverOrphans(ctx context.Context, e *fsm.Engine, log zerolog.Logger) {
+	tick := time.NewTicker(fsm.DefaultLeaseTTL)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		results, err := e.Recover(ctx)
+		if err != nil && ctx.Err() == nil {
+			log.Error().Err(err).Msg("recover turns of nodes that went away")
+		}
+		for _, r := range results {
+			log.Info().Str("session", r.Session).Str("turn", r.TurnID).Str("status", r.Status).Msg("recovered a turn whose node went away")
 		}
 	}
 }
