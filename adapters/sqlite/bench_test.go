@@ -6,45 +6,23 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/turnlog/turnlog/adapters/sqlite"
+	"github.com/turnlog/turnlog/adapters/storetest"
 	"github.com/turnlog/turnlog/events"
 )
 
 // BenchmarkAppendConcurrent appends single small events from 50 sessions at once, each
 // caller waiting for its durable commit (synchronous=FULL): group commit lets one fsync
 // serve many callers. The baseline is the same work with one session (no grouping).
+// adapters/postgres runs the same benchmark.
 func BenchmarkAppendConcurrent(b *testing.B) {
-	for _, sessions := range []int{1, 50} {
-		b.Run(fmt.Sprintf("sessions=%d", sessions), func(b *testing.B) {
-			store, _ := sqlite.MustOpen(b, sqlite.Options{})
-			ctx := context.Background()
-			ev := events.MustNew("t", "a/tool/c", &events.ToolResulted{CallID: "c", Tool: "noop", Output: `{"ok":true}`})
-			per := b.N/sessions + 1
-			var wg sync.WaitGroup
-			b.ResetTimer()
-			start := time.Now()
-			for s := 0; s < sessions; s++ {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					id := fmt.Sprintf("s%03d", s)
-					for seq := int64(0); seq < int64(per); seq++ {
-						if _, err := store.Append(ctx, id, seq, []events.Event{ev}); err != nil {
-							b.Error(err)
-							return
-						}
-					}
-				}()
-			}
-			wg.Wait()
-			elapsed := time.Since(start)
-			b.ReportMetric(float64(per*sessions)/elapsed.Seconds(), "events/s")
-		})
-	}
+	storetest.BenchAppends(b, storetest.Harness{Open: func(t testing.TB) storetest.Store {
+		s, _ := sqlite.MustOpen(t, sqlite.Options{})
+		return s
+	}})
 }
 
 // BenchmarkRebuild folds a log of ~100k events (10-step turns) into fresh projections

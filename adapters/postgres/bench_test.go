@@ -1,0 +1,17 @@
+package postgres_test
+
+import (
+	"testing"
+
+	"github.com/turnlog/turnlog/adapters/postgres"
+	"github.com/turnlog/turnlog/adapters/storetest"
+)
+
+// BenchmarkAppendConcurrent is the SQLite store's benchmark of the same name on
+// PostgreSQL: single small events from 1 and 50 sessions, each append one durable
+// transaction.
+func BenchmarkAppendConcurrent(b *testing.B) {
+	storetest.BenchAppends(b, storetest.Harness{Open: func(t testing.TB) storetest.Store {
+		return postgres.MustOpen(t, postgres.Options{MaxConns: 60})
+	}})
+}
