@@ -150,6 +150,9 @@ func New(store Store, apps []*App, opts Options) (*Engine, error) {
 		}
 		e.apps[a.Name] = a
 	}
+	if relay, ok := store.(CancelRelay); ok {
+		relay.OnCancel(e.cancelHere)
+	}
 	return e, nil
 }
 
@@ -624,6 +627,9 @@ func (e *Engine) Cancel(ctx context.Context, session, turn, reason string) (proj
 		return t, events.Errorf(events.CodeConflict, "turn %s is %s: there is nothing to cancel", turn, t.Status)
 	}
 	h, unlock, err := e.lock(session)
+	if relay, ok := e.store.(CancelRelay); ok && events.IsCode(err, events.CodeConflict) && t.Status == projection.TurnRunning {
+		return e.cancelElsewhere(ctx, relay, session, turn, reason)
+	}
 	if err != nil {
 		return t, err
 	}

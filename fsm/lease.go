@@ -6,6 +6,9 @@ import (
 	"encoding/hex"
 	"os"
 	"time"
+
+	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/projection"
 )
 
 // Leaser is a store shared by several nodes: a node takes a session's lease before
@@ -53,4 +56,62 @@ func newNodeID() string {
 	b := make([]byte, 4)
 	rand.Read(b)
 	return host + "-" + hex.EncodeToString(b)
+}
+
+// CancelRelay is a store several nodes share that passes a cancel to the node that
+// runs the turn: RelayCancel sends it, and every node hears it through the function
+// OnCancel registers.
+type CancelRelay interface {
+	RelayCancel(ctx context.Context, session, turn, reason string) error
+	OnCancel(func(session, turn, reason string))
+}
+
+// sessionWatcher is a store that wakes readers after each commit to a session.
+type sessionWatcher interface {
+	Watch(session string) (<-chan struct{}, func())
+}
+
+// cancelHere stops the turn if it runs in this process (a cancel relayed from
+// another node).
+func (e *Engine) cancelHere(session, turn, reason string) {
+	e.mu.Lock()
+	h := e.running[session]
+	here := h != nil && h.turn == turn // read under the lock setRunningTurn writes under
+	e.mu.Unlock()
+	if here {
+		h.stop(reason)
+	}
+}
+
+// cancelElsewhere passes the cancel to the node that runs the turn, and waits for
+// the turn to end (or ctx to).
+func (e *Engine) cancelElsewhere(ctx context.Context, relay CancelRelay, session, turn, reason string) (projection.Turn, error) {
+	w, ok := e.store.(sessionWatcher)
+	if !ok {
+		return projection.Turn{}, events.Errorf(events.CodeConflict, "turn %s runs on another node", turn)
+	}
+	wake, stop := w.Watch(session)
+	defer stop()
+	if err := relay.RelayCancel(ctx, session, turn, reason); err != nil {
+		return projection.Turn{}, err
+	}
+	// A relay is not kept: one sent while the running node was reconnecting is lost,
+	// so it is sent again until the turn ends (stopping a turn twice is stopping it).
+	again := time.NewTicker(time.Second)
+	defer again.Stop()
+	for {
+		t, err := e.store.Turn(ctx, session, turn)
+		if err != nil || t.Status != projection.TurnRunning {
+			return t, err
+		}
+		select {
+		case <-wake:
+		case <-again.C:
+			if err := relay.RelayCancel(ctx, session, turn, reason); err != nil {
+				return t, err
+			}
+		case <-ctx.Done():
+			return t, ctx.Err()
+		}
+	}
 }

@@ -125,7 +125,7 @@ func (s *Store) appendIn(ctx context.Context, tx *sql.Tx, session string, after 
 		}
 		out[i] = ev
 	}
-	if _, err := tx.ExecContext(ctx, `SELECT pg_notify($1, $2)`, commitsChannel, session); err != nil {
+	if _, err := tx.ExecContext(ctx, `SELECT pg_notify($1, $2)`, commitsChannel, s.scope+"/"+session); err != nil {
 		return nil, fmt.Errorf("notify the commit: %w", err)
 	}
 	return out, nil

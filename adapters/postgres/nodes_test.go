@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"strings"
 	"sync/atomic"
@@ -14,6 +15,7 @@ import (
 	"github.com/turnlog/turnlog/adapters/storetest"
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/fsm"
+	"github.com/turnlog/turnlog/projection"
 )
 
 type noArgs struct{}
@@ -38,7 +40,10 @@ func nodeWithTTL(t *testing.T, s *postgres.Store, name string, gate <-chan struc
 	tools := []fsm.Tool{
 		functool.MustNew("slow", "waits", func(ctx context.Context, _ noArgs) (any, error) {
 			entered <- struct{}{}
-			<-gate
+			select {
+			case <-gate:
+			case <-ctx.Done(): // its turn was canceled
+			}
 			return "ok", nil
 		}),
 		storetest.Approval{Tool: functool.MustNew("refund", "refunds", func(context.Context, noArgs) (any, error) { return "refunded", nil })},
@@ -52,6 +57,21 @@ func nodeWithTTL(t *testing.T, s *postgres.Store, name string, gate <-chan struc
 	return e
 }
 
+// slowTurn starts a session on node e and a turn of it whose slow tool runs, held.
+func slowTurn(t *testing.T, e *fsm.Engine, entered <-chan struct{}) (projection.Session, *fsm.StartedTurn) {
+	t.Helper()
+	sess, err := e.CreateSession(context.Background(), "demo", "alice", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slow, err := e.StartTurn(context.Background(), sess.ID, "slow one")
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-entered
+	return sess, slow
+}
+
 // TestOneNodeRunsASessionAtATime: two engines on one database are two nodes. While
 // node A runs a session's turn, node B's turn on it is refused; once it ends, node B
 // runs the next one, and node A answers the question node B's turn asks.
@@ -61,15 +81,7 @@ func TestOneNodeRunsASessionAtATime(t *testing.T) {
 	gate, entered := make(chan struct{}), make(chan struct{}, 4)
 	a, b := node(t, s, "node-a", gate, entered), node(t, s, "node-b", gate, entered)
 	ctx := context.Background()
-	sess, err := a.CreateSession(ctx, "demo", "alice", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	slow, err := a.StartTurn(ctx, sess.ID, "slow one")
-	if err != nil {
-		t.Fatal(err)
-	}
-	<-entered
+	sess, slow := slowTurn(t, a, entered)
 	if _, err := b.StartTurn(ctx, sess.ID, "hello"); !events.IsCode(err, events.CodeConflict) || !strings.Contains(err.Error(), "another node") {
 		t.Fatalf("node b starts a turn while node a runs one: %v", err)
 	}
@@ -136,7 +148,11 @@ func TestAnotherNodeRecoversATurnWhoseNodeWentAway(t *testing.T) {
 	var recovered []*fsm.Result
 	for len(recovered) == 0 {
 		if time.Now().After(deadline) {
-			t.Fatal("node b never recovered the turn")
+			db, _ := sql.Open("pgx", dsn)
+			var node, exp, now, status string
+			db.QueryRow(`SELECT node, expires_at::text, clock_timestamp()::text FROM session_leases WHERE session_id = $1`, sess.ID).Scan(&node, &exp, &now)
+			db.QueryRow(`SELECT status FROM proj_turns WHERE session_id = $1`, sess.ID).Scan(&status)
+			t.Fatalf("node b never recovered the turn: lease %q %s now %s, turn %s", node, exp, now, status)
 		}
 		if recovered, err = b.Recover(ctx); err != nil {
 			t.Fatal(err)
@@ -161,4 +177,27 @@ func TestAnotherNodeRecoversATurnWhoseNodeWentAway(t *testing.T) {
 	if counts[events.TypeModelCalled] != 1 || counts[events.TypeToolResulted] != 0 || counts[events.TypeTurnFailed] != 1 || len(entered) != 0 {
 		t.Fatalf("the log after the recovery: %v (the tool ran again: %v)", counts, len(entered) != 0)
 	}
+}
+
+// TestACancelReachesTheNodeThatRunsTheTurn: a cancel sent to node B for a turn node
+// A runs is passed to node A, whose tool's context ends; node B answers with the
+// canceled turn.
+func TestACancelReachesTheNodeThatRunsTheTurn(t *testing.T) {
+	t.Parallel()
+	dsn := postgres.TestSchemaDSN(t)
+	storeA, storeB := postgres.MustOpenOn(t, dsn), postgres.MustOpenOn(t, dsn)
+	gate, entered := make(chan struct{}), make(chan struct{}, 4)
+	a, b := node(t, storeA, "node-a", gate, entered), node(t, storeB, "node-b", gate, entered)
+	ctx := context.Background()
+	sess, slow := slowTurn(t, a, entered)
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	turn, err := b.Cancel(wctx, sess.ID, slow.ID, "stop it from node b")
+	if err != nil || turn.Status != "canceled" || turn.ErrorMessage != "stop it from node b" {
+		t.Fatalf("node b's cancel: %+v %v", turn, err)
+	}
+	if res, err := slow.Wait(); err != nil || res.Error == nil || res.Error.Code != events.CodeCanceled {
+		t.Fatalf("node a's turn: %+v %v", res, err)
+	}
+	close(gate)
 }

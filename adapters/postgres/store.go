@@ -39,7 +39,9 @@ type Store struct {
 	// listening is closed once the listener first listens: commits after it wake
 	// this node's watchers.
 	listening chan struct{}
-	router    atomic.Pointer[projection.WebhookRouter] // which webhooks hear of an event
+	onCancel  atomic.Pointer[func(session, turn, reason string)] // a cancel another node relays
+	scope     string                                             // the schema the store's tables are in: its notifications carry it
+	router    atomic.Pointer[projection.WebhookRouter]           // which webhooks hear of an event
 }
 
 var _ events.Log = (*Store)(nil)
@@ -71,8 +73,13 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		db.Close()
 		return nil, err
 	}
+	var scope string
+	if err := db.QueryRowContext(ctx, `SELECT current_schema()`).Scan(&scope); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("read the schema: %w", err)
+	}
 	lctx, stop := context.WithCancel(context.Background())
-	s := &Store{db: db, opts: opts, done: make(chan struct{}), stop: stop, heard: make(chan struct{}), listening: make(chan struct{})}
+	s := &Store{db: db, opts: opts, done: make(chan struct{}), stop: stop, heard: make(chan struct{}), listening: make(chan struct{}), scope: scope}
 	go func() {
 		defer close(s.heard)
 		s.listen(lctx, dsn)
