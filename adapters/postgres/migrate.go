@@ -23,13 +23,7 @@ func loadMigrations() ([]sqlrows.Migration, error) {
 }
 
 // SchemaVersion is the newest PostgreSQL schema version this binary knows.
-func SchemaVersion() int {
-	ms, err := loadMigrations()
-	if err != nil {
-		return 0
-	}
-	return len(ms)
-}
+func SchemaVersion() int { return sqlrows.Versions(migrations.Postgres, "postgres") }
 
 // migrate applies pending migrations, each in its own transaction, holding an
 // advisory lock so that nodes starting together migrate one after another.

@@ -120,14 +120,7 @@ func (s *Store) Ping(ctx context.Context) error { return s.db.PingContext(ctx) }
 // Ready checks that the store answers and that its schema is the one this binary
 // knows (another node may have migrated the database further).
 func (s *Store) Ready(ctx context.Context) error {
-	var v int
-	if err := s.db.QueryRowContext(ctx, qMaxMigration).Scan(&v); err != nil {
-		return fmt.Errorf("store unreachable: %w", err)
-	}
-	if want := SchemaVersion(); v != want {
-		return events.Errorf(events.CodeSchemaTooNew, "database schema is at version %d, this binary knows %d", v, want)
-	}
-	return nil
+	return sqlrows.CheckSchema(ctx, s.db, qMaxMigration, SchemaVersion())
 }
 
 func (s *Store) closedError() error {

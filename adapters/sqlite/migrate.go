@@ -12,13 +12,7 @@ import (
 func loadMigrations() ([]sqlrows.Migration, error) { return sqlrows.LoadMigrations(migrations.FS, ".") }
 
 // SchemaVersion is the newest schema version this binary knows.
-func SchemaVersion() int {
-	ms, err := loadMigrations()
-	if err != nil {
-		return 0
-	}
-	return len(ms)
-}
+func SchemaVersion() int { return sqlrows.Versions(migrations.FS, ".") }
 
 func migrate(ctx context.Context, db *sql.DB, clock events.Clock) error {
 	ms, err := loadMigrations()

@@ -180,12 +180,5 @@ func (s *Store) Ping(ctx context.Context) error { return s.read.PingContext(ctx)
 // Ready checks that the store answers reads and that its schema is the one this
 // binary knows (another process may have migrated the file further).
 func (s *Store) Ready(ctx context.Context) error {
-	var v int
-	if err := s.read.QueryRowContext(ctx, qMaxMigration).Scan(&v); err != nil {
-		return fmt.Errorf("store unreachable: %w", err)
-	}
-	if want := SchemaVersion(); v != want {
-		return events.Errorf(events.CodeSchemaTooNew, "database schema is at version %d, this binary knows %d", v, want)
-	}
-	return nil
+	return sqlrows.CheckSchema(ctx, s.read, qMaxMigration, SchemaVersion())
 }

@@ -95,3 +95,26 @@ func Migrate(ctx context.Context, db DB, ms []Migration, q MigrationSQL, clock e
 	}
 	return nil
 }
+
+// Versions is how many migrations dir of fsys holds: the newest schema version a
+// binary knows (0 when they do not load).
+func Versions(fsys fs.FS, dir string) int {
+	ms, err := LoadMigrations(fsys, dir)
+	if err != nil {
+		return 0
+	}
+	return len(ms)
+}
+
+// CheckSchema reads the database's schema version with maxQuery and refuses one
+// other than want (another process migrated it further): schema_too_new.
+func CheckSchema(ctx context.Context, db DB, maxQuery string, want int) error {
+	var v int
+	if err := db.QueryRowContext(ctx, maxQuery).Scan(&v); err != nil {
+		return fmt.Errorf("store unreachable: %w", err)
+	}
+	if v != want {
+		return events.Errorf(events.CodeSchemaTooNew, "database schema is at version %d, this binary knows %d", v, want)
+	}
+	return nil
+}
