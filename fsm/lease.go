@@ -72,26 +72,57 @@ type sessionWatcher interface {
 }
 
 // cancelHere stops the turn if it runs in this process (a cancel relayed from
-// another node).
+// another node). An interrupt (InterruptReason) stops it at its next safe point, as
+// it does on the node that queued the input.
 func (e *Engine) cancelHere(session, turn, reason string) {
 	e.mu.Lock()
 	h := e.running[session]
 	here := h != nil && h.turn == turn // read under the lock setRunningTurn writes under
 	e.mu.Unlock()
-	if here {
+	switch {
+	case !here:
+	case reason == InterruptReason:
+		h.stopSoftly(reason)
+	default:
 		h.stop(reason)
 	}
 }
 
+// interruptElsewhere asks the node that runs the session's turn to stop it at its
+// next safe point, for input queued here; the queue runs when that turn ends. The
+// request is sent again each second until the turn no longer runs.
+func (e *Engine) interruptElsewhere(session, turn string) {
+	relay, ok := e.store.(CancelRelay)
+	if !ok {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), interruptPatience)
+	defer cancel()
+	e.relayUntilEnded(ctx, relay, session, turn, InterruptReason)
+}
+
+// interruptPatience bounds how long an interrupt is relayed: a turn that a tool
+// holds longer than this ends when the tool does, and the queue runs then anyway.
+const interruptPatience = 10 * time.Minute
+
 // cancelElsewhere passes the cancel to the node that runs the turn, and waits for
 // the turn to end (or ctx to).
 func (e *Engine) cancelElsewhere(ctx context.Context, relay CancelRelay, session, turn, reason string) (projection.Turn, error) {
-	w, ok := e.store.(sessionWatcher)
-	if !ok {
+	if _, ok := e.store.(sessionWatcher); !ok {
 		return projection.Turn{}, events.Errorf(events.CodeConflict, "turn %s runs on another node", turn)
 	}
-	wake, stop := w.Watch(session)
-	defer stop()
+	return e.relayUntilEnded(ctx, relay, session, turn, reason)
+}
+
+// relayUntilEnded relays the cancel, and again each second, until the turn no longer
+// runs (or ctx ends), and returns the turn as it is then.
+func (e *Engine) relayUntilEnded(ctx context.Context, relay CancelRelay, session, turn, reason string) (projection.Turn, error) {
+	var wake <-chan struct{}
+	if w, ok := e.store.(sessionWatcher); ok {
+		var stop func()
+		wake, stop = w.Watch(session)
+		defer stop()
+	}
 	if err := relay.RelayCancel(ctx, session, turn, reason); err != nil {
 		return projection.Turn{}, err
 	}

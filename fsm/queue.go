@@ -136,8 +136,8 @@ func (e *Engine) Enqueue(ctx context.Context, session, user, input string, inter
 	return q, nil
 }
 
-// interruptRunning stops the session's turn for new input: the one running here at
-// its next safe point, one waiting for people at once.
+// interruptRunning stops the session's turn for new input: the one running here, or
+// on another node, at its next safe point; one waiting for people at once.
 func (e *Engine) interruptRunning(ctx context.Context, session string) {
 	e.mu.Lock()
 	h := e.running[session]
@@ -146,8 +146,13 @@ func (e *Engine) interruptRunning(ctx context.Context, session string) {
 		h.stopSoftly(InterruptReason)
 		return
 	}
-	if t, err := e.store.LastTurn(ctx, session); err == nil && t.Status == projection.TurnSuspended {
+	t, err := e.store.LastTurn(ctx, session)
+	switch {
+	case err != nil:
+	case t.Status == projection.TurnSuspended:
 		e.Cancel(ctx, session, t.ID, InterruptReason)
+	case t.Status == projection.TurnRunning:
+		go e.interruptElsewhere(session, t.ID) // it runs on another node
 	}
 }
 

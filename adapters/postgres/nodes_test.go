@@ -21,12 +21,12 @@ import (
 type noArgs struct{}
 
 // node is an engine of its own on the shared store, as one turnlog process is.
-func node(t *testing.T, s *postgres.Store, name string, gate <-chan struct{}, entered chan<- struct{}) *fsm.Engine {
+func node(t *testing.T, s fsm.Store, name string, gate <-chan struct{}, entered chan<- struct{}) *fsm.Engine {
 	t.Helper()
 	return nodeWithTTL(t, s, name, gate, entered, 0)
 }
 
-func nodeWithTTL(t *testing.T, s *postgres.Store, name string, gate <-chan struct{}, entered chan<- struct{}, ttl time.Duration) *fsm.Engine {
+func nodeWithTTL(t *testing.T, s fsm.Store, name string, gate <-chan struct{}, entered chan<- struct{}, ttl time.Duration) *fsm.Engine {
 	t.Helper()
 	model, err := scripted.New([]scripted.Rule{
 		{When: scripted.When{AfterTool: "*"}, Reply: "done"},
@@ -200,4 +200,77 @@ func TestACancelReachesTheNodeThatRunsTheTurn(t *testing.T) {
 		t.Fatalf("node a's turn: %+v %v", res, err)
 	}
 	close(gate)
+}
+
+// heardRelays is node A's store, telling the test each cancel or interrupt another
+// node relayed to it, once A has acted on it.
+type heardRelays struct {
+	*postgres.Store
+	heard chan string
+}
+
+func (s heardRelays) OnCancel(f func(session, turn, reason string)) {
+	s.Store.OnCancel(func(session, turn, reason string) {
+		f(session, turn, reason)
+		s.heard <- reason
+	})
+}
+
+// TestAnInterruptReachesTheNodeThatRunsTheTurn: input queued on node B with
+// interrupt stops the turn node A runs at its next safe point — the running tool
+// finishes and is recorded —, and the queued input runs once that turn ends.
+func TestAnInterruptReachesTheNodeThatRunsTheTurn(t *testing.T) {
+	t.Parallel()
+	dsn := postgres.TestSchemaDSN(t)
+	storeA := heardRelays{postgres.MustOpenOn(t, dsn), make(chan string, 16)}
+	storeB := postgres.MustOpenOn(t, dsn)
+	gate, entered := make(chan struct{}), make(chan struct{}, 4)
+	a := nodeWithTTL(t, storeA, "node-a", gate, entered, 0)
+	b := node(t, storeB, "node-b", gate, entered)
+	ctx := context.Background()
+	sess, slow := slowTurn(t, a, entered)
+	q, err := b.Enqueue(ctx, sess.ID, "alice", "urgent", true)
+	if err != nil || q.Position != 1 {
+		t.Fatalf("node b queues: %+v %v", q, err)
+	}
+	select {
+	case reason := <-storeA.heard:
+		if reason != fsm.InterruptReason {
+			t.Fatalf("node a heard %q", reason)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("node a never heard the interrupt")
+	}
+	close(gate)
+	if res, err := slow.Wait(); err != nil || res.Error == nil || res.Error.Code != events.CodeCanceled {
+		t.Fatalf("node a's turn: %+v %v", res, err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		turns, err := storeB.Turns(ctx, sess.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(turns) == 2 && turns[1].Status == projection.TurnCommitted {
+			if turns[0].Status != projection.TurnCanceled || turns[0].ErrorMessage != fsm.InterruptReason || turns[1].ID != q.TurnID {
+				t.Fatalf("turns %+v", turns)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the queued input never ran: %+v", turns)
+		}
+		time.Sleep(20 * time.Millisecond) // the queue runs on node a once its turn ends
+	}
+	evs, err := storeB.Events(ctx, sess.ID, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range evs {
+		if ev.Type == events.TypeToolResulted {
+			if tr, _ := events.DecodeAs[*events.ToolResulted](ev); tr.IsError {
+				t.Fatalf("the running tool was stopped: %+v", tr)
+			}
+		}
+	}
 }
