@@ -37,6 +37,8 @@ func commands() map[string]command {
 			"erase [--db FILE] [--cascade] [--by NAME] SESSION_ID...  |  erase [--db FILE] --user USER", cmdErase},
 		"rebuild": {"drop every projection and refold it from the events", "rebuild [--db FILE]", cmdRebuild},
 		"migrate": {"apply pending schema migrations", "migrate [--db FILE]", cmdMigrate},
+		"migrate-store": {"copy a SQLite file's sessions, memories, idempotency records, webhook deliveries and erasure receipts into an empty PostgreSQL database",
+			"migrate-store --from FILE [--db postgres://…]", cmdMigrateStore},
 		"version": {"print the version", "version", cmdVersion},
 		"doctor":  {"print which sandbox mechanisms work on this machine and what each app gets", "doctor [--config FILE]", cmdDoctor},
 		"policy": {"check what an app's policy decides for a command or tool call",
@@ -121,7 +123,7 @@ func newFlagSet(c *cliContext, name string, common *commonFlags, withConfig bool
 		fs.PrintDefaults()
 	}
 	if common != nil {
-		fs.StringVar(&common.db, "db", envOr("TURNLOG_DB", "turnlog.db"), "SQLite database file (env TURNLOG_DB)")
+		fs.StringVar(&common.db, "db", envOr("TURNLOG_DB", "turnlog.db"), "SQLite database file, or a postgres:// URL (env TURNLOG_DB)")
 		fs.StringVar(&common.synchronous, "synchronous", envOr("TURNLOG_SYNCHRONOUS", "FULL"), "SQLite synchronous: FULL (durable), NORMAL or OFF (env TURNLOG_SYNCHRONOUS)")
 		if withConfig {
 			fs.StringVar(&common.config, "config", envOr("TURNLOG_CONFIG", ""), "agent.yaml with the apps (env TURNLOG_CONFIG; default: the offline demo)")

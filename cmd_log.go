@@ -5,15 +5,17 @@ import (
 	"flag"
 	"fmt"
 
+	"github.com/turnlog/turnlog/adapters/postgres"
 	"github.com/turnlog/turnlog/adapters/sqlite"
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/fsm"
+	"github.com/turnlog/turnlog/pkg/turnlog"
 )
 
 // withStore parses a store command's flags, checks its argument count, and runs fn on
 // the opened store.
 func withStore(ctx context.Context, c *cliContext, name string, args []string, nargs int, what string,
-	fn func(*sqlite.Store, *flag.FlagSet) error) error {
+	fn func(logStore, *flag.FlagSet) error) error {
 	var f commonFlags
 	fs := newFlagSet(c, name, &f, false)
 	if err := fs.Parse(args); err != nil {
@@ -31,7 +33,7 @@ func withStore(ctx context.Context, c *cliContext, name string, args []string, n
 }
 
 func cmdExport(ctx context.Context, c *cliContext, args []string) error {
-	return withStore(ctx, c, "export", args, 1, "one SESSION_ID", func(store *sqlite.Store, fs *flag.FlagSet) error {
+	return withStore(ctx, c, "export", args, 1, "one SESSION_ID", func(store logStore, fs *flag.FlagSet) error {
 		id := fs.Arg(0)
 		if _, err := store.Session(ctx, id); err != nil {
 			return err
@@ -45,7 +47,7 @@ func cmdExport(ctx context.Context, c *cliContext, args []string) error {
 }
 
 func cmdRebuild(ctx context.Context, c *cliContext, args []string) error {
-	return withStore(ctx, c, "rebuild", args, 0, "no arguments", func(store *sqlite.Store, _ *flag.FlagSet) error {
+	return withStore(ctx, c, "rebuild", args, 0, "no arguments", func(store logStore, _ *flag.FlagSet) error {
 		n, err := store.Rebuild(ctx)
 		if err != nil {
 			return err
@@ -57,8 +59,12 @@ func cmdRebuild(ctx context.Context, c *cliContext, args []string) error {
 
 func cmdMigrate(ctx context.Context, c *cliContext, args []string) error {
 	// Opening the store applies pending migrations.
-	return withStore(ctx, c, "migrate", args, 0, "no arguments", func(*sqlite.Store, *flag.FlagSet) error {
-		_, err := fmt.Fprintf(c.stdout, "database is at schema version %d\n", schemaVersion())
+	return withStore(ctx, c, "migrate", args, 0, "no arguments", func(store logStore, _ *flag.FlagSet) error {
+		version := schemaVersion()
+		if _, ok := store.(*postgres.Store); ok {
+			version = postgres.SchemaVersion()
+		}
+		_, err := fmt.Fprintf(c.stdout, "database is at schema version %d\n", version)
 		return err
 	})
 }
@@ -73,6 +79,9 @@ func cmdBackup(ctx context.Context, c *cliContext, args []string) error {
 	}
 	if err := requireArgs(fs, 1, "one OUT file"); err != nil {
 		return err
+	}
+	if turnlog.IsPostgres(f.db) {
+		return events.FieldError(events.CodeInvalid, "db", "backup copies a SQLite file: back a PostgreSQL database up with its own tools (pg_dump, base backups)")
 	}
 	rep, err := sqlite.Backup(ctx, f.db, fs.Arg(0))
 	if err != nil {

@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/url"
 	"strings"
 
+	"github.com/turnlog/turnlog/adapters/postgres"
 	"github.com/turnlog/turnlog/adapters/sqlite"
 	"github.com/turnlog/turnlog/examples/demo"
 	"github.com/turnlog/turnlog/fsm"
@@ -47,8 +49,26 @@ func (c *cliContext) loadApps(ctx context.Context, path string) ([]*fsm.App, err
 	return apps.List, nil
 }
 
-func openStore(ctx context.Context, f commonFlags) (*sqlite.Store, error) {
-	return sqlite.Open(ctx, f.db, sqlite.Options{Synchronous: f.synchronous})
+func openStore(ctx context.Context, f commonFlags) (logStore, error) {
+	if turnlog.IsPostgres(f.db) {
+		s, err := postgres.Open(ctx, f.db, postgres.Options{})
+		if err != nil {
+			return nil, fmt.Errorf("open %s: %w", shownDB(f.db), err)
+		}
+		return s, nil
+	}
+	s, err := sqlite.Open(ctx, f.db, sqlite.Options{Synchronous: f.synchronous})
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// logStore is what the commands that read or change the log (export, rebuild,
+// erase, migrate) use, of either store.
+type logStore interface {
+	turnlog.Store
+	Rebuild(ctx context.Context) (int64, error)
 }
 
 // open opens the log and builds the engine over the configured apps.

@@ -22,36 +22,44 @@ const rebuildChunk = 2000
 func (s *Store) Rebuild(ctx context.Context) (int64, error) {
 	var n int64
 	err := s.inTx(ctx, false, func(ctx context.Context, tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, `LOCK TABLE events IN SHARE MODE`); err != nil {
-			return fmt.Errorf("hold appends: %w", err)
-		}
-		for _, t := range projectionTables {
-			if _, err := tx.ExecContext(ctx, "DELETE FROM "+t); err != nil {
-				return fmt.Errorf("empty %s: %w", t, err)
-			}
-		}
-		for lastID := int64(0); ; {
-			evs, next, err := readChunk(ctx, tx, lastID)
-			if err != nil {
-				return err
-			}
-			lastID = next
-			for _, ev := range evs {
-				changes, err := projection.Changes(ev)
-				if err == nil {
-					err = applyChanges(ctx, tx, changes)
-				}
-				if err != nil {
-					return fmt.Errorf("fold %s/%d: %w", ev.Session, ev.Seq, err)
-				}
-			}
-			n += int64(len(evs))
-			if len(evs) < rebuildChunk {
-				return nil
-			}
-		}
+		var err error
+		n, err = rebuildIn(ctx, tx)
+		return err
 	})
 	return n, err
+}
+
+// rebuildIn empties the projection tables and refolds them, within tx.
+func rebuildIn(ctx context.Context, tx *sql.Tx) (int64, error) {
+	if _, err := tx.ExecContext(ctx, `LOCK TABLE events IN SHARE MODE`); err != nil {
+		return 0, fmt.Errorf("hold appends: %w", err)
+	}
+	for _, t := range projectionTables {
+		if _, err := tx.ExecContext(ctx, "DELETE FROM "+t); err != nil {
+			return 0, fmt.Errorf("empty %s: %w", t, err)
+		}
+	}
+	var n int64
+	for lastID := int64(0); ; {
+		evs, next, err := readChunk(ctx, tx, lastID)
+		if err != nil {
+			return n, err
+		}
+		lastID = next
+		for _, ev := range evs {
+			changes, err := projection.Changes(ev)
+			if err == nil {
+				err = applyChanges(ctx, tx, changes)
+			}
+			if err != nil {
+				return n, fmt.Errorf("fold %s/%d: %w", ev.Session, ev.Seq, err)
+			}
+		}
+		n += int64(len(evs))
+		if len(evs) < rebuildChunk {
+			return n, nil
+		}
+	}
 }
 
 func readChunk(ctx context.Context, tx *sql.Tx, after int64) ([]events.Event, int64, error) {
