@@ -9,6 +9,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/rs/zerolog"
 	"github.com/turnlog/turnlog/events"
@@ -105,6 +106,7 @@ type commonFlags struct {
 	synchronous     string
 	checkpointPages int    // 0: the store's default; negative: none of turnlog's own
 	otlpEndpoint    string // where spans go ("": nowhere)
+	leaseTTL        time.Duration
 }
 
 func envOr(name, def string) string {

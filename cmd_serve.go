@@ -30,9 +30,19 @@ func cmdServe(ctx context.Context, c *cliContext, args []string) error {
 	fs.StringVar(&f.otlpEndpoint, "otlp-endpoint", envOr("TURNLOG_OTLP_ENDPOINT", envOr("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", envOr("OTEL_EXPORTER_OTLP_ENDPOINT", ""))),
 		"send OpenTelemetry spans of turns, model calls and tool calls to this OTLP/HTTP endpoint, e.g. http://127.0.0.1:4318 (env TURNLOG_OTLP_ENDPOINT, else OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or OTEL_EXPORTER_OTLP_ENDPOINT)")
 	walPages := fs.String("wal-autocheckpoint", envOr("TURNLOG_WAL_AUTOCHECKPOINT", "1000"), "checkpoint the WAL once it holds this many pages; 0 leaves checkpoints to a replication tool such as Litestream (env TURNLOG_WAL_AUTOCHECKPOINT)")
+	leaseTTL := fs.Duration("lease-ttl", fsm.DefaultLeaseTTL, "on a PostgreSQL database: how long a session's lease lasts unrenewed, so how soon other nodes take over the turns of a node that went away (env TURNLOG_LEASE_TTL)")
+	if v := envOr("TURNLOG_LEASE_TTL", ""); v != "" {
+		if err := fs.Set("lease-ttl", v); err != nil {
+			return events.FieldError(events.CodeInvalid, "TURNLOG_LEASE_TTL", "must be a duration such as 15s, got %q", v)
+		}
+	}
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	if *leaseTTL < 300*time.Millisecond {
+		return events.FieldError(events.CodeInvalid, "lease-ttl", "must be a duration of at least 300ms such as 15s, got %s", *leaseTTL)
+	}
+	f.leaseTTL = *leaseTTL
 	if *grace <= 0 {
 		return events.FieldError(events.CodeInvalid, "shutdown-grace", "must be a positive duration such as 30s, got %s", *grace)
 	}

@@ -116,6 +116,9 @@ type sessionCache struct {
 	conv          *conversation
 }
 
+// LeaseTTL is how long this engine's session leases last unrenewed.
+func (e *Engine) LeaseTTL() time.Duration { return e.opts.LeaseTTL }
+
 // New builds an engine. Every app is validated.
 func New(store Store, apps []*App, opts Options) (*Engine, error) {
 	if opts.Clock == nil || opts.NewID == nil {

@@ -137,9 +137,13 @@ func (s *Server) idempotency(c echo.Context, body []byte) (*keyed, error) {
 				Message: "Idempotency-Key " + strconv.Quote(key) + " was used with another body; a key stands for one request"}
 		case got.Session != "":
 			return k, nil // it made something: answer from that
+		case s.cfg.ClaimHold > 0 && now.Sub(got.CreatedAt) < s.cfg.ClaimHold:
+			return nil, &events.Error{Code: events.CodeConflict, Field: HeaderIdempotencyKey,
+				Message: "a request with Idempotency-Key " + strconv.Quote(key) + " is in progress on another node; send it again shortly"}
 		}
-		// Claimed, and nothing made, with no request of this process holding it: the
-		// request that claimed it ended with its process before it acted. Act now.
+		// Claimed, and nothing made, with no request of this process holding it (or,
+		// on a shared store, for longer than ClaimHold): the request that claimed it
+		// ended with its process before it acted. Act now.
 		if err := s.cfg.Idempotency.ReleaseKey(ctx, rec.Owner, key); err != nil {
 			return nil, err
 		}

@@ -323,3 +323,65 @@ func logged(evs []sseEvent) []string {
 	}
 	return out
 }
+
+// TestRepeatsOnAnotherNodeActOnce: two servers on one store are two nodes. Requests
+// with one key sent to both at once make one session: a node that finds the key
+// claimed by a request of the other, not yet done, answers 409 within ClaimHold
+// instead of taking the claim for an abandoned one; the repeat sent again gets that
+// session.
+func TestRepeatsOnAnotherNodeActOnce(t *testing.T) {
+	t.Parallel()
+	store, _ := sqlite.MustOpen(t, sqlite.Options{Synchronous: "OFF"})
+	apps, err := turnlogtest.LoadApps(t, "demo", demo.Config, turnlog.Options{Functions: demo.Functions()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n atomic.Int64
+	var nodes []*httptest.Server
+	for range 2 {
+		e, _ := fsm.New(store, apps, fsm.Options{Clock: time.Now, NewID: func() string { return fmt.Sprintf("id%04d", n.Add(1)) }})
+		srv := httptest.NewServer(httpapi.New(httpapi.Config{Engine: e, Reader: store, Idempotency: slowKeys{store}, ClaimHold: time.Minute, Dev: true}).Handler())
+		defer srv.Close()
+		nodes = append(nodes, srv)
+	}
+	ids := make(chan string, 8)
+	var conflicts atomic.Int64
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for attempt := 0; attempt < 100; attempt++ {
+				req, _ := http.NewRequest("POST", nodes[i%2].URL+"/v1/sessions", strings.NewReader(`{"app":"demo"}`))
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Idempotency-Key", "together")
+				res, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				var v map[string]any
+				json.NewDecoder(res.Body).Decode(&v)
+				res.Body.Close()
+				if res.StatusCode == http.StatusConflict {
+					conflicts.Add(1)
+					time.Sleep(10 * time.Millisecond) // the other node's request is making it
+					continue
+				}
+				id, _ := v["id"].(string)
+				ids <- id
+				return
+			}
+			t.Error("a repeat never got its answer")
+		}()
+	}
+	wg.Wait()
+	close(ids)
+	seen := map[string]bool{}
+	for id := range ids {
+		seen[id] = true
+	}
+	if len(seen) != 1 || seen[""] {
+		t.Fatalf("one key made sessions %v (%d conflicts)", seen, conflicts.Load())
+	}
+}

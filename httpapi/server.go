@@ -79,6 +79,11 @@ type Config struct {
 	// for IdempotencyTTL (default 24h); Clock is the time they are kept by.
 	Idempotency    IdempotencyKeys
 	IdempotencyTTL time.Duration
+	// ClaimHold, on a store several nodes share, is how long a key claimed by a request
+	// that has made nothing yet is taken to be in progress on another node: a repeat
+	// within it is a 409, after it the claim counts as abandoned and the repeat acts.
+	// 0 (one node): a claim no request of this process holds is abandoned at once.
+	ClaimHold time.Duration
 	Clock          func() time.Time
 	// Logger writes the request log (default: nothing).
 	Logger zerolog.Logger

@@ -34,6 +34,10 @@ type Options struct {
 	// CheckpointPages is the WAL size, in pages, at which turnlog checkpoints it
 	// (default 1000); negative leaves checkpoints to a replication tool (Litestream).
 	CheckpointPages int
+	// LeaseTTL is how long a session's lease lasts unrenewed on a store several nodes
+	// share, and so how soon another node takes over the turns of a node that went
+	// away (default fsm.DefaultLeaseTTL).
+	LeaseTTL time.Duration
 	// Workspace, when set, replaces the policy workspace of every app that has one.
 	Workspace string
 	// NeverDial are addresses (host:port) no sandboxed command may reach, even where

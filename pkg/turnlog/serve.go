@@ -47,7 +47,11 @@ type ServeOptions struct {
 // inspector under /ui/; and a function that ends their live streams (call it before
 // shutting the HTTP server down).
 func (t *Turnlog) Handler(s ServeOptions) (http.Handler, func()) {
-	api := httpapi.New(httpapi.Config{Engine: t.Engine, Reader: t.Store, Idempotency: t.Store, IdempotencyTTL: s.IdempotencyTTL, Keys: s.Keys, AdminKeys: s.AdminKeys, Dev: s.Dev,
+	var claimHold time.Duration
+	if _, shared := t.Store.(fsm.Leaser); shared {
+		claimHold = 2 * t.Engine.LeaseTTL() // a node that claimed a key and went away holds it no longer
+	}
+	api := httpapi.New(httpapi.Config{Engine: t.Engine, Reader: t.Store, Idempotency: t.Store, IdempotencyTTL: s.IdempotencyTTL, ClaimHold: claimHold, Keys: s.Keys, AdminKeys: s.AdminKeys, Dev: s.Dev,
 		Deliveries: deliveries{t.Store, t.webhooks}, Erasures: t.Store,
 		Ready: t.ready, Metrics: t.metrics.Handler(), Meter: t.metrics, Logger: s.Logger})
 	ui, err := inspector.New(inspector.Config{Engine: t.Engine, Reader: t.Store, SignIns: t.Store, Keys: s.Keys, AdminKeys: s.AdminKeys,
@@ -132,7 +136,7 @@ func expireApprovals(ctx context.Context, e *fsm.Engine, log zerolog.Logger) {
 // went away: every lease period it recovers the running turns whose lease expired,
 // until ctx ends.
 func recoverOrphans(ctx context.Context, e *fsm.Engine, log zerolog.Logger) {
-	tick := time.NewTicker(fsm.DefaultLeaseTTL)
+	tick := time.NewTicker(e.LeaseTTL())
 	defer tick.Stop()
 	for {
 		select {
