@@ -84,7 +84,7 @@ type Config struct {
 	// within it is a 409, after it the claim counts as abandoned and the repeat acts.
 	// 0 (one node): a claim no request of this process holds is abandoned at once.
 	ClaimHold time.Duration
-	Clock          func() time.Time
+	Clock     func() time.Time
 	// Logger writes the request log (default: nothing).
 	Logger zerolog.Logger
 }
