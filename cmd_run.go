@@ -33,6 +33,7 @@ func cmdRun(ctx context.Context, c *cliContext, args []string) error {
 		f.db = db
 		fmt.Fprintf(c.stderr, "database %s\n", db)
 	}
+	c.neverDial = append(c.neverDial, databaseAddrs(f.db)...) // no command reaches the database
 	tl, err := c.open(ctx, f)
 	if err != nil {
 		return err

@@ -48,7 +48,9 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(exitCode(err))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	removeBuiltBinary()
+	os.Exit(code)
 }
 
 // countAndGate appends a line to dir/name.count and blocks forever if dir/block-name exists.

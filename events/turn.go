@@ -18,6 +18,10 @@ type TurnStarted struct {
 	// Policy lists the guardrail policy rules that logged or redacted the input
 	// before it was recorded.
 	Policy []PolicyMatch `json:"policy,omitempty"`
+	// RequestKey is a digest of the Idempotency-Key of the request that started the
+	// turn (never the key itself), so that the request sent again finds the turn
+	// even when the process that started it ended before it recorded the key's turn.
+	RequestKey string `json:"request_key,omitempty"`
 }
 
 // KindCompaction is the kind of a turn that compacts the conversation on request.

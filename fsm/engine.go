@@ -491,7 +491,7 @@ func (e *Engine) prepareTurnAs(ctx context.Context, session, input string, h *ru
 	}
 	// The log, the model and every client see the input only after redaction.
 	input, policy := app.Policy.transformText(TargetModelInput, input, nil)
-	start, err := events.New(turn, "", &events.TurnStarted{Input: input, Agent: agent.Name, Kind: kind, Policy: policy})
+	start, err := events.New(turn, "", &events.TurnStarted{Input: input, Agent: agent.Name, Kind: kind, Policy: policy, RequestKey: requestKeyOf(ctx)})
 	if err != nil {
 		return nil, err
 	}
@@ -536,8 +536,8 @@ func (e *Engine) Recover(ctx context.Context) ([]*Result, error) {
 	_, shared := e.store.(Leaser)
 	for _, t := range running {
 		res, err := e.recoverTurn(ctx, t)
-		if shared && events.IsCode(err, events.CodeConflict) {
-			continue // a live node runs it (this one, or another whose lease holds)
+		if errors.Is(err, errTurnEnded) || (shared && events.IsCode(err, events.CodeConflict)) {
+			continue // a live node runs it (this one, or another whose lease holds), or it ended meanwhile
 		}
 		if err != nil { // the others are recovered all the same
 			errs = append(errs, fmt.Errorf("recover turn %s of %s: %w", t.ID, t.Session, err))
@@ -549,6 +549,9 @@ func (e *Engine) Recover(ctx context.Context) ([]*Result, error) {
 	return results, errors.Join(errs...)
 }
 
+// errTurnEnded is a turn to recover that ended before its recovery could begin.
+var errTurnEnded = errors.New("the turn ended before its recovery began")
+
 func (e *Engine) recoverTurn(ctx context.Context, t projection.Turn) (*Result, error) {
 	h, unlock, err := e.lock(t.Session)
 	if err != nil {
@@ -556,6 +559,13 @@ func (e *Engine) recoverTurn(ctx context.Context, t projection.Turn) (*Result, e
 	}
 	ctx = h.bound(ctx)
 	defer unlock()
+	// The list of running turns was read before the lock: the node that ran this one
+	// may have ended it and given its lease up since.
+	if now, err := e.store.Turn(ctx, t.Session, t.ID); err != nil {
+		return nil, err
+	} else if now.Status != projection.TurnRunning {
+		return nil, errTurnEnded
+	}
 	e.setRunningTurn(h, t.ID, 0)
 	e.forget(t.Session)
 	s, err := e.store.Session(ctx, t.Session)

@@ -16,3 +16,17 @@ func RequestIDOf(ctx context.Context) string {
 	id, _ := ctx.Value(requestIDKey{}).(string)
 	return id
 }
+
+type requestKeyKey struct{}
+
+// WithRequestKey tells the engine the digest of the Idempotency-Key of the request
+// that asks for what ctx carries: the turn StartTurn starts records it in its
+// TurnStarted (RequestKey).
+func WithRequestKey(ctx context.Context, digest string) context.Context {
+	return context.WithValue(ctx, requestKeyKey{}, digest)
+}
+
+func requestKeyOf(ctx context.Context) string {
+	k, _ := ctx.Value(requestKeyKey{}).(string)
+	return k
+}

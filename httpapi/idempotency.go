@@ -86,7 +86,11 @@ func (f *inflight) end(id string, ch chan struct{}) {
 // for this route and body — compared as a hash of the canonical JSON —, or returns
 // what the earlier request with the key made. The same key on another route or with
 // another body is a 422.
-func (s *Server) idempotency(c echo.Context, body []byte) (*keyed, error) {
+//
+// adopt, when given, finds what an abandoned claim's request made before its process
+// ended (a turn it started, named in the log): the key is given that target, and
+// the request is answered from it instead of acting again.
+func (s *Server) idempotency(c echo.Context, body []byte, adopt ...func(ctx context.Context, rec projection.IdempotencyRecord) (session, turn string, startSeq int64, ok bool, err error)) (*keyed, error) {
 	key := c.Request().Header.Get(HeaderIdempotencyKey)
 	if key == "" || s.cfg.Idempotency == nil {
 		return nil, nil
@@ -141,9 +145,23 @@ func (s *Server) idempotency(c echo.Context, body []byte) (*keyed, error) {
 			return nil, &events.Error{Code: events.CodeConflict, Field: HeaderIdempotencyKey,
 				Message: "a request with Idempotency-Key " + strconv.Quote(key) + " is in progress on another node; send it again shortly"}
 		}
-		// Claimed, and nothing made, with no request of this process holding it (or,
-		// on a shared store, for longer than ClaimHold): the request that claimed it
-		// ended with its process before it acted. Act now.
+		// Claimed, and nothing recorded as made, with no request of this process
+		// holding it (or, on a shared store, for longer than ClaimHold): the request
+		// that claimed it ended with its process — before it acted, or after it acted
+		// but before it recorded what it made. What the log says it made answers;
+		// else act now.
+		if len(adopt) > 0 {
+			session, turn, startSeq, ok, err := adopt[0](ctx, got)
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				if err := s.cfg.Idempotency.SetKeyTarget(ctx, rec.Owner, key, session, turn, startSeq); err != nil {
+					return nil, err
+				}
+				continue // answered from what it made
+			}
+		}
 		if err := s.cfg.Idempotency.ReleaseKey(ctx, rec.Owner, key); err != nil {
 			return nil, err
 		}
@@ -151,6 +169,43 @@ func (s *Server) idempotency(c echo.Context, body []byte) (*keyed, error) {
 }
 
 func (k *keyed) id() string { return k.owner + "\x00" + k.key }
+
+// digest is what the log records of the key (events.TurnStarted.RequestKey): no one
+// learns the key from it.
+func (k *keyed) digest() string { return requestKeyDigest(k.owner, k.key) }
+
+func requestKeyDigest(owner, key string) string {
+	sum := sha256.Sum256([]byte(owner + "\x00" + key))
+	return hex.EncodeToString(sum[:16])
+}
+
+// startedFor finds, in session, the turn a request with the key started at or after
+// the claim was made (its TurnStarted carries the key's digest).
+func (s *Server) startedFor(session string) func(ctx context.Context, rec projection.IdempotencyRecord) (string, string, int64, bool, error) {
+	return func(ctx context.Context, rec projection.IdempotencyRecord) (string, string, int64, bool, error) {
+		turns, err := s.cfg.Reader.Turns(ctx, session)
+		if err != nil {
+			if events.IsCode(err, events.CodeNotFound) {
+				return "", "", 0, false, nil
+			}
+			return "", "", 0, false, err
+		}
+		digest := requestKeyDigest(rec.Owner, rec.Key)
+		for i := len(turns) - 1; i >= 0 && !turns[i].StartedAt.Before(rec.CreatedAt.Add(-time.Second)); i-- {
+			evs, err := s.cfg.Reader.Events(ctx, session, turns[i].StartSeq-1)
+			if err != nil {
+				return "", "", 0, false, err
+			}
+			if len(evs) == 0 || evs[0].Type != events.TypeTurnStarted {
+				continue
+			}
+			if st, err := events.DecodeAs[*events.TurnStarted](evs[0]); err == nil && st.RequestKey == digest {
+				return session, turns[i].ID, turns[i].StartSeq, true, nil
+			}
+		}
+		return "", "", 0, false, nil
+	}
+}
 
 // made records what a claimed request made, so a repeat answers from it, and lets
 // the repeats waiting in this process go on.

@@ -385,3 +385,65 @@ func TestRepeatsOnAnotherNodeActOnce(t *testing.T) {
 		t.Fatalf("one key made sessions %v (%d conflicts)", seen, conflicts.Load())
 	}
 }
+
+// dyingKeys is the store of a process that ends right after it started a turn: it
+// never records the key's target, nor gives the claim up.
+type dyingKeys struct{ *sqlite.Store }
+
+func (dyingKeys) SetKeyTarget(context.Context, string, string, string, string, int64) error {
+	return fmt.Errorf("the process ended")
+}
+func (dyingKeys) ReleaseKey(context.Context, string, string) error { return nil }
+
+// TestARepeatFindsTheTurnItsDeadProcessStarted: a process claims a key, starts the
+// turn and ends before it records the key's turn; the request sent again to another
+// process is answered with that turn — found in the log by the key's digest on its
+// TurnStarted — and no second turn runs.
+func TestARepeatFindsTheTurnItsDeadProcessStarted(t *testing.T) {
+	t.Parallel()
+	store, _ := sqlite.MustOpen(t, sqlite.Options{Synchronous: "OFF"})
+	apps, err := turnlogtest.LoadApps(t, "demo", demo.Config, turnlog.Options{Functions: demo.Functions()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n atomic.Int64
+	serve := func(keys httpapi.IdempotencyKeys) *httptest.Server {
+		e, _ := fsm.New(store, apps, fsm.Options{Clock: time.Now, NewID: func() string { return fmt.Sprintf("id%04d", n.Add(1)) }})
+		srv := httptest.NewServer(httpapi.New(httpapi.Config{Engine: e, Reader: store, Idempotency: keys, Dev: true}).Handler())
+		t.Cleanup(srv.Close)
+		return srv
+	}
+	dying, next := serve(dyingKeys{store}), serve(store)
+	post := func(srv *httptest.Server, path, key, body string) (int, map[string]any) {
+		req, _ := http.NewRequest("POST", srv.URL+path, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		if key != "" {
+			req.Header.Set("Idempotency-Key", key)
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		var v map[string]any
+		json.NewDecoder(res.Body).Decode(&v)
+		return res.StatusCode, v
+	}
+	status, created := post(next, "/v1/sessions", "", `{"app": "demo"}`)
+	sess, _ := created["id"].(string)
+	if status != http.StatusCreated {
+		t.Fatalf("create: %d %v", status, created)
+	}
+	path := "/v1/sessions/" + sess + "/turns"
+	if status, _ := post(dying, path, "once", `{"input": "where is order 42?"}`); status < 500 {
+		t.Fatalf("the dying process answered %d", status)
+	}
+	status, got := post(next, path, "once", `{"input": "where is order 42?"}`)
+	if status != http.StatusOK || got["status"] != "completed" {
+		t.Fatalf("the repeat: %d %v", status, got)
+	}
+	turns, err := store.Turns(context.Background(), sess)
+	if err != nil || len(turns) != 1 || got["turn_id"] != turns[0].ID {
+		t.Fatalf("turns %+v (the repeat answered %v), %v", turns, got["turn_id"], err)
+	}
+}

@@ -57,7 +57,7 @@ func (s *Server) runTurn(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
-	k, err := s.idempotency(c, raw)
+	k, err := s.idempotency(c, raw, s.startedFor(c.Param("id")))
 	if err != nil {
 		return err
 	}
@@ -109,7 +109,11 @@ func (s *Server) runTurn(c echo.Context) error {
 	if answers != nil {
 		started, err = s.cfg.Engine.Resume(ctx, c.Param("id"), userOf(c), answers)
 	} else {
-		started, err = s.cfg.Engine.StartTurn(ctx, c.Param("id"), *req.Input)
+		startCtx := ctx
+		if k != nil {
+			startCtx = fsm.WithRequestKey(ctx, k.digest()) // a repeat finds the turn in the log, whatever happens to this process
+		}
+		started, err = s.cfg.Engine.StartTurn(startCtx, c.Param("id"), *req.Input)
 	}
 	if err != nil {
 		if mode := s.onBusy(sess, req); req.Input != nil && events.IsCode(err, events.CodeConflict) && mode != fsm.OnBusyReject {

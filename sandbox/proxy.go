@@ -142,7 +142,7 @@ func (p *proxy) handle(c net.Conn) {
 	} else if addr, err = p.address(host); err != nil {
 		d.Allowed, d.Reason = false, err.Error()
 	} else if p.reachesTurnlog(addr, port) {
-		d.Allowed, d.Reason = false, fmt.Sprintf("%s:%s is where turnlog itself listens, which no command may reach", addr, port)
+		d.Allowed, d.Reason = false, fmt.Sprintf("%s:%s is turnlog's own (where it listens, or its database), which no command may reach", addr, port)
 	}
 	p.mu.Lock()
 	p.decisions = append(p.decisions, d)

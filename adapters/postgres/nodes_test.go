@@ -274,3 +274,44 @@ func TestAnInterruptReachesTheNodeThatRunsTheTurn(t *testing.T) {
 		}
 	}
 }
+
+// staleRunning is node B's store, whose list of running turns was read a moment ago.
+type staleRunning struct {
+	*postgres.Store
+	running []projection.Turn
+}
+
+func (s staleRunning) RunningTurns(context.Context) ([]projection.Turn, error) { return s.running, nil }
+
+// TestARecoveryLeavesATurnThatEndedAlone: node B lists node A's turn as running,
+// then A ends it and gives its lease up before B takes the lease: B's recovery finds
+// the turn ended and leaves it — no second terminal event.
+func TestARecoveryLeavesATurnThatEndedAlone(t *testing.T) {
+	t.Parallel()
+	dsn := postgres.TestSchemaDSN(t)
+	storeA := postgres.MustOpenOn(t, dsn)
+	gate, entered := make(chan struct{}), make(chan struct{}, 4)
+	a := node(t, storeA, "node-a", gate, entered)
+	ctx := context.Background()
+	sess, slow := slowTurn(t, a, entered)
+	running, err := storeA.RunningTurns(ctx)
+	if err != nil || len(running) != 1 {
+		t.Fatalf("running turns: %+v %v", running, err)
+	}
+	close(gate)
+	if res, err := slow.Wait(); err != nil || res.Status != fsm.StatusCompleted {
+		t.Fatalf("node a's turn: %+v %v", res, err)
+	}
+	seq, _ := storeA.LastSeq(ctx, sess.ID)
+	if err := a.Settled(ctx, sess.ID, slow.ID, seq); err != nil {
+		t.Fatal(err)
+	}
+	b := node(t, staleRunning{postgres.MustOpenOn(t, dsn), running}, "node-b", gate, entered)
+	if res, err := b.Recover(ctx); err != nil || len(res) != 0 {
+		t.Fatalf("node b recovered an ended turn: %+v %v", res, err)
+	}
+	if after, _ := storeA.LastSeq(ctx, sess.ID); after != seq {
+		evs, _ := storeA.Events(ctx, sess.ID, seq)
+		t.Fatalf("node b appended to the ended turn: %+v", evs)
+	}
+}

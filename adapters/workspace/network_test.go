@@ -117,7 +117,7 @@ exec 3<>/dev/tcp/127.0.0.1/${HTTP_PROXY##*:}; printf 'GET http://127.0.0.8:0080/
 			t.Errorf("%s was not refused: %+v", host, res)
 		}
 	}
-	if strings.Count(res.Stdout, "127.0.0.8:80 is where turnlog itself listens") != 3 {
+	if strings.Count(res.Stdout, "127.0.0.8:80 is turnlog's own") != 3 {
 		t.Errorf("turnlog's own listener was not refused, under each spelling of its port: %+v", res)
 	}
 	if !strings.Contains(res.Stdout, "metadata.test resolves to 100.100.100.200") {
