@@ -26,10 +26,12 @@ vet: ## gofmt and go vet
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))" || { gofmt -l .; echo "gofmt needed"; exit 1; }
 	$(GO) vet ./...
 
-bench: ## the SPEC §10 benchmarks: engine step, storage, rebuild, appends/s, branch, history read, HTTP turns, sandbox overhead, context build and token counting, HTTP and command tools, cancel latency, the inspector's session page
+bench: ## the SPEC §10 benchmarks: engine step, storage, rebuild, appends/s (SQLite and PostgreSQL), engine step and HTTP turns/s by store and nodes, branch, history read, HTTP turns, sandbox overhead, context build and token counting, HTTP and command tools, cancel latency, the inspector's session page
 	$(GO) test -run '^$$' -bench 'EngineStep|Rebuild' -benchtime 1x -p 1 -timeout 30m ./fsm ./adapters/sqlite
 	$(GO) test -run '^$$' -bench 'AppendConcurrent' -benchtime 20000x -timeout 30m ./adapters/sqlite
 	$(GO) test -run '^$$' -bench 'AppendConcurrent' -benchtime 5000x -timeout 30m ./adapters/postgres # with TURNLOG_TEST_POSTGRES set (.ci/start-postgres); skipped without
+	$(GO) test -run '^$$' -bench 'StoreEngineSteps' -benchtime 1x -p 1 -timeout 30m ./adapters/sqlite ./adapters/postgres
+	$(GO) test -run '^$$' -bench 'HTTPTurnsByNodes' -benchtime 600x -timeout 30m ./pkg/turnlog # the PostgreSQL runs with TURNLOG_TEST_POSTGRES set
 	$(GO) test -run '^$$' -bench 'Branch|HistoryRead|ApprovalRoundTrip|EnqueueStart' -benchtime 200x -timeout 30m ./fsm
 	$(GO) test -run '^$$' -bench 'HTTPTurn|HTTPApprovalRoundTrip|IdempotentReplay' -benchtime 300x -timeout 30m ./httpapi
 	$(GO) test -run '^$$' -bench 'Canonicalize' -benchmem ./events

@@ -15,3 +15,11 @@ func BenchmarkAppendConcurrent(b *testing.B) {
 		return postgres.MustOpen(t, postgres.Options{MaxConns: 60})
 	}})
 }
+
+// BenchmarkStoreEngineSteps is the engine's step, 200 turns of 10, on PostgreSQL:
+// the same code the SQLite store runs (storetest.BenchEngineSteps).
+func BenchmarkStoreEngineSteps(b *testing.B) {
+	storetest.BenchEngineSteps(b, storetest.Harness{Open: func(t testing.TB) storetest.Store {
+		return postgres.MustOpen(t, postgres.Options{})
+	}})
+}

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -313,5 +314,125 @@ func TestARecoveryLeavesATurnThatEndedAlone(t *testing.T) {
 	if after, _ := storeA.LastSeq(ctx, sess.ID); after != seq {
 		evs, _ := storeA.Events(ctx, sess.ID, seq)
 		t.Fatalf("node b appended to the ended turn: %+v", evs)
+	}
+}
+
+// expiring is a refund whose approval nobody gives in time is rejected.
+type expiring struct{ fsm.Tool }
+
+func (x expiring) Spec() fsm.ToolSpec {
+	s := x.Tool.Spec()
+	s.NeedsApproval, s.ExpiresIn = true, time.Minute
+	return s
+}
+
+// TestApprovalExpiryIsTakenOnce: node A's turn waits for an approval that expires;
+// nodes B and C, whose clocks are past the expiry, both look for due approvals at
+// once: the approval is rejected once, and the turn resumes and ends once.
+func TestApprovalExpiryIsTakenOnce(t *testing.T) {
+	t.Parallel()
+	dsn := postgres.TestSchemaDSN(t)
+	ctx := context.Background()
+	engine := func(name string, clock func() time.Time) *fsm.Engine {
+		model, err := scripted.New([]scripted.Rule{
+			{When: scripted.When{AfterTool: "*"}, Reply: "{{output.error.message}}"},
+			{Tools: []scripted.ToolCall{{Name: "refund", Arguments: `{}`}}},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		refund := expiring{functool.MustNew("refund", "refunds", func(context.Context, noArgs) (any, error) { return "refunded", nil })}
+		app := &fsm.App{Name: "demo", StartAgent: "main", Agents: map[string]*fsm.Agent{"main": {Name: "main", LLM: "m", Model: model, Tools: []fsm.Tool{refund}, MaxTurns: 4, MaxToolCalls: 4}}}
+		var n atomic.Int64
+		e, err := fsm.New(postgres.MustOpenOn(t, dsn), []*fsm.App{app}, fsm.Options{Clock: clock, NodeID: name, NewID: func() string { return fmt.Sprintf("%s-%06d", name, n.Add(1)) }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	a := engine("node-a", time.Now)
+	later := func() time.Time { return time.Now().Add(time.Hour) }
+	b, c := engine("node-b", later), engine("node-c", later)
+	sess, err := a.CreateSession(ctx, "demo", "alice", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	asked, err := a.RunTurn(ctx, sess.ID, "refund it")
+	if err != nil || asked.Status != fsm.StatusSuspended {
+		t.Fatalf("the refund: %+v %v", asked, err)
+	}
+	var wg sync.WaitGroup
+	for _, e := range []*fsm.Engine{b, c} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			e.ExpireDue(ctx) // a node that finds it taken by the other says so, and changes nothing
+		}()
+	}
+	wg.Wait()
+	evs, err := postgres.MustOpenOn(t, dsn).Events(ctx, sess.ID, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := map[string]int{}
+	for _, ev := range evs {
+		counts[ev.Type]++
+	}
+	if counts[events.TypeApprovalResolved] != 1 || counts[events.TypeTurnResumed] != 1 || counts[events.TypeTurnCommitted] != 1 || counts[events.TypeToolResulted] != 1 {
+		t.Fatalf("the log after two nodes expired the approval: %v", counts)
+	}
+}
+
+// TestAQueuedInputRunsOnce: input queued on node B behind node A's turn runs once,
+// as its turn, though both nodes try to start the queue when A's turn ends (A as its
+// turn ends, B as it looks for work).
+func TestAQueuedInputRunsOnce(t *testing.T) {
+	t.Parallel()
+	dsn := postgres.TestSchemaDSN(t)
+	storeA, storeB := postgres.MustOpenOn(t, dsn), postgres.MustOpenOn(t, dsn)
+	gate, entered := make(chan struct{}), make(chan struct{}, 4)
+	a, b := node(t, storeA, "node-a", gate, entered), node(t, storeB, "node-b", gate, entered)
+	ctx := context.Background()
+	sess, slow := slowTurn(t, a, entered)
+	q, err := b.Enqueue(ctx, sess.ID, "alice", "after the slow one", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	close(gate)
+	done := make(chan struct{})
+	go func() { // node b looks for work all the while
+		defer close(done)
+		for i := 0; i < 50; i++ {
+			b.Recover(ctx)
+		}
+	}()
+	slow.Wait()
+	<-done
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		turns, err := storeB.Turns(ctx, sess.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(turns) >= 2 && turns[len(turns)-1].Status == projection.TurnCommitted {
+			if len(turns) != 2 || turns[1].ID != q.TurnID {
+				t.Fatalf("turns %+v", turns)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the queued input never ran: %+v", turns)
+		}
+		time.Sleep(20 * time.Millisecond) // the queue starts once the slow turn ends
+	}
+	evs, _ := storeB.Events(ctx, sess.ID, 0)
+	started := 0
+	for _, ev := range evs {
+		if ev.Type == events.TypeTurnStarted && ev.Turn == q.TurnID {
+			started++
+		}
+	}
+	if started != 1 {
+		t.Fatalf("the queued turn started %d times", started)
 	}
 }

@@ -25,6 +25,15 @@ func BenchmarkAppendConcurrent(b *testing.B) {
 	}})
 }
 
+// BenchmarkStoreEngineSteps is the engine's step, 200 turns of 10, on a durable SQLite
+// file: the same code adapters/postgres runs (storetest.BenchEngineSteps).
+func BenchmarkStoreEngineSteps(b *testing.B) {
+	storetest.BenchEngineSteps(b, storetest.Harness{Open: func(t testing.TB) storetest.Store {
+		s, _ := sqlite.MustOpen(t, sqlite.Options{})
+		return s
+	}})
+}
+
 // BenchmarkRebuild folds a log of ~100k events (10-step turns) into fresh projections
 // and reports events/s, beside a baseline that only scans the same rows and decodes
 // their JSON in Go.

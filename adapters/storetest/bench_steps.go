@@ -1,0 +1,80 @@
+package storetest
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/turnlog/turnlog/adapters/functool"
+	"github.com/turnlog/turnlog/adapters/scripted"
+	"github.com/turnlog/turnlog/fsm"
+)
+
+// Engine steps as BenchEngineSteps runs them: 200 turns of 10 model+tool steps.
+const (
+	benchTurns        = 200
+	benchStepsPerTurn = 10
+)
+
+type stepArgs struct {
+	I int `json:"i"`
+}
+
+// BenchEngineSteps runs the engine on a store h opens: one session, 200 turns of 10
+// steps each (a scripted model calls an instant tool that is not idempotent, so
+// every step makes two durable commits), and reports the per-step p50 at turns 1
+// and 200 and their ratio — whether a step's cost stays flat as the history grows.
+// Every store runs the same code, so their figures compare.
+func BenchEngineSteps(b *testing.B, h Harness) {
+	model, err := scripted.New([]scripted.Rule{
+		{When: scripted.When{AfterTool: "step", Output: `"next":10\b`}, Reply: "done"},
+		{When: scripted.When{AfterTool: "step"}, Tools: []scripted.ToolCall{{Name: "step", Arguments: `{"i": {{output.next}}}`}}},
+		{Tools: []scripted.ToolCall{{Name: "step", Arguments: `{"i": 0}`}}},
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	step := functool.MustNew("step", "an instant no-op step", func(_ context.Context, a stepArgs) (any, error) {
+		return map[string]int{"next": a.I + 1}, nil
+	})
+	agent := &fsm.Agent{Name: "react", LLM: "scripted", Model: model, Tools: []fsm.Tool{step}, MaxTurns: benchStepsPerTurn + 1, MaxToolCalls: benchStepsPerTurn}
+	app := &fsm.App{Name: "bench", StartAgent: agent.Name, Agents: map[string]*fsm.Agent{agent.Name: agent}}
+	b.StopTimer()
+	for i := 0; i < b.N; i++ {
+		var n atomic.Int64
+		e, err := fsm.New(h.Open(b), []*fsm.App{app}, fsm.Options{Clock: time.Now, NewID: func() string { return fmt.Sprintf("b%08d", n.Add(1)) }})
+		if err != nil {
+			b.Fatal(err)
+		}
+		ctx := context.Background()
+		s, err := e.CreateSession(ctx, "bench", "bench", nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		perStep := make([]time.Duration, benchTurns)
+		b.StartTimer()
+		for turn := range benchTurns {
+			start := time.Now()
+			res, err := e.RunTurn(ctx, s.ID, "run the loop")
+			if err != nil || res.Status != fsm.StatusCompleted {
+				b.Fatalf("turn %d: %v %+v", turn+1, err, res)
+			}
+			perStep[turn] = time.Since(start) / benchStepsPerTurn
+		}
+		b.StopTimer()
+		window := func(turn int) time.Duration { // p50 over the turns around turn (clamped)
+			lo, hi := max(turn-3, 0), min(turn+2, benchTurns)
+			s := append([]time.Duration(nil), perStep[lo:hi]...)
+			sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+			return s[len(s)/2]
+		}
+		t1, t200 := window(1), window(200)
+		ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+		b.ReportMetric(ms(t1), "step-p50-turn1-ms")
+		b.ReportMetric(ms(t200), "step-p50-turn200-ms")
+		b.ReportMetric(float64(t200)/float64(t1), "turn200/turn1")
+	}
+}
