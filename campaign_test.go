@@ -137,7 +137,7 @@ func TestThreeNodesSurviveKills(t *testing.T) {
 	if s := os.Getenv("TURNLOG_CAMPAIGN_SEED"); s != "" {
 		seed, _ = strconv.ParseUint(s, 10, 64)
 	}
-	t.Logf("seed %d (TURNLOG_CAMPAIGN_SEED=%d repeats this campaign's kills)", seed, seed)
+	t.Logf("seed %d (TURNLOG_CAMPAIGN_SEED=%d kills the same nodes in the same order; where in a turn each kill lands is the machine's timing)", seed, seed)
 	shop := newShopServer(t, func(string, int) time.Duration {
 		return 60 * time.Millisecond // a tool takes a while, so kills land inside turns
 	})
@@ -284,6 +284,9 @@ func TestThreeNodesSurviveKills(t *testing.T) {
 			var s string
 			rows.Scan(&s)
 			t.Errorf("%s: %s", what, s)
+		}
+		if err := rows.Err(); err != nil {
+			t.Errorf("%s: %v", what, err)
 		}
 		rows.Close()
 	}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/url"
+	"os"
 	"strings"
 
 	"github.com/turnlog/turnlog/adapters/postgres"
@@ -81,7 +82,8 @@ func (c *cliContext) open(ctx context.Context, f commonFlags) (*turnlog.Turnlog,
 }
 
 // shownDB is the database as it may be printed: a PostgreSQL URL without its
-// password.
+// password, wherever the URL holds one (user info, or a password or sslpassword
+// parameter).
 func shownDB(db string) string {
 	if !turnlog.IsPostgres(db) {
 		return db
@@ -90,11 +92,19 @@ func shownDB(db string) string {
 	if err != nil {
 		return "postgres://(unparsable URL)"
 	}
+	q := u.Query()
+	for name := range q {
+		if strings.Contains(strings.ToLower(name), "password") {
+			q.Set(name, "xxxxx")
+		}
+	}
+	u.RawQuery = q.Encode()
 	return u.Redacted()
 }
 
 // databaseAddrs are the host:port addresses a PostgreSQL URL connects to, which no
-// sandboxed command may reach (none for a SQLite file).
+// sandboxed command may reach (none for a SQLite file): the URL's hosts, its host
+// and port parameters, and PGHOST and PGPORT where the URL names none.
 func databaseAddrs(db string) []string {
 	if !turnlog.IsPostgres(db) {
 		return nil
@@ -103,13 +113,28 @@ func databaseAddrs(db string) []string {
 	if err != nil {
 		return nil
 	}
+	q := u.Query()
+	port := q.Get("port")
+	if port == "" {
+		port = os.Getenv("PGPORT")
+	}
+	if port == "" {
+		port = "5432"
+	}
+	hosts := u.Host
+	if h := q.Get("host"); h != "" {
+		hosts += "," + h
+	}
+	if strings.Trim(hosts, ",") == "" {
+		hosts = os.Getenv("PGHOST")
+	}
 	var out []string
-	for _, hp := range strings.Split(u.Host, ",") { // pgx takes several hosts, comma-separated
-		if hp == "" {
-			continue
+	for _, hp := range strings.Split(hosts, ",") { // pgx takes several hosts, comma-separated
+		if hp == "" || strings.HasPrefix(hp, "/") {
+			continue // a unix socket: no network address
 		}
 		if _, _, err := net.SplitHostPort(hp); err != nil {
-			hp = net.JoinHostPort(strings.Trim(hp, "[]"), "5432")
+			hp = net.JoinHostPort(strings.Trim(hp, "[]"), port)
 		}
 		out = append(out, hp)
 	}

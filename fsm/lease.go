@@ -98,7 +98,21 @@ func (e *Engine) interruptElsewhere(session, turn string) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), interruptPatience)
 	defer cancel()
-	e.relayUntilEnded(ctx, relay, session, turn, InterruptReason)
+	for ctx.Err() == nil {
+		t, err := e.relayUntilEnded(ctx, relay, session, turn, InterruptReason)
+		switch {
+		case err == nil && t.Status == projection.TurnSuspended:
+			// It came to wait for people before it heard: canceled, as here.
+			e.Cancel(ctx, session, turn, InterruptReason)
+			return
+		case err == nil:
+			return
+		}
+		select { // the database went away a moment: try again
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
 }
 
 // interruptPatience bounds how long an interrupt is relayed: a turn that a tool

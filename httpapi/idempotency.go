@@ -30,11 +30,13 @@ type IdempotencyKeys interface {
 	ClaimKey(ctx context.Context, r projection.IdempotencyRecord, now time.Time) (projection.IdempotencyRecord, bool, error)
 	// Key returns a record. Errors: sql.ErrNoRows.
 	Key(ctx context.Context, owner, key string) (projection.IdempotencyRecord, error)
-	// SetKeyTarget records what the key's request made: the session, and the turn
-	// with the seq its part of the turn started after.
-	SetKeyTarget(ctx context.Context, owner, key, session, turn string, startSeq int64) error
-	// ReleaseKey forgets a claim whose request was refused.
-	ReleaseKey(ctx context.Context, owner, key string) error
+	// SetKeyTarget records what the request that claimed the key at claimedAt made:
+	// the session, and the turn with the seq its part of the turn started after.
+	// Errors: conflict (that claim is no longer the key's, or it made something).
+	SetKeyTarget(ctx context.Context, owner, key string, claimedAt time.Time, session, turn string, startSeq int64) error
+	// ReleaseKey forgets the claim made at claimedAt if it made nothing (its request
+	// was refused, or ended with its process); another claim of the key stays.
+	ReleaseKey(ctx context.Context, owner, key string, claimedAt time.Time) error
 }
 
 // keyed is a write request with an Idempotency-Key: claimed (this request acts) or
@@ -44,6 +46,7 @@ type keyed struct {
 	owner   string
 	key     string
 	claimed bool
+	acted   bool // a claimed request made something (made was called)
 	rec     projection.IdempotencyRecord
 	done    chan struct{} // closed once a claimed request knows what it made
 }
@@ -156,15 +159,16 @@ func (s *Server) idempotency(c echo.Context, body []byte, adopt ...func(ctx cont
 				return nil, err
 			}
 			if ok {
-				if err := s.cfg.Idempotency.SetKeyTarget(ctx, rec.Owner, key, session, turn, startSeq); err != nil {
+				if err := s.cfg.Idempotency.SetKeyTarget(ctx, rec.Owner, key, got.CreatedAt, session, turn, startSeq); err != nil && !events.IsCode(err, events.CodeConflict) {
 					return nil, err
 				}
-				continue // answered from what it made
+				continue // answered from what it made (or from what another repeat found)
 			}
 		}
-		if err := s.cfg.Idempotency.ReleaseKey(ctx, rec.Owner, key); err != nil {
+		if err := s.cfg.Idempotency.ReleaseKey(ctx, rec.Owner, key, got.CreatedAt); err != nil {
 			return nil, err
-		}
+		} // a repeat elsewhere that released it first has claimed it anew: the next claim sees that
+
 	}
 }
 
@@ -179,28 +183,33 @@ func requestKeyDigest(owner, key string) string {
 	return hex.EncodeToString(sum[:16])
 }
 
-// startedFor finds, in session, the turn a request with the key started at or after
-// the claim was made (its TurnStarted carries the key's digest).
+// adoptWindow is how many of a session's newest turns a repeat looks through for the
+// one its first request started: that request claimed the key moments before.
+const adoptWindow = 20
+
+// startedFor finds, among the newest turns of session, the one a request with the
+// key started (its TurnStarted carries the key's digest), reading the log once.
 func (s *Server) startedFor(session string) func(ctx context.Context, rec projection.IdempotencyRecord) (string, string, int64, bool, error) {
 	return func(ctx context.Context, rec projection.IdempotencyRecord) (string, string, int64, bool, error) {
 		turns, err := s.cfg.Reader.Turns(ctx, session)
-		if err != nil {
-			if events.IsCode(err, events.CodeNotFound) {
+		if err != nil || len(turns) == 0 {
+			if err == nil || events.IsCode(err, events.CodeNotFound) {
 				return "", "", 0, false, nil
 			}
 			return "", "", 0, false, err
 		}
+		from := turns[max(len(turns)-adoptWindow, 0)].StartSeq - 1
+		evs, err := s.cfg.Reader.Events(ctx, session, from)
+		if err != nil {
+			return "", "", 0, false, err
+		}
 		digest := requestKeyDigest(rec.Owner, rec.Key)
-		for i := len(turns) - 1; i >= 0 && !turns[i].StartedAt.Before(rec.CreatedAt.Add(-time.Second)); i-- {
-			evs, err := s.cfg.Reader.Events(ctx, session, turns[i].StartSeq-1)
-			if err != nil {
-				return "", "", 0, false, err
-			}
-			if len(evs) == 0 || evs[0].Type != events.TypeTurnStarted {
+		for _, ev := range evs {
+			if ev.Type != events.TypeTurnStarted {
 				continue
 			}
-			if st, err := events.DecodeAs[*events.TurnStarted](evs[0]); err == nil && st.RequestKey == digest {
-				return session, turns[i].ID, turns[i].StartSeq, true, nil
+			if st, err := events.DecodeAs[*events.TurnStarted](ev); err == nil && st.RequestKey == digest {
+				return session, ev.Turn, ev.Seq, true, nil
 			}
 		}
 		return "", "", 0, false, nil
@@ -213,7 +222,8 @@ func (k *keyed) made(ctx context.Context, session, turn string, startSeq int64) 
 	if k == nil || !k.claimed {
 		return nil
 	}
-	if err := k.s.cfg.Idempotency.SetKeyTarget(context.WithoutCancel(ctx), k.owner, k.key, session, turn, startSeq); err != nil {
+	k.acted = true // whatever happens to the record now, the request acted: its claim is never given up
+	if err := k.s.cfg.Idempotency.SetKeyTarget(context.WithoutCancel(ctx), k.owner, k.key, k.rec.CreatedAt, session, turn, startSeq); err != nil {
 		return err
 	}
 	k.rec.Session, k.rec.Turn, k.rec.StartSeq = session, turn, startSeq
@@ -227,8 +237,8 @@ func (k *keyed) finish(ctx context.Context) {
 	if k == nil || !k.claimed {
 		return
 	}
-	if k.rec.Session == "" {
-		k.s.cfg.Idempotency.ReleaseKey(context.WithoutCancel(ctx), k.owner, k.key)
+	if !k.acted {
+		k.s.cfg.Idempotency.ReleaseKey(context.WithoutCancel(ctx), k.owner, k.key, k.rec.CreatedAt)
 	}
 	k.s.inflight.end(k.id(), k.done)
 }

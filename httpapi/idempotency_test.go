@@ -2,6 +2,8 @@ package httpapi_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -14,6 +16,7 @@ import (
 	"time"
 
 	"github.com/turnlog/turnlog/adapters/sqlite"
+	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/examples/demo"
 	"github.com/turnlog/turnlog/fsm"
 	"github.com/turnlog/turnlog/httpapi"
@@ -338,9 +341,10 @@ func TestRepeatsOnAnotherNodeActOnce(t *testing.T) {
 	}
 	var n atomic.Int64
 	var nodes []*httptest.Server
-	for range 2 {
+	for i := range 2 {
 		e, _ := fsm.New(store, apps, fsm.Options{Clock: time.Now, NewID: func() string { return fmt.Sprintf("id%04d", n.Add(1)) }})
-		srv := httptest.NewServer(httpapi.New(httpapi.Config{Engine: e, Reader: store, Idempotency: slowKeys{store}, ClaimHold: time.Minute, Dev: true}).Handler())
+		keys := lateReleases{slowKeys{store}, time.Duration(i) * 15 * time.Millisecond} // the second node gives the stale claim up after the first took it anew
+		srv := httptest.NewServer(httpapi.New(httpapi.Config{Engine: e, Reader: store, Idempotency: keys, ClaimHold: time.Minute, Dev: true}).Handler())
 		defer srv.Close()
 		nodes = append(nodes, srv)
 	}
@@ -384,16 +388,18 @@ func TestRepeatsOnAnotherNodeActOnce(t *testing.T) {
 	if len(seen) != 1 || seen[""] {
 		t.Fatalf("one key made sessions %v (%d conflicts)", seen, conflicts.Load())
 	}
+	if made, err := store.SessionPage(context.Background(), "dev", "demo", time.Time{}, "", 100); err != nil || len(made) != 1 {
+		t.Fatalf("the store holds %d sessions (%v): the key acted more than once", len(made), err)
+	}
 }
 
 // dyingKeys is the store of a process that ends right after it started a turn: it
 // never records the key's target, nor gives the claim up.
 type dyingKeys struct{ *sqlite.Store }
 
-func (dyingKeys) SetKeyTarget(context.Context, string, string, string, string, int64) error {
+func (dyingKeys) SetKeyTarget(context.Context, string, string, time.Time, string, string, int64) error {
 	return fmt.Errorf("the process ended")
 }
-func (dyingKeys) ReleaseKey(context.Context, string, string) error { return nil }
 
 // TestARepeatFindsTheTurnItsDeadProcessStarted: a process claims a key, starts the
 // turn and ends before it records the key's turn; the request sent again to another
@@ -445,5 +451,87 @@ func TestARepeatFindsTheTurnItsDeadProcessStarted(t *testing.T) {
 	turns, err := store.Turns(context.Background(), sess)
 	if err != nil || len(turns) != 1 || got["turn_id"] != turns[0].ID {
 		t.Fatalf("turns %+v (the repeat answered %v), %v", turns, got["turn_id"], err)
+	}
+}
+
+// lateReleases gives claims up a while after it is asked to.
+type lateReleases struct {
+	slowKeys
+	delay time.Duration
+}
+
+func (k lateReleases) ReleaseKey(ctx context.Context, owner, key string, claimedAt time.Time) error {
+	time.Sleep(k.delay)
+	return k.slowKeys.ReleaseKey(ctx, owner, key, claimedAt)
+}
+
+// TestAnAbandonedClaimIsTakenOverOnce: a key claimed by a request whose node went
+// away, long ago, is sent again to two nodes at once, many times: one repeat takes
+// the claim over and acts; every other answers with what it made (or is told to
+// send it again), and one session is made.
+func TestAnAbandonedClaimIsTakenOverOnce(t *testing.T) {
+	t.Parallel()
+	store, _ := sqlite.MustOpen(t, sqlite.Options{Synchronous: "OFF"})
+	apps, err := turnlogtest.LoadApps(t, "demo", demo.Config, turnlog.Options{Functions: demo.Functions()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := `{"app":"demo"}`
+	canon, _ := events.Canonicalize([]byte(body))
+	sum := sha256.Sum256(canon)
+	long := time.Now().Add(-time.Hour)
+	stale := projection.IdempotencyRecord{Owner: "dev", Key: "left", Route: "POST /v1/sessions", BodyHash: hex.EncodeToString(sum[:]), CreatedAt: long, ExpiresAt: long.Add(24 * time.Hour)}
+	if _, claimed, err := store.ClaimKey(context.Background(), stale, long); err != nil || !claimed {
+		t.Fatalf("the stale claim: %v %v", claimed, err)
+	}
+	var n atomic.Int64
+	var nodes []*httptest.Server
+	for i := range 2 {
+		e, _ := fsm.New(store, apps, fsm.Options{Clock: time.Now, NewID: func() string { return fmt.Sprintf("id%04d", n.Add(1)) }})
+		keys := lateReleases{slowKeys{store}, time.Duration(i) * 15 * time.Millisecond} // the second node gives the stale claim up after the first took it anew
+		srv := httptest.NewServer(httpapi.New(httpapi.Config{Engine: e, Reader: store, Idempotency: keys, ClaimHold: time.Minute, Dev: true}).Handler())
+		defer srv.Close()
+		nodes = append(nodes, srv)
+	}
+	ids := make(chan string, 8)
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for attempt := 0; attempt < 100; attempt++ {
+				req, _ := http.NewRequest("POST", nodes[i%2].URL+"/v1/sessions", strings.NewReader(body))
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Idempotency-Key", "left")
+				res, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				var v map[string]any
+				json.NewDecoder(res.Body).Decode(&v)
+				res.Body.Close()
+				if res.StatusCode == http.StatusConflict {
+					time.Sleep(10 * time.Millisecond) // the repeat that took the claim over is making it
+					continue
+				}
+				id, _ := v["id"].(string)
+				ids <- id
+				return
+			}
+			t.Error("a repeat never got its answer")
+		}()
+	}
+	wg.Wait()
+	close(ids)
+	seen := map[string]bool{}
+	for id := range ids {
+		seen[id] = true
+	}
+	if len(seen) != 1 || seen[""] {
+		t.Fatalf("one key made sessions %v", seen)
+	}
+	if made, err := store.SessionPage(context.Background(), "dev", "demo", time.Time{}, "", 100); err != nil || len(made) != 1 {
+		t.Fatalf("the store holds %d sessions (%v): the key acted more than once", len(made), err)
 	}
 }

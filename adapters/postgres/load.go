@@ -10,8 +10,13 @@ import (
 	"github.com/turnlog/turnlog/events"
 )
 
-// loadBatch is how many rows one INSERT of a load carries.
-const loadBatch = 200
+// loadBatch is how many rows one INSERT of a load carries, and loadBatchBytes how
+// many bytes of blobs and vectors at most: a few big blobs go in an INSERT of their
+// own, far under PostgreSQL's limit on a message.
+const (
+	loadBatch      = 200
+	loadBatchBytes = 32 << 20
+)
 
 // Load fills this empty database from another store's snapshot — every copied table
 // (sqlrows.CopiedTables) as it is, events with their seqs and commit times — and
@@ -62,7 +67,9 @@ type Loaded struct {
 func loadTable(ctx context.Context, tx *sql.Tx, snap sqlrows.Snapshot, t sqlrows.CopiedTable) (int64, error) {
 	var n int64
 	batch := make([]any, 0, loadBatch*len(t.Columns))
+	bytes := 0
 	flush := func() error {
+		bytes = 0
 		rows := len(batch) / len(t.Columns)
 		if rows == 0 {
 			return nil
@@ -79,7 +86,12 @@ func loadTable(ctx context.Context, tx *sql.Tx, snap sqlrows.Snapshot, t sqlrows
 			return fmt.Errorf("a row of %s has %d values for %d columns", t.Name, len(values), len(t.Columns))
 		}
 		batch = append(batch, values...)
-		if len(batch) == cap(batch) {
+		for _, v := range values {
+			if b, ok := v.([]byte); ok {
+				bytes += len(b)
+			}
+		}
+		if len(batch) == cap(batch) || bytes >= loadBatchBytes {
 			return flush()
 		}
 		return nil

@@ -111,7 +111,7 @@ func fillForMove(t *testing.T, src *sqlite.Store) (sessions []string, waiting st
 	rec := projection.IdempotencyRecord{Owner: "alice", Key: "k-1", Route: "POST /v1/sessions", BodyHash: "h", CreatedAt: now, ExpiresAt: now.Add(24 * time.Hour)}
 	_, _, err = src.ClaimKey(ctx, rec, now)
 	noErr(t, err)
-	noErr(t, src.SetKeyTarget(ctx, "alice", "k-1", a, first.TurnID, 0))
+	noErr(t, src.SetKeyTarget(ctx, "alice", "k-1", now, a, first.TurnID, 0))
 	return []string{a, branch.ID, b}, asked.TurnID
 }
 

@@ -103,15 +103,18 @@ func (s *Store) Key(ctx context.Context, owner, key string) (projection.Idempote
 	return sqlrows.ScanKey(s.db.QueryRowContext(ctx, qKeyGet, owner, key))
 }
 
-// SetKeyTarget records what a claimed key's request made.
-func (s *Store) SetKeyTarget(ctx context.Context, owner, key, session, turn string, startSeq int64) error {
-	_, err := s.db.ExecContext(ctx, `UPDATE idempotency_keys SET session_id = $1, turn_id = $2, start_seq = $3 WHERE owner = $4 AND key = $5`, session, turn, startSeq, owner, key)
-	return err
+// SetKeyTarget records what the request made that claimed (owner, key) at
+// claimedAt. Errors: conflict (that claim is no longer the key's, or made something).
+func (s *Store) SetKeyTarget(ctx context.Context, owner, key string, claimedAt time.Time, session, turn string, startSeq int64) error {
+	res, err := s.db.ExecContext(ctx, `UPDATE idempotency_keys SET session_id = $1, turn_id = $2, start_seq = $3
+		WHERE owner = $4 AND key = $5 AND created_at = $6 AND session_id = ''`, session, turn, startSeq, owner, key, sqlrows.KeyTime(claimedAt))
+	return sqlrows.OneKeyRow(res, err, key)
 }
 
-// ReleaseKey forgets a claim whose request did nothing.
-func (s *Store) ReleaseKey(ctx context.Context, owner, key string) error {
-	_, err := s.db.ExecContext(ctx, `DELETE FROM idempotency_keys WHERE owner = $1 AND key = $2`, owner, key)
+// ReleaseKey forgets the claim of (owner, key) made at claimedAt, when it made
+// nothing; any other claim of the key stays.
+func (s *Store) ReleaseKey(ctx context.Context, owner, key string, claimedAt time.Time) error {
+	_, err := s.db.ExecContext(ctx, `DELETE FROM idempotency_keys WHERE owner = $1 AND key = $2 AND created_at = $3 AND session_id = ''`, owner, key, sqlrows.KeyTime(claimedAt))
 	return err
 }
 

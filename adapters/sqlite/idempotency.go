@@ -46,18 +46,19 @@ func (s *Store) Key(ctx context.Context, owner, key string) (projection.Idempote
 }
 
 // SetKeyTarget records what a claimed key's request made.
-func (s *Store) SetKeyTarget(ctx context.Context, owner, key, session, turn string, startSeq int64) error {
+func (s *Store) SetKeyTarget(ctx context.Context, owner, key string, claimedAt time.Time, session, turn string, startSeq int64) error {
 	return s.exclusive(ctx, func(ctx context.Context, w *writer) error {
-		_, err := w.conn.ExecContext(ctx, `UPDATE idempotency_keys SET session_id = ?, turn_id = ?, start_seq = ? WHERE owner = ? AND key = ?`, session, turn, startSeq, owner, key)
-		return err
+		res, err := w.conn.ExecContext(ctx, `UPDATE idempotency_keys SET session_id = ?, turn_id = ?, start_seq = ?
+			WHERE owner = ? AND key = ? AND created_at = ? AND session_id = ''`, session, turn, startSeq, owner, key, sqlrows.KeyTime(claimedAt))
+		return sqlrows.OneKeyRow(res, err, key)
 	})
 }
 
 // ReleaseKey forgets a claim whose request did nothing (it was refused), so that the
 // request may be made again with the same key.
-func (s *Store) ReleaseKey(ctx context.Context, owner, key string) error {
+func (s *Store) ReleaseKey(ctx context.Context, owner, key string, claimedAt time.Time) error {
 	return s.exclusive(ctx, func(ctx context.Context, w *writer) error {
-		_, err := w.conn.ExecContext(ctx, `DELETE FROM idempotency_keys WHERE owner = ? AND key = ?`, owner, key)
+		_, err := w.conn.ExecContext(ctx, `DELETE FROM idempotency_keys WHERE owner = ? AND key = ? AND created_at = ? AND session_id = ''`, owner, key, sqlrows.KeyTime(claimedAt))
 		return err
 	})
 }

@@ -21,7 +21,7 @@ func TestIdempotencyKeysSurviveAReopen(t *testing.T) {
 	if _, claimed, err := store.ClaimKey(ctx, rec, now); err != nil || !claimed {
 		t.Fatalf("first claim: %v %v", claimed, err)
 	}
-	if err := store.SetKeyTarget(ctx, "alice", "k1", "s1", "t1", 5); err != nil {
+	if err := store.SetKeyTarget(ctx, "alice", "k1", now, "s1", "t1", 5); err != nil {
 		t.Fatal(err)
 	}
 	store.Close()

@@ -211,6 +211,20 @@ func ScanKey(row Scanner) (projection.IdempotencyRecord, error) {
 // KeyTime is a fixed-width UTC time, so that expiry compares as text.
 func KeyTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000000000Z") }
 
+// OneKeyRow is the outcome of a write to one claim of an idempotency key: it must
+// have changed exactly one row, or the claim was another's by then (conflict).
+func OneKeyRow(res sql.Result, err error, key string) error {
+	if err != nil {
+		return err
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return err
+	} else if n != 1 {
+		return events.Errorf(events.CodeConflict, "the claim of Idempotency-Key %q is no longer this request's", key)
+	}
+	return nil
+}
+
 func ScanHits(rows *sql.Rows, vectors bool) ([]projection.MemoryHit, error) {
 	defer rows.Close()
 	var out []projection.MemoryHit

@@ -76,7 +76,19 @@ func idempotencyKeys(t *testing.T, h Harness) {
 	if _, claimed, err := s.ClaimKey(ctx, rec, now); err != nil || !claimed {
 		t.Fatalf("first claim: %v %v", claimed, err)
 	}
-	if err := s.SetKeyTarget(ctx, "alice", "k1", "s1", "t1", 5); err != nil {
+	if err := s.SetKeyTarget(ctx, "alice", "k1", now.Add(time.Second), "s1", "t1", 5); !isCode(err, events.CodeConflict) {
+		t.Fatalf("a target set for another claim of the key: %v", err)
+	}
+	if err := s.ReleaseKey(ctx, "alice", "k1", now.Add(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetKeyTarget(ctx, "alice", "k1", now, "s1", "t1", 5); err != nil {
+		t.Fatalf("the claim's own target: %v", err)
+	}
+	if err := s.SetKeyTarget(ctx, "alice", "k1", now, "s2", "t2", 6); !isCode(err, events.CodeConflict) {
+		t.Fatalf("a second target: %v", err)
+	}
+	if err := s.ReleaseKey(ctx, "alice", "k1", now); err != nil {
 		t.Fatal(err)
 	}
 	got, claimed, err := s.ClaimKey(ctx, rec, now.Add(time.Hour))
@@ -91,10 +103,16 @@ func idempotencyKeys(t *testing.T, h Harness) {
 	if _, claimed, _ := s.ClaimKey(ctx, bob, now.Add(time.Hour)); !claimed {
 		t.Fatal("another user's key of the same name was taken")
 	}
+	if err := s.ReleaseKey(ctx, "bob", "k1", now.Add(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Key(ctx, "bob", "k1"); err != nil {
+		t.Fatalf("a release for another claim of the key gave this one up: %v", err)
+	}
 	if _, claimed, _ := s.ClaimKey(ctx, rec, now.Add(25*time.Hour)); !claimed {
 		t.Fatal("an expired key was not given up")
 	}
-	if err := s.ReleaseKey(ctx, "bob", "k1"); err != nil {
+	if err := s.ReleaseKey(ctx, "bob", "k1", now); err != nil {
 		t.Fatal(err)
 	}
 	if _, claimed, _ := s.ClaimKey(ctx, bob, now.Add(time.Hour)); !claimed {

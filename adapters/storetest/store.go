@@ -29,8 +29,8 @@ type Store interface {
 	SessionOwner(ctx context.Context, session string) (string, string, error)
 	ClaimKey(ctx context.Context, r projection.IdempotencyRecord, now time.Time) (projection.IdempotencyRecord, bool, error)
 	Key(ctx context.Context, owner, key string) (projection.IdempotencyRecord, error)
-	SetKeyTarget(ctx context.Context, owner, key, session, turn string, startSeq int64) error
-	ReleaseKey(ctx context.Context, owner, key string) error
+	SetKeyTarget(ctx context.Context, owner, key string, claimedAt time.Time, session, turn string, startSeq int64) error
+	ReleaseKey(ctx context.Context, owner, key string, claimedAt time.Time) error
 	CreateUISession(ctx context.Context, u projection.UISession) error
 	UISession(ctx context.Context, idHash string, now time.Time) (projection.UISession, error)
 	RevokeUISession(ctx context.Context, idHash string, now time.Time) error

@@ -58,8 +58,11 @@ func (l turnLogger) TurnBroke(b fsm.TurnBreak) {
 	if errors.As(b.Err, &te) {
 		code = te.Code
 	}
-	withRequest(l.log.Error(), b.RequestID).Str("session", b.Session).Str("turn", b.Turn).Str("code", string(code)).Err(b.Err).
-		Msg("turn could not be recorded; it is recorded as failed once the store takes writes again, or at the next start")
+	msg := "turn could not be recorded; it is recorded as failed once the store takes writes again, or at the next start"
+	if code == events.CodeConflict {
+		msg = "turn could not be recorded: another node runs its session now, and ends it"
+	}
+	withRequest(l.log.Error(), b.RequestID).Str("session", b.Session).Str("turn", b.Turn).Str("code", string(code)).Err(b.Err).Msg(msg)
 }
 
 // withRequest names the request a turn's line is about, when a request asked for it.
