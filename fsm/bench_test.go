@@ -8,51 +8,20 @@ import (
 	"testing"
 	"time"
 
-	"github.com/turnlog/turnlog/adapters/functool"
-	"github.com/turnlog/turnlog/adapters/scripted"
 	"github.com/turnlog/turnlog/adapters/sqlite"
+	"github.com/turnlog/turnlog/adapters/storetest"
 	"github.com/turnlog/turnlog/contextmgr"
 	"github.com/turnlog/turnlog/fsm"
 )
 
 const (
-	benchTurns        = 200
-	benchStepsPerTurn = 10
+	benchTurns        = storetest.BenchTurns
+	benchStepsPerTurn = storetest.BenchStepsPerTurn
 )
 
-type stepArgs struct {
-	I int `json:"i"`
-}
-
-// benchAgent is a ReAct loop of 10 instant tool steps per turn on the scripted model:
-// each tool output tells the model the next argument, and the tenth ends the turn.
-func benchAgent(b *testing.B, idempotent bool) *fsm.Agent {
-	model, err := scripted.New([]scripted.Rule{
-		{When: scripted.When{AfterTool: "step", Output: `"next":10\b`}, Reply: "done"},
-		{When: scripted.When{AfterTool: "step"}, Tools: []scripted.ToolCall{{Name: "step", Arguments: `{"i": {{output.next}}}`}}},
-		{Tools: []scripted.ToolCall{{Name: "step", Arguments: `{"i": 0}`}}},
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	step := functool.MustNew("step", "an instant no-op step", func(_ context.Context, a stepArgs) (any, error) {
-		return map[string]int{"next": a.I + 1}, nil
-	})
-	return &fsm.Agent{Name: "react", LLM: "scripted", Model: model, Tools: []fsm.Tool{&idempotence{step, idempotent}},
-		MaxTurns: benchStepsPerTurn + 1, MaxToolCalls: benchStepsPerTurn}
-}
-
-// idempotence declares whether a tool may be re-run after a crash.
-type idempotence struct {
-	fsm.Tool
-	idempotent bool
-}
-
-func (t *idempotence) Spec() fsm.ToolSpec {
-	s := t.Tool.Spec()
-	s.Idempotent = t.idempotent
-	return s
-}
+// benchAgent is storetest.StepAgent: a ReAct loop of 10 instant tool steps per turn
+// on the scripted model.
+func benchAgent(b *testing.B, idempotent bool) *fsm.Agent { return storetest.StepAgent(b, idempotent) }
 
 // fsyncBaseline measures one write+fsync on the benchmark's disk: the physical floor
 // of a durable commit, reported beside the engine figures.

@@ -327,72 +327,6 @@ func logged(evs []sseEvent) []string {
 	return out
 }
 
-// TestRepeatsOnAnotherNodeActOnce: two servers on one store are two nodes. Requests
-// with one key sent to both at once make one session: a node that finds the key
-// claimed by a request of the other, not yet done, answers 409 within ClaimHold
-// instead of taking the claim for an abandoned one; the repeat sent again gets that
-// session.
-func TestRepeatsOnAnotherNodeActOnce(t *testing.T) {
-	t.Parallel()
-	store, _ := sqlite.MustOpen(t, sqlite.Options{Synchronous: "OFF"})
-	apps, err := turnlogtest.LoadApps(t, "demo", demo.Config, turnlog.Options{Functions: demo.Functions()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var n atomic.Int64
-	var nodes []*httptest.Server
-	for i := range 2 {
-		e, _ := fsm.New(store, apps, fsm.Options{Clock: time.Now, NewID: func() string { return fmt.Sprintf("id%04d", n.Add(1)) }})
-		keys := lateReleases{slowKeys{store}, time.Duration(i) * 15 * time.Millisecond} // the second node gives the stale claim up after the first took it anew
-		srv := httptest.NewServer(httpapi.New(httpapi.Config{Engine: e, Reader: store, Idempotency: keys, ClaimHold: time.Minute, Dev: true}).Handler())
-		defer srv.Close()
-		nodes = append(nodes, srv)
-	}
-	ids := make(chan string, 8)
-	var conflicts atomic.Int64
-	var wg sync.WaitGroup
-	for i := range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for attempt := 0; attempt < 100; attempt++ {
-				req, _ := http.NewRequest("POST", nodes[i%2].URL+"/v1/sessions", strings.NewReader(`{"app":"demo"}`))
-				req.Header.Set("Content-Type", "application/json")
-				req.Header.Set("Idempotency-Key", "together")
-				res, err := http.DefaultClient.Do(req)
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				var v map[string]any
-				json.NewDecoder(res.Body).Decode(&v)
-				res.Body.Close()
-				if res.StatusCode == http.StatusConflict {
-					conflicts.Add(1)
-					time.Sleep(10 * time.Millisecond) // the other node's request is making it
-					continue
-				}
-				id, _ := v["id"].(string)
-				ids <- id
-				return
-			}
-			t.Error("a repeat never got its answer")
-		}()
-	}
-	wg.Wait()
-	close(ids)
-	seen := map[string]bool{}
-	for id := range ids {
-		seen[id] = true
-	}
-	if len(seen) != 1 || seen[""] {
-		t.Fatalf("one key made sessions %v (%d conflicts)", seen, conflicts.Load())
-	}
-	if made, err := store.SessionPage(context.Background(), "dev", "demo", time.Time{}, "", 100); err != nil || len(made) != 1 {
-		t.Fatalf("the store holds %d sessions (%v): the key acted more than once", len(made), err)
-	}
-}
-
 // dyingKeys is the store of a process that ends right after it started a turn: it
 // never records the key's target, nor gives the claim up.
 type dyingKeys struct{ *sqlite.Store }
@@ -465,35 +399,34 @@ func (k lateReleases) ReleaseKey(ctx context.Context, owner, key string, claimed
 	return k.slowKeys.ReleaseKey(ctx, owner, key, claimedAt)
 }
 
-// TestAnAbandonedClaimIsTakenOverOnce: a key claimed by a request whose node went
-// away, long ago, is sent again to two nodes at once, many times: one repeat takes
-// the claim over and acts; every other answers with what it made (or is told to
-// send it again), and one session is made.
-func TestAnAbandonedClaimIsTakenOverOnce(t *testing.T) {
-	t.Parallel()
-	store, _ := sqlite.MustOpen(t, sqlite.Options{Synchronous: "OFF"})
+// twoNodes are two servers on one store, as two nodes on one database are. Claims
+// are slow to make, and the second node gives them up late: a repeat on the one lands
+// between the other's claim and its act.
+func twoNodes(t *testing.T, store *sqlite.Store) []*httptest.Server {
+	t.Helper()
 	apps, err := turnlogtest.LoadApps(t, "demo", demo.Config, turnlog.Options{Functions: demo.Functions()})
 	if err != nil {
 		t.Fatal(err)
-	}
-	body := `{"app":"demo"}`
-	canon, _ := events.Canonicalize([]byte(body))
-	sum := sha256.Sum256(canon)
-	long := time.Now().Add(-time.Hour)
-	stale := projection.IdempotencyRecord{Owner: "dev", Key: "left", Route: "POST /v1/sessions", BodyHash: hex.EncodeToString(sum[:]), CreatedAt: long, ExpiresAt: long.Add(24 * time.Hour)}
-	if _, claimed, err := store.ClaimKey(context.Background(), stale, long); err != nil || !claimed {
-		t.Fatalf("the stale claim: %v %v", claimed, err)
 	}
 	var n atomic.Int64
 	var nodes []*httptest.Server
 	for i := range 2 {
 		e, _ := fsm.New(store, apps, fsm.Options{Clock: time.Now, NewID: func() string { return fmt.Sprintf("id%04d", n.Add(1)) }})
-		keys := lateReleases{slowKeys{store}, time.Duration(i) * 15 * time.Millisecond} // the second node gives the stale claim up after the first took it anew
+		keys := lateReleases{slowKeys{store}, time.Duration(i) * 15 * time.Millisecond}
 		srv := httptest.NewServer(httpapi.New(httpapi.Config{Engine: e, Reader: store, Idempotency: keys, ClaimHold: time.Minute, Dev: true}).Handler())
-		defer srv.Close()
+		t.Cleanup(srv.Close)
 		nodes = append(nodes, srv)
 	}
+	return nodes
+}
+
+// createTogether sends POST /v1/sessions with key from 8 clients at once, half to
+// each node, each again after a 409, and checks that one session was made and every
+// client was answered with it.
+func createTogether(t *testing.T, store *sqlite.Store, nodes []*httptest.Server, key, body string) {
+	t.Helper()
 	ids := make(chan string, 8)
+	var conflicts atomic.Int64
 	var wg sync.WaitGroup
 	for i := range 8 {
 		wg.Add(1)
@@ -502,7 +435,7 @@ func TestAnAbandonedClaimIsTakenOverOnce(t *testing.T) {
 			for attempt := 0; attempt < 100; attempt++ {
 				req, _ := http.NewRequest("POST", nodes[i%2].URL+"/v1/sessions", strings.NewReader(body))
 				req.Header.Set("Content-Type", "application/json")
-				req.Header.Set("Idempotency-Key", "left")
+				req.Header.Set("Idempotency-Key", key)
 				res, err := http.DefaultClient.Do(req)
 				if err != nil {
 					t.Error(err)
@@ -512,7 +445,8 @@ func TestAnAbandonedClaimIsTakenOverOnce(t *testing.T) {
 				json.NewDecoder(res.Body).Decode(&v)
 				res.Body.Close()
 				if res.StatusCode == http.StatusConflict {
-					time.Sleep(10 * time.Millisecond) // the repeat that took the claim over is making it
+					conflicts.Add(1)
+					time.Sleep(10 * time.Millisecond) // the request that holds the claim is making it
 					continue
 				}
 				id, _ := v["id"].(string)
@@ -529,9 +463,37 @@ func TestAnAbandonedClaimIsTakenOverOnce(t *testing.T) {
 		seen[id] = true
 	}
 	if len(seen) != 1 || seen[""] {
-		t.Fatalf("one key made sessions %v", seen)
+		t.Fatalf("one key made sessions %v (%d conflicts)", seen, conflicts.Load())
 	}
 	if made, err := store.SessionPage(context.Background(), "dev", "demo", time.Time{}, "", 100); err != nil || len(made) != 1 {
 		t.Fatalf("the store holds %d sessions (%v): the key acted more than once", len(made), err)
 	}
+}
+
+// TestRepeatsOnAnotherNodeActOnce: requests with one key sent to two nodes at once
+// make one session: a node that finds the key claimed by a request of the other, not
+// yet done, answers 409 within ClaimHold instead of taking the claim for an
+// abandoned one; the repeat sent again gets that session.
+func TestRepeatsOnAnotherNodeActOnce(t *testing.T) {
+	t.Parallel()
+	store, _ := sqlite.MustOpen(t, sqlite.Options{Synchronous: "OFF"})
+	createTogether(t, store, twoNodes(t, store), "together", `{"app":"demo"}`)
+}
+
+// TestAnAbandonedClaimIsTakenOverOnce: a key claimed by a request whose node went
+// away, long ago, is sent again to two nodes at once, many times: one repeat takes
+// the claim over and acts; every other answers with what it made (or is told to
+// send it again), and one session is made.
+func TestAnAbandonedClaimIsTakenOverOnce(t *testing.T) {
+	t.Parallel()
+	store, _ := sqlite.MustOpen(t, sqlite.Options{Synchronous: "OFF"})
+	body := `{"app":"demo"}`
+	canon, _ := events.Canonicalize([]byte(body))
+	sum := sha256.Sum256(canon)
+	long := time.Now().Add(-time.Hour)
+	stale := projection.IdempotencyRecord{Owner: "dev", Key: "left", Route: "POST /v1/sessions", BodyHash: hex.EncodeToString(sum[:]), CreatedAt: long, ExpiresAt: long.Add(24 * time.Hour)}
+	if _, claimed, err := store.ClaimKey(context.Background(), stale, long); err != nil || !claimed {
+		t.Fatalf("the stale claim: %v %v", claimed, err)
+	}
+	createTogether(t, store, twoNodes(t, store), "left", body)
 }

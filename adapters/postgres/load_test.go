@@ -2,11 +2,9 @@ package postgres_test
 
 import (
 	"context"
-	"fmt"
 	"reflect"
 	"sort"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -25,28 +23,18 @@ import (
 // a refund that asks a person, and a report whose output is too big for an event.
 func movingEngine(t *testing.T, s fsm.Store, name string) *fsm.Engine {
 	t.Helper()
-	model, err := scripted.New([]scripted.Rule{
-		{When: scripted.When{AfterTool: "*"}, Reply: "done"},
-		{When: scripted.When{Input: "^refund"}, Tools: []scripted.ToolCall{{Name: "refund", Arguments: `{}`}}},
-		{When: scripted.When{Input: "^report"}, Tools: []scripted.ToolCall{{Name: "report", Arguments: `{}`}}},
-		{Reply: "hi"},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	tools := []fsm.Tool{
 		storetest.Approval{Tool: functool.MustNew("refund", "refunds", func(context.Context, noArgs) (any, error) { return "refunded", nil })},
 		functool.MustNew("report", "a long report", func(context.Context, noArgs) (any, error) {
 			return strings.Repeat("quarterly figures ", 8000), nil // past the blob threshold
 		}),
 	}
-	app := &fsm.App{Name: "demo", StartAgent: "main", Agents: map[string]*fsm.Agent{"main": {Name: "main", LLM: "m", Model: model, Tools: tools, MaxTurns: 4, MaxToolCalls: 4}}}
-	var n atomic.Int64
-	e, err := fsm.New(s, []*fsm.App{app}, fsm.Options{Clock: time.Now, NodeID: name, NewID: func() string { return fmt.Sprintf("%s-%06d", name, n.Add(1)) }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return e
+	return engineOn(t, s, name, []scripted.Rule{
+		{When: scripted.When{AfterTool: "*"}, Reply: "done"},
+		{When: scripted.When{Input: "^refund"}, Tools: []scripted.ToolCall{{Name: "refund", Arguments: `{}`}}},
+		{When: scripted.When{Input: "^report"}, Tools: []scripted.ToolCall{{Name: "report", Arguments: `{}`}}},
+		{Reply: "hi"},
+	}, tools, fsm.Options{})
 }
 
 // movedStore is what the move test reads from both stores.
@@ -193,17 +181,8 @@ func TestAStoreMovesToPostgres(t *testing.T) {
 	if res, err := st.Wait(); err != nil || res.TurnID != waiting || res.Status != fsm.StatusCompleted || res.Output != "done" {
 		t.Fatalf("the answered turn: %+v %v", res, err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		turns, err := dst.Turns(ctx, sessions[2])
-		noErr(t, err)
-		if len(turns) == 2 && turns[1].Status == projection.TurnCommitted && turns[1].Input == "after the refund" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the queued input never ran: %+v", turns)
-		}
-		time.Sleep(20 * time.Millisecond) // the queue runs once the answered turn ends
+	if turns := queueRan(t, dst, sessions[2]); len(turns) != 2 || turns[1].Input != "after the refund" {
+		t.Fatalf("turns after the move %+v", turns)
 	}
 }
 

@@ -29,14 +29,11 @@ func node(t *testing.T, s fsm.Store, name string, gate <-chan struct{}, entered 
 
 func nodeWithTTL(t *testing.T, s fsm.Store, name string, gate <-chan struct{}, entered chan<- struct{}, ttl time.Duration) *fsm.Engine {
 	t.Helper()
-	model, err := scripted.New([]scripted.Rule{
+	rules := []scripted.Rule{
 		{When: scripted.When{AfterTool: "*"}, Reply: "done"},
 		{When: scripted.When{Input: "^slow"}, Tools: []scripted.ToolCall{{Name: "slow", Arguments: `{}`}}},
 		{When: scripted.When{Input: "^refund"}, Tools: []scripted.ToolCall{{Name: "refund", Arguments: `{}`}}},
 		{Reply: "hi"},
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 	tools := []fsm.Tool{
 		functool.MustNew("slow", "waits", func(ctx context.Context, _ noArgs) (any, error) {
@@ -49,9 +46,24 @@ func nodeWithTTL(t *testing.T, s fsm.Store, name string, gate <-chan struct{}, e
 		}),
 		storetest.Approval{Tool: functool.MustNew("refund", "refunds", func(context.Context, noArgs) (any, error) { return "refunded", nil })},
 	}
+	return engineOn(t, s, name, rules, tools, fsm.Options{LeaseTTL: ttl})
+}
+
+// engineOn is an engine named name on s, of one app ("demo", agent "main") whose
+// scripted model follows rules and calls tools; opts may pin the clock or the lease.
+func engineOn(t *testing.T, s fsm.Store, name string, rules []scripted.Rule, tools []fsm.Tool, opts fsm.Options) *fsm.Engine {
+	t.Helper()
+	model, err := scripted.New(rules)
+	if err != nil {
+		t.Fatal(err)
+	}
 	app := &fsm.App{Name: "demo", StartAgent: "main", Agents: map[string]*fsm.Agent{"main": {Name: "main", LLM: "m", Model: model, Tools: tools, MaxTurns: 4, MaxToolCalls: 4}}}
 	var n atomic.Int64
-	e, err := fsm.New(s, []*fsm.App{app}, fsm.Options{Clock: time.Now, NodeID: name, LeaseTTL: ttl, NewID: func() string { return fmt.Sprintf("%s-%06d", name, n.Add(1)) }})
+	if opts.Clock == nil {
+		opts.Clock = time.Now
+	}
+	opts.NodeID, opts.NewID = name, func() string { return fmt.Sprintf("%s-%06d", name, n.Add(1)) }
+	e, err := fsm.New(s, []*fsm.App{app}, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,22 +261,9 @@ func TestAnInterruptReachesTheNodeThatRunsTheTurn(t *testing.T) {
 	if res, err := slow.Wait(); err != nil || res.Error == nil || res.Error.Code != events.CodeCanceled {
 		t.Fatalf("node a's turn: %+v %v", res, err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		turns, err := storeB.Turns(ctx, sess.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(turns) == 2 && turns[1].Status == projection.TurnCommitted {
-			if turns[0].Status != projection.TurnCanceled || turns[0].ErrorMessage != fsm.InterruptReason || turns[1].ID != q.TurnID {
-				t.Fatalf("turns %+v", turns)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the queued input never ran: %+v", turns)
-		}
-		time.Sleep(20 * time.Millisecond) // the queue runs on node a once its turn ends
+	turns := queueRan(t, storeB, sess.ID)
+	if len(turns) != 2 || turns[0].Status != projection.TurnCanceled || turns[0].ErrorMessage != fsm.InterruptReason || turns[1].ID != q.TurnID {
+		t.Fatalf("turns %+v", turns)
 	}
 	evs, err := storeB.Events(ctx, sess.ID, 0)
 	if err != nil {
@@ -342,21 +341,11 @@ func TestApprovalExpiryIsTakenOnce(t *testing.T) {
 	dsn := postgres.TestSchemaDSN(t)
 	ctx := context.Background()
 	engine := func(name string, clock func() time.Time) *fsm.Engine {
-		model, err := scripted.New([]scripted.Rule{
+		refund := expiring{functool.MustNew("refund", "refunds", func(context.Context, noArgs) (any, error) { return "refunded", nil })}
+		return engineOn(t, postgres.MustOpenOn(t, dsn), name, []scripted.Rule{
 			{When: scripted.When{AfterTool: "*"}, Reply: "{{output.error.message}}"},
 			{Tools: []scripted.ToolCall{{Name: "refund", Arguments: `{}`}}},
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		refund := expiring{functool.MustNew("refund", "refunds", func(context.Context, noArgs) (any, error) { return "refunded", nil })}
-		app := &fsm.App{Name: "demo", StartAgent: "main", Agents: map[string]*fsm.Agent{"main": {Name: "main", LLM: "m", Model: model, Tools: []fsm.Tool{refund}, MaxTurns: 4, MaxToolCalls: 4}}}
-		var n atomic.Int64
-		e, err := fsm.New(postgres.MustOpenOn(t, dsn), []*fsm.App{app}, fsm.Options{Clock: clock, NodeID: name, NewID: func() string { return fmt.Sprintf("%s-%06d", name, n.Add(1)) }})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return e
+		}, []fsm.Tool{refund}, fsm.Options{Clock: clock})
 	}
 	a := engine("node-a", time.Now)
 	later := func() time.Time { return time.Now().Add(time.Hour) }
@@ -416,22 +405,8 @@ func TestAQueuedInputRunsOnce(t *testing.T) {
 	}()
 	slow.Wait()
 	<-done
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		turns, err := storeB.Turns(ctx, sess.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(turns) >= 2 && turns[len(turns)-1].Status == projection.TurnCommitted {
-			if len(turns) != 2 || turns[1].ID != q.TurnID {
-				t.Fatalf("turns %+v", turns)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the queued input never ran: %+v", turns)
-		}
-		time.Sleep(20 * time.Millisecond) // the queue starts once the slow turn ends
+	if turns := queueRan(t, storeB, sess.ID); len(turns) != 2 || turns[1].ID != q.TurnID {
+		t.Fatalf("turns %+v", turns)
 	}
 	evs, _ := storeB.Events(ctx, sess.ID, 0)
 	started := 0
@@ -442,5 +417,25 @@ func TestAQueuedInputRunsOnce(t *testing.T) {
 	}
 	if started != 1 {
 		t.Fatalf("the queued turn started %d times", started)
+	}
+}
+
+// queueRan waits until the session's newest turn, at least its second, has
+// committed — the queued input ran once the turn before it ended — and returns the
+// turns.
+func queueRan(t *testing.T, s storetest.Store, session string) []projection.Turn {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		turns, err := s.Turns(context.Background(), session)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(turns) >= 2 && turns[len(turns)-1].Status == projection.TurnCommitted {
+			return turns
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the queued input never ran: %+v", turns)
+		}
+		time.Sleep(20 * time.Millisecond) // the queue starts once the turn before it ends
 	}
 }

@@ -13,14 +13,45 @@ import (
 	"github.com/turnlog/turnlog/fsm"
 )
 
-// Engine steps as BenchEngineSteps runs them: 200 turns of 10 model+tool steps.
+// Engine steps as the step benchmarks run them: 200 turns of StepAgent's 10 steps.
 const (
-	benchTurns        = 200
-	benchStepsPerTurn = 10
+	BenchTurns        = 200
+	BenchStepsPerTurn = 10
 )
 
 type stepArgs struct {
 	I int `json:"i"`
+}
+
+// StepAgent is a ReAct loop of BenchStepsPerTurn instant tool steps per turn on the
+// scripted model: each tool output tells the model the next argument, and the last
+// ends the turn. Its tool is idempotent or not as asked.
+func StepAgent(tb testing.TB, idempotent bool) *fsm.Agent {
+	model, err := scripted.New([]scripted.Rule{
+		{When: scripted.When{AfterTool: "step", Output: fmt.Sprintf(`"next":%d\b`, BenchStepsPerTurn)}, Reply: "done"},
+		{When: scripted.When{AfterTool: "step"}, Tools: []scripted.ToolCall{{Name: "step", Arguments: `{"i": {{output.next}}}`}}},
+		{Tools: []scripted.ToolCall{{Name: "step", Arguments: `{"i": 0}`}}},
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	step := functool.MustNew("step", "an instant no-op step", func(_ context.Context, a stepArgs) (any, error) {
+		return map[string]int{"next": a.I + 1}, nil
+	})
+	return &fsm.Agent{Name: "react", LLM: "scripted", Model: model, Tools: []fsm.Tool{idempotence{step, idempotent}},
+		MaxTurns: BenchStepsPerTurn + 1, MaxToolCalls: BenchStepsPerTurn}
+}
+
+// idempotence declares whether a tool may be run again after a crash.
+type idempotence struct {
+	fsm.Tool
+	idempotent bool
+}
+
+func (t idempotence) Spec() fsm.ToolSpec {
+	s := t.Tool.Spec()
+	s.Idempotent = t.idempotent
+	return s
 }
 
 // BenchEngineSteps runs the engine on a store h opens: one session, 200 turns of 10
@@ -29,18 +60,7 @@ type stepArgs struct {
 // and 200 and their ratio — whether a step's cost stays flat as the history grows.
 // Every store runs the same code, so their figures compare.
 func BenchEngineSteps(b *testing.B, h Harness) {
-	model, err := scripted.New([]scripted.Rule{
-		{When: scripted.When{AfterTool: "step", Output: `"next":10\b`}, Reply: "done"},
-		{When: scripted.When{AfterTool: "step"}, Tools: []scripted.ToolCall{{Name: "step", Arguments: `{"i": {{output.next}}}`}}},
-		{Tools: []scripted.ToolCall{{Name: "step", Arguments: `{"i": 0}`}}},
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	step := functool.MustNew("step", "an instant no-op step", func(_ context.Context, a stepArgs) (any, error) {
-		return map[string]int{"next": a.I + 1}, nil
-	})
-	agent := &fsm.Agent{Name: "react", LLM: "scripted", Model: model, Tools: []fsm.Tool{step}, MaxTurns: benchStepsPerTurn + 1, MaxToolCalls: benchStepsPerTurn}
+	agent := StepAgent(b, false)
 	app := &fsm.App{Name: "bench", StartAgent: agent.Name, Agents: map[string]*fsm.Agent{agent.Name: agent}}
 	b.StopTimer()
 	for i := 0; i < b.N; i++ {
@@ -54,19 +74,19 @@ func BenchEngineSteps(b *testing.B, h Harness) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		perStep := make([]time.Duration, benchTurns)
+		perStep := make([]time.Duration, BenchTurns)
 		b.StartTimer()
-		for turn := range benchTurns {
+		for turn := range BenchTurns {
 			start := time.Now()
 			res, err := e.RunTurn(ctx, s.ID, "run the loop")
 			if err != nil || res.Status != fsm.StatusCompleted {
 				b.Fatalf("turn %d: %v %+v", turn+1, err, res)
 			}
-			perStep[turn] = time.Since(start) / benchStepsPerTurn
+			perStep[turn] = time.Since(start) / BenchStepsPerTurn
 		}
 		b.StopTimer()
 		window := func(turn int) time.Duration { // p50 over the turns around turn (clamped)
-			lo, hi := max(turn-3, 0), min(turn+2, benchTurns)
+			lo, hi := max(turn-3, 0), min(turn+2, BenchTurns)
 			s := append([]time.Duration(nil), perStep[lo:hi]...)
 			sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
 			return s[len(s)/2]
