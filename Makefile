@@ -26,7 +26,7 @@ vet: ## gofmt and go vet
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))" || { gofmt -l .; echo "gofmt needed"; exit 1; }
 	$(GO) vet ./...
 
-bench: ## the SPEC §10 benchmarks: engine step, storage, rebuild, appends/s (SQLite and PostgreSQL), engine step and HTTP turns/s by store and nodes, branch, history read, HTTP turns, sandbox overhead, context build and token counting, HTTP and command tools, cancel latency, the inspector's session page
+bench: ## the SPEC §10 benchmarks: engine step, storage, rebuild, appends/s (SQLite and PostgreSQL), engine step and HTTP turns/s by store and nodes, branch, history read, HTTP turns, sandbox overhead, context build and token counting, HTTP and command tools, cancel latency, the inspector's session page, serve's resident memory
 	$(GO) test -run '^$$' -bench 'EngineStep|Rebuild' -benchtime 1x -p 1 -timeout 30m ./fsm ./adapters/sqlite
 	$(GO) test -run '^$$' -bench 'AppendConcurrent' -benchtime 20000x -timeout 30m ./adapters/sqlite
 	$(GO) test -run '^$$' -bench 'AppendConcurrent' -benchtime 5000x -timeout 30m ./adapters/postgres # with TURNLOG_TEST_POSTGRES set (.ci/start-postgres); skipped without
@@ -41,6 +41,7 @@ bench: ## the SPEC §10 benchmarks: engine step, storage, rebuild, appends/s (SQ
 	$(GO) test -run '^$$' -bench 'SessionPage' -benchtime 50x ./inspector
 	$(GO) test -run '^$$' -bench 'CommandToolVsBash' -benchtime 50x ./adapters/commandtool
 	$(GO) test -run '^$$' -bench 'CancelLatency' -benchtime 10x .
+	$(GO) test -run '^$$' -bench 'ServeMemory' -benchtime 1x .
 
 api-examples: ## run every curl example of docs/api.md against a running server (make run)
 	bash scripts/api-examples.sh

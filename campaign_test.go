@@ -61,7 +61,7 @@ type shopServer struct {
 	seen map[string]int
 }
 
-func newShopServer(t *testing.T, hold func(ref string, nth int) time.Duration) *shopServer {
+func newShopServer(t testing.TB, hold func(ref string, nth int) time.Duration) *shopServer {
 	s := &shopServer{seen: map[string]int{}}
 	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var args struct{ Ref string }

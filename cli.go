@@ -107,6 +107,7 @@ type commonFlags struct {
 	checkpointPages int    // 0: the store's default; negative: none of turnlog's own
 	otlpEndpoint    string // where spans go ("": nowhere)
 	leaseTTL        time.Duration
+	cacheSessions   int
 }
 
 func envOr(name, def string) string {

@@ -61,7 +61,7 @@ func TestEraseCommand(t *testing.T) {
 func TestServeRefusesBadOpsFlags(t *testing.T) {
 	t.Parallel()
 	db := filepath.Join(t.TempDir(), "turnlog.db")
-	for flag, value := range map[string]string{"--otlp-endpoint": "ftp://127.0.0.1:4318", "--wal-autocheckpoint": "-5", "--shutdown-grace": "0s", "--lease-ttl": "10ms"} {
+	for flag, value := range map[string]string{"--otlp-endpoint": "ftp://127.0.0.1:4318", "--wal-autocheckpoint": "-5", "--shutdown-grace": "0s", "--lease-ttl": "10ms", "--cache-sessions": "0"} {
 		_, _, err := runCLI(t, "serve", "--dev", "--addr", "127.0.0.1:0", "--db", db, flag, value)
 		if !events.IsCode(err, events.CodeInvalid) || !strings.Contains(err.Error(), strings.TrimPrefix(flag, "--")) {
 			t.Errorf("serve %s %s: %v", flag, value, err)

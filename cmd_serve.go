@@ -36,9 +36,19 @@ func cmdServe(ctx context.Context, c *cliContext, args []string) error {
 			return events.FieldError(events.CodeInvalid, "TURNLOG_LEASE_TTL", "must be a duration such as 15s, got %q", v)
 		}
 	}
+	cacheSessions := fs.Int("cache-sessions", 1024, "how many sessions' conversations stay in memory between turns, the least recently used evicted past it (env TURNLOG_CACHE_SESSIONS)")
+	if v := envOr("TURNLOG_CACHE_SESSIONS", ""); v != "" {
+		if err := fs.Set("cache-sessions", v); err != nil {
+			return events.FieldError(events.CodeInvalid, "TURNLOG_CACHE_SESSIONS", "must be a number of sessions, got %q", v)
+		}
+	}
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	if *cacheSessions < 1 {
+		return events.FieldError(events.CodeInvalid, "cache-sessions", "must be at least 1, got %d", *cacheSessions)
+	}
+	f.cacheSessions = *cacheSessions
 	if *leaseTTL < 300*time.Millisecond {
 		return events.FieldError(events.CodeInvalid, "lease-ttl", "must be a duration of at least 300ms such as 15s, got %s", *leaseTTL)
 	}

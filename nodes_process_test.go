@@ -28,7 +28,7 @@ var (
 )
 
 // turnlogBinary builds turnlog once for the tests that run it as real nodes.
-func turnlogBinary(t *testing.T) string {
+func turnlogBinary(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "turnlog-nodes-")
@@ -57,7 +57,7 @@ func removeBuiltBinary() {
 
 // cluster is a set of turnlog nodes on one database, each started the same way.
 type cluster struct {
-	t    *testing.T
+	t    testing.TB
 	bin  string
 	dir  string
 	env  []string // TURNLOG_DB among them: the password is on no command line
@@ -76,7 +76,7 @@ type liveNode struct {
 	done chan struct{}
 }
 
-func newCluster(t *testing.T, dir, dsn string, args ...string) *cluster {
+func newCluster(t testing.TB, dir, dsn string, args ...string) *cluster {
 	c := &cluster{t: t, bin: turnlogBinary(t), dir: dir, env: append(os.Environ(), "TURNLOG_DB="+dsn), args: args}
 	t.Cleanup(func() {
 		c.mu.Lock()

@@ -32,7 +32,7 @@ func schemaVersion() int { return sqlite.SchemaVersion() }
 func (c *cliContext) options(path string, f commonFlags) turnlog.Options {
 	o := turnlog.Options{Config: path, Functions: c.wiring.functions, WrapModel: c.wiring.wrapModel, Workspace: c.workspace,
 		NeverDial: c.neverDial, Protected: c.protected, DB: f.db, Synchronous: f.synchronous, CheckpointPages: f.checkpointPages, Logger: c.logger,
-		OTLPEndpoint: f.otlpEndpoint, Version: Version, LeaseTTL: f.leaseTTL}
+		OTLPEndpoint: f.otlpEndpoint, Version: Version, LeaseTTL: f.leaseTTL, CacheSessions: f.cacheSessions}
 	if path == "" {
 		o.Config, o.ConfigData = "examples/demo/agent.yaml", demo.Config
 	}

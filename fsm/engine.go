@@ -19,7 +19,8 @@ type Options struct {
 	Clock events.Clock
 	NewID events.IDFunc
 	// CacheSessions bounds how many sessions' conversations stay in memory between
-	// turns (default 1024), so a turn never refolds a long history.
+	// turns (default 1024), so a turn never refolds a long history; past it the
+	// least recently used is evicted (and read again when its session next runs).
 	CacheSessions int
 	// Observer hears model calls, tool calls and turn ends (default: nobody).
 	Observer Observer
@@ -59,7 +60,7 @@ type Engine struct {
 
 	mu       sync.Mutex
 	running  map[string]*runHandle // sessions with a turn in this process
-	cache    map[string]*sessionCache
+	cache    *conversationCache
 	draining bool // Drain was called: no new work
 }
 
@@ -111,11 +112,6 @@ func (h *runHandle) stopSoftly(reason string) {
 	})
 }
 
-type sessionCache struct {
-	lastCommitSeq int64
-	conv          *conversation
-}
-
 // LeaseTTL is how long this engine's session leases last unrenewed.
 func (e *Engine) LeaseTTL() time.Duration { return e.opts.LeaseTTL }
 
@@ -143,7 +139,7 @@ func New(store Store, apps []*App, opts Options) (*Engine, error) {
 		opts.LeaseTTL = DefaultLeaseTTL
 	}
 	e := &Engine{store: store, apps: map[string]*App{}, opts: opts,
-		running: map[string]*runHandle{}, cache: map[string]*sessionCache{}}
+		running: map[string]*runHandle{}, cache: newConversationCache(opts.CacheSessions)}
 	for _, a := range apps {
 		if err := a.Validate(); err != nil {
 			return nil, err
@@ -327,7 +323,7 @@ func (e *Engine) setRunningTurn(h *runHandle, turn string, from int64) {
 // cache is current, else from the history projection (once per turn at most).
 func (e *Engine) conversation(ctx context.Context, s projection.Session) (*conversation, error) {
 	e.mu.Lock()
-	c, ok := e.cache[s.ID]
+	c, ok := e.cache.get(s.ID)
 	e.mu.Unlock()
 	if ok && c.lastCommitSeq == s.LastCommitSeq {
 		return c.conv, nil
@@ -345,18 +341,12 @@ func (e *Engine) conversation(ctx context.Context, s projection.Session) (*conve
 func (e *Engine) remember(session string, commitSeq int64, conv *conversation) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if len(e.cache) >= e.opts.CacheSessions {
-		for k := range e.cache { // evict an arbitrary entry: the projection can always refill it
-			delete(e.cache, k)
-			break
-		}
-	}
-	e.cache[session] = &sessionCache{lastCommitSeq: commitSeq, conv: conv}
+	e.cache.put(session, &sessionCache{lastCommitSeq: commitSeq, conv: conv})
 }
 
 func (e *Engine) forget(session string) {
 	e.mu.Lock()
-	delete(e.cache, session)
+	e.cache.remove(session)
 	e.mu.Unlock()
 }
 
@@ -669,4 +659,12 @@ func (e *Engine) Cancel(ctx context.Context, session, turn, reason string) (proj
 			Message: reason, Took: e.opts.Clock().Sub(t.StartedAt)})
 	}
 	return ended, err
+}
+
+// CachedSessions is how many sessions' conversations the engine keeps in memory
+// now: at most Options.CacheSessions, the most recently used.
+func (e *Engine) CachedSessions() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.cache.len()
 }

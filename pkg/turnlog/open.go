@@ -83,7 +83,7 @@ func Open(ctx context.Context, opts Options) (*Turnlog, error) {
 		return nil, err
 	}
 	eopts := fsm.Options{Clock: opts.Clock, NewID: opts.NewID, Observer: observers, CancelGrace: opts.CancelGrace, ReplayOnly: opts.ReplayOnly, Tracer: opts.Tracer,
-		LeaseTTL: opts.LeaseTTL}
+		LeaseTTL: opts.LeaseTTL, CacheSessions: opts.CacheSessions}
 	var traces *sdktrace.TracerProvider
 	if opts.OTLPEndpoint != "" && opts.Tracer == nil {
 		if traces, err = tracing.OTLP(ctx, opts.OTLPEndpoint, opts.Version); err != nil {

@@ -34,6 +34,9 @@ type Options struct {
 	// CheckpointPages is the WAL size, in pages, at which turnlog checkpoints it
 	// (default 1000); negative leaves checkpoints to a replication tool (Litestream).
 	CheckpointPages int
+	// CacheSessions bounds how many sessions' conversations the engine keeps in
+	// memory between turns, evicting the least recently used (default 1024).
+	CacheSessions int
 	// LeaseTTL is how long a session's lease lasts unrenewed on a store several nodes
 	// share, and so how soon another node takes over the turns of a node that went
 	// away (default fsm.DefaultLeaseTTL).
