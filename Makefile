@@ -4,7 +4,7 @@ DB       ?= turnlog.db
 CONFIG   ?=
 ADDR     ?= 127.0.0.1:8080
 
-.PHONY: help run build test vet lint fmt bench api-examples fuzz clean screenshots
+.PHONY: help run build test vet lint fmt bench bench-scale api-examples fuzz clean screenshots
 
 help: ## list the targets
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
@@ -42,6 +42,9 @@ bench: ## the SPEC §10 benchmarks: engine step, storage, rebuild, appends/s (SQ
 	$(GO) test -run '^$$' -bench 'CommandToolVsBash' -benchtime 50x ./adapters/commandtool
 	$(GO) test -run '^$$' -bench 'CancelLatency' -benchtime 10x .
 	$(GO) test -run '^$$' -bench 'ServeMemory' -benchtime 1x .
+
+bench-scale: ## at scale: a database of 1M events over 10k sessions beside one of 10 sessions, in one run (a few GB of disk in TMPDIR, minutes; TURNLOG_SCALE_SESSIONS sets the size)
+	$(GO) test -run '^$$' -bench 'AtScale' -benchtime 1x -timeout 60m ./pkg/turnlog
 
 api-examples: ## run every curl example of docs/api.md against a running server (make run)
 	bash scripts/api-examples.sh

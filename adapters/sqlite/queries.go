@@ -36,11 +36,15 @@ const (
 	qSession      = qSessionCols + ` WHERE id = ?`
 	qSessionsPage = qSessionCols + ` WHERE owner = ?1 AND (app = ?2 OR ?2 = '') AND (?3 = '' OR created_at < ?3 OR (created_at = ?3 AND id < ?4)) ORDER BY created_at DESC, id DESC LIMIT ?5`
 	qBranchesOf   = qSessionCols + ` WHERE parent_id = ? ORDER BY parent_seq, created_at, id`
-	// qHistory walks a branch's sources: each contributes its items up to the seq the
-	// next one branched at, oldest source first.
-	qHistory = qLineage + ` SELECT h.item FROM lineage l JOIN proj_history h ON h.session_id = l.ancestor AND (l.upto IS NULL OR h.seq <= l.upto)
-ORDER BY l.depth DESC, h.seq, h.idx`
-	// qHistoryAsRun is qHistory with, beside each call a reviewer edited, the
+	// qLineageOf lists a session's sources, oldest first, each with the seq up to
+	// which it contributes (NULL: the session itself, all of it); qHistoryOf and
+	// qHistoryUpTo read one source's items in the primary key's order, so no read
+	// of the history sorts.
+	qLineageOf   = qLineage + ` SELECT ancestor, upto FROM lineage ORDER BY depth DESC`
+	qHistoryOf   = `SELECT item FROM proj_history WHERE session_id = ? ORDER BY seq, idx`
+	qHistoryUpTo = `SELECT item FROM proj_history WHERE session_id = ? AND seq <= ? ORDER BY seq, idx`
+	// qHistoryAsRun is the history (every source's items up to its branch point,
+	// oldest source first) with, beside each call a reviewer edited, the
 	// arguments it ran with and who edited them.
 	qHistoryAsRun = qLineage + ` SELECT h.item, i.edited_arguments, coalesce(i.answered_by, '') FROM lineage l JOIN proj_history h ON h.session_id = l.ancestor AND (l.upto IS NULL OR h.seq <= l.upto)
 LEFT JOIN proj_interrupts i ON h.item ->> '$.type' = 'function_call' AND i.session_id = h.session_id AND i.turn_id = h.turn_id

@@ -78,11 +78,38 @@ func (s *Store) History(ctx context.Context, session string) ([]events.Item, err
 // HistoryRaw returns the same items as History as their stored canonical JSON, for
 // callers that only pass them on.
 func (s *Store) HistoryRaw(ctx context.Context, session string) ([]json.RawMessage, error) {
-	rows, err := s.query(ctx, qHistory, session)
+	rows, err := s.query(ctx, qLineageOf, session)
 	if err != nil {
 		return nil, fmt.Errorf("read history of %s: %w", session, err)
 	}
-	return sqlrows.All(rows, sqlrows.ScanRaw)
+	type source struct {
+		id   string
+		upto sql.NullInt64
+	}
+	sources, err := sqlrows.All(rows, func(r sqlrows.Scanner) (source, error) {
+		var src source
+		return src, r.Scan(&src.id, &src.upto)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read history of %s: %w", session, err)
+	}
+	var out []json.RawMessage
+	for _, src := range sources { // items are never changed once written: no snapshot is needed across the reads
+		if src.upto.Valid {
+			rows, err = s.query(ctx, qHistoryUpTo, src.id, src.upto.Int64)
+		} else {
+			rows, err = s.query(ctx, qHistoryOf, src.id)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read history of %s: %w", session, err)
+		}
+		items, err := sqlrows.All(rows, sqlrows.ScanRaw)
+		if err != nil {
+			return nil, fmt.Errorf("read history of %s: %w", session, err)
+		}
+		out = append(out, items...)
+	}
+	return out, nil
 }
 
 // HistoryAsRun is History as people read it: a call a reviewer edited shows the
