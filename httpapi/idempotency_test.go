@@ -230,6 +230,21 @@ func (k slowKeys) ClaimKey(ctx context.Context, r projection.IdempotencyRecord, 
 	return got, claimed, err
 }
 
+// createKeyed sends POST /v1/sessions with an Idempotency-Key to the server at url.
+func createKeyed(url, key, body string) (int, map[string]any, error) {
+	req, _ := http.NewRequest("POST", url+"/v1/sessions", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Idempotency-Key", key)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer res.Body.Close()
+	var v map[string]any
+	json.NewDecoder(res.Body).Decode(&v)
+	return res.StatusCode, v, nil
+}
+
 // TestConcurrentRepeatsActOnce: requests with one key that arrive together make one
 // session.
 func TestConcurrentRepeatsActOnce(t *testing.T) {
@@ -249,17 +264,11 @@ func TestConcurrentRepeatsActOnce(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			req, _ := http.NewRequest("POST", srv.URL+"/v1/sessions", strings.NewReader(`{"app":"demo"}`))
-			req.Header.Set("Content-Type", "application/json")
-			req.Header.Set("Idempotency-Key", "together")
-			res, err := http.DefaultClient.Do(req)
+			_, v, err := createKeyed(srv.URL, "together", `{"app":"demo"}`)
 			if err != nil {
 				t.Error(err)
 				return
 			}
-			var v map[string]any
-			json.NewDecoder(res.Body).Decode(&v)
-			res.Body.Close()
 			id, _ := v["id"].(string)
 			ids <- id
 		}()
@@ -433,18 +442,12 @@ func createTogether(t *testing.T, store *sqlite.Store, nodes []*httptest.Server,
 		go func() {
 			defer wg.Done()
 			for attempt := 0; attempt < 100; attempt++ {
-				req, _ := http.NewRequest("POST", nodes[i%2].URL+"/v1/sessions", strings.NewReader(body))
-				req.Header.Set("Content-Type", "application/json")
-				req.Header.Set("Idempotency-Key", key)
-				res, err := http.DefaultClient.Do(req)
+				status, v, err := createKeyed(nodes[i%2].URL, key, body)
 				if err != nil {
 					t.Error(err)
 					return
 				}
-				var v map[string]any
-				json.NewDecoder(res.Body).Decode(&v)
-				res.Body.Close()
-				if res.StatusCode == http.StatusConflict {
+				if status == http.StatusConflict {
 					conflicts.Add(1)
 					time.Sleep(10 * time.Millisecond) // the request that holds the claim is making it
 					continue
