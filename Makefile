@@ -29,6 +29,7 @@ vet: ## gofmt and go vet
 bench: ## the SPEC §10 benchmarks: engine step, storage, rebuild, appends/s (SQLite and PostgreSQL), engine step and HTTP turns/s by store and nodes, branch, history read, HTTP turns, sandbox overhead, context build and token counting, HTTP and command tools, cancel latency, the inspector's session page, serve's resident memory
 	$(GO) test -run '^$$' -bench 'EngineStep|Rebuild' -benchtime 1x -p 1 -timeout 30m ./fsm ./adapters/sqlite
 	$(GO) test -run '^$$' -bench 'AppendConcurrent' -benchtime 20000x -timeout 30m ./adapters/sqlite
+	$(GO) test -run '^$$' -bench 'AppendVsRawInsert' -benchtime 20000x -timeout 30m ./adapters/sqlite
 	$(GO) test -run '^$$' -bench 'AppendConcurrent' -benchtime 5000x -timeout 30m ./adapters/postgres # with TURNLOG_TEST_POSTGRES set (.ci/start-postgres); skipped without
 	$(GO) test -run '^$$' -bench 'StoreEngineSteps' -benchtime 1x -p 1 -timeout 30m ./adapters/sqlite ./adapters/postgres
 	$(GO) test -run '^$$' -bench 'HTTPTurnsByNodes' -benchtime 600x -timeout 30m ./pkg/turnlog # the PostgreSQL runs with TURNLOG_TEST_POSTGRES set
