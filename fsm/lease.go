@@ -102,9 +102,11 @@ func (e *Engine) interruptElsewhere(session, turn string) {
 		t, err := e.relayUntilEnded(ctx, relay, session, turn, InterruptReason)
 		switch {
 		case err == nil && t.Status == projection.TurnSuspended:
-			// It came to wait for people before it heard: canceled, as here.
-			e.Cancel(ctx, session, turn, InterruptReason)
-			return
+			// It came to wait for people before it heard: canceled, as here — once the
+			// node that suspended it has given the session's lease up.
+			if _, cerr := e.Cancel(ctx, session, turn, InterruptReason); cerr == nil || !events.IsCode(cerr, events.CodeConflict) {
+				return
+			}
 		case err == nil:
 			return
 		}

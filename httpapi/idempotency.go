@@ -109,13 +109,19 @@ func (s *Server) idempotency(c echo.Context, body []byte, adopt ...func(ctx cont
 		}
 	}
 	sum := sha256.Sum256(canon)
-	now := s.now()
 	route := c.Request().Method + " " + c.Request().URL.Path
-	rec := projection.IdempotencyRecord{Owner: userOf(c), Key: key, Route: route, BodyHash: hex.EncodeToString(sum[:]),
-		CreatedAt: now, ExpiresAt: now.Add(s.idempotencyTTL())}
+	rec := projection.IdempotencyRecord{Owner: userOf(c), Key: key, Route: route, BodyHash: hex.EncodeToString(sum[:])}
 	ctx := c.Request().Context()
 	id := rec.Owner + "\x00" + key
-	for {
+	for pass := 0; ; pass++ {
+		if pass == maxClaimPasses {
+			return nil, &events.Error{Code: events.CodeConflict, Field: HeaderIdempotencyKey,
+				Message: "a request with Idempotency-Key " + strconv.Quote(key) + " is in progress; send it again shortly"}
+		}
+		// A claim is dated when it is made: a request that waited here does not make
+		// one that looks old to the other nodes.
+		now := s.now()
+		rec.CreatedAt, rec.ExpiresAt = now, now.Add(s.idempotencyTTL())
 		ch, mine := s.inflight.reserve(id)
 		if !mine { // a request of this process holds the key: wait until it has made something
 			select {
@@ -172,14 +178,19 @@ func (s *Server) idempotency(c echo.Context, body []byte, adopt ...func(ctx cont
 	}
 }
 
+// maxClaimPasses bounds the claim loop: a key that neither can be claimed nor
+// answers (its claim taken over again and again) is a 409 to send again.
+const maxClaimPasses = 20
+
 func (k *keyed) id() string { return k.owner + "\x00" + k.key }
 
-// digest is what the log records of the key (events.TurnStarted.RequestKey): no one
-// learns the key from it.
-func (k *keyed) digest() string { return requestKeyDigest(k.owner, k.key) }
+// digest is what the log records of the key's claim (events.TurnStarted.RequestKey):
+// no one learns the key from it, and another claim of the key (after it expired) has
+// another.
+func (k *keyed) digest() string { return requestKeyDigest(k.owner, k.key, k.rec.CreatedAt) }
 
-func requestKeyDigest(owner, key string) string {
-	sum := sha256.Sum256([]byte(owner + "\x00" + key))
+func requestKeyDigest(owner, key string, claimedAt time.Time) string {
+	sum := sha256.Sum256([]byte(owner + "\x00" + key + "\x00" + strconv.FormatInt(claimedAt.UnixNano(), 10)))
 	return hex.EncodeToString(sum[:16])
 }
 
@@ -203,7 +214,7 @@ func (s *Server) startedFor(session string) func(ctx context.Context, rec projec
 		if err != nil {
 			return "", "", 0, false, err
 		}
-		digest := requestKeyDigest(rec.Owner, rec.Key)
+		digest := requestKeyDigest(rec.Owner, rec.Key, rec.CreatedAt)
 		for _, ev := range evs {
 			if ev.Type != events.TypeTurnStarted {
 				continue
@@ -224,7 +235,12 @@ func (k *keyed) made(ctx context.Context, session, turn string, startSeq int64) 
 	}
 	k.acted = true // whatever happens to the record now, the request acted: its claim is never given up
 	if err := k.s.cfg.Idempotency.SetKeyTarget(context.WithoutCancel(ctx), k.owner, k.key, k.rec.CreatedAt, session, turn, startSeq); err != nil {
-		return err
+		// A repeat elsewhere took the claim over: when it found what this request
+		// made (adopt), the key names it, and this request is answered all the same.
+		rec, kerr := k.s.cfg.Idempotency.Key(context.WithoutCancel(ctx), k.owner, k.key)
+		if !events.IsCode(err, events.CodeConflict) || kerr != nil || rec.Session != session || rec.Turn != turn {
+			return err
+		}
 	}
 	k.rec.Session, k.rec.Turn, k.rec.StartSeq = session, turn, startSeq
 	k.s.inflight.end(k.id(), k.done)

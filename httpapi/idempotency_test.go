@@ -409,9 +409,9 @@ func (k lateReleases) ReleaseKey(ctx context.Context, owner, key string, claimed
 }
 
 // twoNodes are two servers on one store, as two nodes on one database are. Claims
-// are slow to make, and the second node gives them up late: a repeat on the one lands
-// between the other's claim and its act.
-func twoNodes(t *testing.T, store *sqlite.Store) []*httptest.Server {
+// are slow to make, so a repeat on the one lands between the other's claim and its
+// act; the second node gives claims up lateRelease after it is asked to.
+func twoNodes(t *testing.T, store *sqlite.Store, lateRelease time.Duration) []*httptest.Server {
 	t.Helper()
 	apps, err := turnlogtest.LoadApps(t, "demo", demo.Config, turnlog.Options{Functions: demo.Functions()})
 	if err != nil {
@@ -421,7 +421,7 @@ func twoNodes(t *testing.T, store *sqlite.Store) []*httptest.Server {
 	var nodes []*httptest.Server
 	for i := range 2 {
 		e, _ := fsm.New(store, apps, fsm.Options{Clock: time.Now, NewID: func() string { return fmt.Sprintf("id%04d", n.Add(1)) }})
-		keys := lateReleases{slowKeys{store}, time.Duration(i) * 15 * time.Millisecond}
+		keys := lateReleases{slowKeys{store}, time.Duration(i) * lateRelease}
 		srv := httptest.NewServer(httpapi.New(httpapi.Config{Engine: e, Reader: store, Idempotency: keys, ClaimHold: time.Minute, Dev: true}).Handler())
 		t.Cleanup(srv.Close)
 		nodes = append(nodes, srv)
@@ -480,7 +480,7 @@ func createTogether(t *testing.T, store *sqlite.Store, nodes []*httptest.Server,
 func TestRepeatsOnAnotherNodeActOnce(t *testing.T) {
 	t.Parallel()
 	store, _ := sqlite.MustOpen(t, sqlite.Options{Synchronous: "OFF"})
-	createTogether(t, store, twoNodes(t, store), "together", `{"app":"demo"}`)
+	createTogether(t, store, twoNodes(t, store, 0), "together", `{"app":"demo"}`)
 }
 
 // TestAnAbandonedClaimIsTakenOverOnce: a key claimed by a request whose node went
@@ -498,5 +498,59 @@ func TestAnAbandonedClaimIsTakenOverOnce(t *testing.T) {
 	if _, claimed, err := store.ClaimKey(context.Background(), stale, long); err != nil || !claimed {
 		t.Fatalf("the stale claim: %v %v", claimed, err)
 	}
-	createTogether(t, store, twoNodes(t, store), "left", body)
+	createTogether(t, store, twoNodes(t, store, 15*time.Millisecond), "left", body) // the second node gives the stale claim up after the first took it anew
+}
+
+// TestAKeyUsedAgainIsNotAnsweredWithItsOldTurn: a key expires and is used again, on
+// the same session, for another input; the request of its second use ends with its
+// process before it starts the turn. The repeat runs the new input: it is not
+// answered with the turn of the key's first use.
+func TestAKeyUsedAgainIsNotAnsweredWithItsOldTurn(t *testing.T) {
+	t.Parallel()
+	store, _ := sqlite.MustOpen(t, sqlite.Options{Synchronous: "OFF"})
+	apps, err := turnlogtest.LoadApps(t, "demo", demo.Config, turnlog.Options{Functions: demo.Functions()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n atomic.Int64
+	e, _ := fsm.New(store, apps, fsm.Options{Clock: time.Now, NewID: func() string { return fmt.Sprintf("id%04d", n.Add(1)) }})
+	var clock atomic.Int64
+	clock.Store(time.Now().UnixNano())
+	srv := httptest.NewServer(httpapi.New(httpapi.Config{Engine: e, Reader: store, Idempotency: store, IdempotencyTTL: time.Minute,
+		Clock: func() time.Time { return time.Unix(0, clock.Load()) }, Dev: true}).Handler())
+	defer srv.Close()
+	post := func(path, key, body string) map[string]any {
+		t.Helper()
+		req, _ := http.NewRequest("POST", srv.URL+path, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		if key != "" {
+			req.Header.Set("Idempotency-Key", key)
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		var v map[string]any
+		json.NewDecoder(res.Body).Decode(&v)
+		return v
+	}
+	session, _ := post("/v1/sessions", "", `{"app":"demo"}`)["id"].(string)
+	path := "/v1/sessions/" + session + "/turns"
+	first := post(path, "k", `{"input":"where is order 42?"}`)
+	clock.Add(int64(2 * time.Minute)) // the key expires
+	again := `{"input":"where is order 7?"}`
+	canon, _ := events.Canonicalize([]byte(again))
+	sum := sha256.Sum256(canon)
+	at := time.Unix(0, clock.Load())
+	left := projection.IdempotencyRecord{Owner: "dev", Key: "k", Route: "POST " + path, BodyHash: hex.EncodeToString(sum[:]), CreatedAt: at, ExpiresAt: at.Add(time.Minute)}
+	if _, claimed, err := store.ClaimKey(context.Background(), left, at); err != nil || !claimed {
+		t.Fatalf("the second use's claim: %v %v", claimed, err)
+	}
+	clock.Add(int64(time.Second))
+	repeat := post(path, "k", again)
+	turns, _ := store.Turns(context.Background(), session)
+	if repeat["turn_id"] == first["turn_id"] || len(turns) != 2 || turns[1].Input != "where is order 7?" {
+		t.Fatalf("the repeat of the key's second use answered %v (the first use's turn: %v); turns %+v", repeat["turn_id"], first["turn_id"], turns)
+	}
 }
