@@ -230,11 +230,13 @@ func (k slowKeys) ClaimKey(ctx context.Context, r projection.IdempotencyRecord, 
 	return got, claimed, err
 }
 
-// createKeyed sends POST /v1/sessions with an Idempotency-Key to the server at url.
-func createKeyed(url, key, body string) (int, map[string]any, error) {
-	req, _ := http.NewRequest("POST", url+"/v1/sessions", strings.NewReader(body))
+// postKeyed posts body to url+path, with an Idempotency-Key when key is not empty.
+func postKeyed(url, path, key, body string) (int, map[string]any, error) {
+	req, _ := http.NewRequest("POST", url+path, strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Idempotency-Key", key)
+	if key != "" {
+		req.Header.Set("Idempotency-Key", key)
+	}
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return 0, nil, err
@@ -264,7 +266,7 @@ func TestConcurrentRepeatsActOnce(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, v, err := createKeyed(srv.URL, "together", `{"app":"demo"}`)
+			_, v, err := postKeyed(srv.URL, "/v1/sessions", "together", `{"app":"demo"}`)
 			if err != nil {
 				t.Error(err)
 				return
@@ -364,19 +366,12 @@ func TestARepeatFindsTheTurnItsDeadProcessStarted(t *testing.T) {
 	}
 	dying, next := serve(dyingKeys{store}), serve(store)
 	post := func(srv *httptest.Server, path, key, body string) (int, map[string]any) {
-		req, _ := http.NewRequest("POST", srv.URL+path, strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		if key != "" {
-			req.Header.Set("Idempotency-Key", key)
-		}
-		res, err := http.DefaultClient.Do(req)
+		t.Helper()
+		status, v, err := postKeyed(srv.URL, path, key, body)
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer res.Body.Close()
-		var v map[string]any
-		json.NewDecoder(res.Body).Decode(&v)
-		return res.StatusCode, v
+		return status, v
 	}
 	status, created := post(next, "/v1/sessions", "", `{"app": "demo"}`)
 	sess, _ := created["id"].(string)
@@ -442,7 +437,7 @@ func createTogether(t *testing.T, store *sqlite.Store, nodes []*httptest.Server,
 		go func() {
 			defer wg.Done()
 			for attempt := 0; attempt < 100; attempt++ {
-				status, v, err := createKeyed(nodes[i%2].URL, key, body)
+				status, v, err := postKeyed(nodes[i%2].URL, "/v1/sessions", key, body)
 				if err != nil {
 					t.Error(err)
 					return
@@ -521,18 +516,10 @@ func TestAKeyUsedAgainIsNotAnsweredWithItsOldTurn(t *testing.T) {
 	defer srv.Close()
 	post := func(path, key, body string) map[string]any {
 		t.Helper()
-		req, _ := http.NewRequest("POST", srv.URL+path, strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		if key != "" {
-			req.Header.Set("Idempotency-Key", key)
-		}
-		res, err := http.DefaultClient.Do(req)
+		_, v, err := postKeyed(srv.URL, path, key, body)
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer res.Body.Close()
-		var v map[string]any
-		json.NewDecoder(res.Body).Decode(&v)
 		return v
 	}
 	session, _ := post("/v1/sessions", "", `{"app":"demo"}`)["id"].(string)
