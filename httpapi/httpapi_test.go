@@ -113,6 +113,12 @@ func setup(t *testing.T) testBundle {
 // setupWith serves the demo (and the gate app); wrap, when set, wraps the demo's models.
 func setupWith(t *testing.T, wrap func(string, fsm.Model) fsm.Model) testBundle {
 	t.Helper()
+	return setupReading(t, wrap, nil)
+}
+
+// setupReading is setupWith whose API reads through read(store) when read is set.
+func setupReading(t *testing.T, wrap func(string, fsm.Model) fsm.Model, read func(httpapi.Reader) httpapi.Reader) testBundle {
+	t.Helper()
 	store, path := sqlite.MustOpen(t, sqlite.Options{Synchronous: "OFF"})
 	apps, err := turnlogtest.LoadApps(t, "demo", demo.Config, turnlog.Options{Functions: demo.Functions(), WrapModel: wrap})
 	if err != nil {
@@ -128,7 +134,11 @@ func setupWith(t *testing.T, wrap func(string, fsm.Model) fsm.Model) testBundle 
 		t.Fatal(err)
 	}
 	b.log = &syncBuffer{}
-	api := httpapi.New(httpapi.Config{Engine: e, Reader: store, Idempotency: store, BodyLimit: "64K",
+	var reader httpapi.Reader = store
+	if read != nil {
+		reader = read(store)
+	}
+	api := httpapi.New(httpapi.Config{Engine: e, Reader: reader, Idempotency: store, BodyLimit: "64K",
 		Keys:      map[string]string{"key-alice": "alice", "key-bob": "bob", "key-root": "root"},
 		AdminKeys: map[string]bool{"key-root": true}, Deliveries: store,
 		Ready: store.Ready, Metrics: m.Handler(), Meter: m, Logger: zerolog.New(b.log)})

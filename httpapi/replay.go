@@ -241,8 +241,13 @@ func (s *Server) getTurn(c echo.Context) error {
 	for {
 		res, ended, err := s.turnFromLog(ctx, session, turn)
 		status := "running"
-		if events.IsCode(err, events.CodeNotFound) && s.isQueued(ctx, session, turn) {
-			err, status = nil, "queued" // it waits in the session's queue
+		if events.IsCode(err, events.CodeNotFound) {
+			if s.isQueued(ctx, session, turn) {
+				err, status = nil, "queued" // it waits in the session's queue
+			} else {
+				// It may have left the queue and started between the two reads.
+				res, ended, err = s.turnFromLog(ctx, session, turn)
+			}
 		}
 		if err != nil {
 			return err
