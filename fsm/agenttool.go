@@ -87,7 +87,7 @@ func (r *run) runNested(s *toolSlot) (*events.ToolResulted, *nestedStop, events.
 	}
 	child := &run{e: r.e, ctx: agentCtx, app: r.app, agent: s.nested, session: r.session, owner: r.owner, turn: r.turn, log: r.log,
 		conv: &conversation{}, rec: r.rec, logged: r.logged, m: NewMachine(StateGuardingInput),
-		modelCalls: map[string]int{}, toolCalls: map[string]int{}, cancel: r.cancel, stopper: r.stopper, prefix: s.path + "/"}
+		modelCalls: map[string]int{}, toolCalls: map[string]int{}, stopped: r.stopped, stopper: r.stopper, prefix: s.path + "/"}
 	child.conv.append(events.UserMessage(args.Input))
 	answer, stop := child.driveNested()
 	end := nestedSpanEnd(stop)

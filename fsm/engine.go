@@ -70,7 +70,8 @@ type runHandle struct {
 	lease    int64         // the session's lease token on a shared store (0: none)
 	turn     string        // set once TurnStarted is durable (under Engine.mu)
 	from     int64         // the seq this run began at: its TurnStarted, a resume's TurnResumed (0: the turn's start is older)
-	cancel   chan struct{} // closed to stop now: tools' contexts end
+	stopped  context.Context    // done when the turn is to stop now: tools' contexts end
+	stopNow  context.CancelFunc // ... ends stopped
 	soft     chan struct{} // closed to stop at the next safe point (new input interrupts)
 	once     sync.Once
 	softOnce sync.Once
@@ -99,7 +100,7 @@ func (h *runHandle) why() string {
 func (h *runHandle) stop(reason string) {
 	h.once.Do(func() {
 		h.setReason(reason)
-		close(h.cancel)
+		h.stopNow()
 	})
 }
 
@@ -245,7 +246,8 @@ func (e *Engine) lock(session string) (*runHandle, func(), error) {
 		e.mu.Unlock()
 		return nil, nil, events.Errorf(events.CodeConflict, "session %s already has a turn running", session)
 	}
-	h := &runHandle{session: session, cancel: make(chan struct{}), soft: make(chan struct{}), finished: make(chan struct{})}
+	h := &runHandle{session: session, soft: make(chan struct{}), finished: make(chan struct{})}
+	h.stopped, h.stopNow = context.WithCancel(context.Background())
 	e.running[session] = h
 	e.mu.Unlock()
 	free := func() {
@@ -491,7 +493,7 @@ func (e *Engine) prepareTurnAs(ctx context.Context, session, input string, h *ru
 	}
 	e.setRunningTurn(h, turn, out[0].Seq)
 	r := e.newRun(ctx, app, agent, session, s.Owner, turn, out[0].Seq, conv, nil, nil)
-	r.cancel, r.stopper = h.cancel, h
+	r.stopped, r.stopper = h.stopped, h
 	r.input = input // as recorded: after redaction
 	r.traceRun(false)
 	return r, nil
@@ -578,7 +580,7 @@ func (e *Engine) recoverTurn(ctx context.Context, t projection.Turn) (*Result, e
 	}
 	rec := newRecording(evs)
 	r := e.newRun(ctx, app, agent, t.Session, s.Owner, t.ID, seq, conv, rec, rec)
-	r.cancel, r.stopper = h.cancel, h
+	r.stopped, r.stopper = h.stopped, h
 	if agent == nil {
 		r.conv.append(events.UserMessage(t.Input))
 		return r.fail(events.CodeInvalid, fmt.Sprintf("app %q or agent %q is no longer configured", s.App, t.Agent), "")

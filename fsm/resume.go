@@ -176,7 +176,7 @@ func (e *Engine) prepareResume(ctx context.Context, session, user string, answer
 	}
 	rec := newRecording(all)
 	r := e.newRun(ctx, app, agent, session, s.Owner, t.ID, out[len(out)-1].Seq, conv, rec, rec)
-	r.cancel = h.cancel
+	r.stopped = h.stopped
 	r.traceRun(true)
 	r.conv.append(events.UserMessage(t.Input))
 	return &StartedTurn{ID: t.ID, StartSeq: out[0].Seq, done: make(chan struct{})}, r, nil

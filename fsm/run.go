@@ -36,7 +36,7 @@ type run struct {
 	loopCount  int
 	committed  bool
 	startedAt  time.Time       // when the turn started (TurnStarted's time)
-	cancel     <-chan struct{} // closed when a person cancels the turn
+	stopped    context.Context // done when a person cancels the turn
 	stopper    *runHandle      // ... and why: its reason
 	callIDs    map[string]bool // the tool call ids this run's model calls used
 	endSpan    func(SpanEnd)   // ends the span of this run (nil: none was started)
@@ -76,7 +76,7 @@ func (l *turnLog) postpone(ev events.Event) {
 
 func (r *run) canceled() bool {
 	select {
-	case <-r.cancel:
+	case <-r.stopped.Done():
 		return true
 	default:
 		return false
@@ -131,7 +131,7 @@ func (e *Engine) newRun(ctx context.Context, app *App, agent *Agent, session, ow
 	if ts, ok := rec.get(events.TypeTurnStarted, ""); ok {
 		started = ts.At // a resumed or recovered turn started then
 	}
-	return &run{e: e, ctx: ctx, requestID: RequestIDOf(ctx), app: app, agent: agent, session: session, owner: owner, turn: turn, log: &turnLog{seq: seq},
+	return &run{e: e, ctx: ctx, stopped: context.Background(), requestID: RequestIDOf(ctx), app: app, agent: agent, session: session, owner: owner, turn: turn, log: &turnLog{seq: seq},
 		conv: conv, base: len(conv.items), prevItems: len(conv.items), rec: rec, logged: logged, startedAt: started,
 		m: NewMachine(StateStarted), modelCalls: map[string]int{}, toolCalls: map[string]int{}}
 }
@@ -422,14 +422,8 @@ func (r *run) fail(code events.Code, msg, path string, pending ...events.Event) 
 // so a long model call stops early.
 func (r *run) cancelContext() (context.Context, func()) {
 	ctx, cancel := context.WithCancel(r.ctx)
-	go func() {
-		select {
-		case <-r.cancel:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
-	return ctx, cancel
+	unhook := context.AfterFunc(r.stopped, cancel) // no goroutine waits for it
+	return ctx, func() { unhook(); cancel() }
 }
 
 // onText publishes a model's text as it arrives, unless the agent's answer must pass

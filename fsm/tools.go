@@ -253,21 +253,30 @@ func (r *run) runSlots(slots []*toolSlot) error {
 		stop  *nestedStop
 		usage events.Usage
 	}
-	ch := make(chan done)
 	n := 0
+	for _, s := range slots {
+		if s.run {
+			n++
+		}
+	}
+	ch := make(chan done, n)
 	for _, s := range slots {
 		if !s.run {
 			continue
 		}
-		n++
-		go func() {
+		call := func() {
 			if s.nested != nil {
 				tr, stop, usage := r.runNested(s)
 				ch <- done{s, tr, stop, usage}
 				return
 			}
 			ch <- done{s: s, tr: r.execute(s)}
-		}()
+		}
+		if n == 1 {
+			call() // one tool: no goroutine to hand it to
+		} else {
+			go call()
+		}
 	}
 	var firstErr error
 	for ; n > 0; n-- {

@@ -39,11 +39,11 @@ func TestClaimInABatchThatRollsBack(t *testing.T) {
 	}
 	claimed, refused := make(chan claim, 1), make(chan error, 1)
 	go func() { got, err := s.ClaimDeliveries(ctx, now, time.Minute, 10); claimed <- claim{got, err} }()
-	for len(s.reqs) < 1 {
+	for s.queued() < 1 {
 		time.Sleep(time.Millisecond)
 	}
 	go func() { _, err := s.Redeliver(ctx, id, now); refused <- err }() // not dead: 409, which rolls the batch back
-	for len(s.reqs) < 2 {
+	for s.queued() < 2 {
 		time.Sleep(time.Millisecond)
 	}
 	close(hold)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -69,14 +70,20 @@ func (o Options) withDefaults() (Options, error) {
 
 // Store is the SQLite event store and projection reader.
 type Store struct {
-	path   string // the database file
-	opts   Options
-	write  *sql.DB // one connection, owned by the writer goroutine
-	read   *sql.DB // read-only pool
-	reqs   chan *appendReq
-	watch  sqlrows.Watchers // readers following sessions live
-	done   chan struct{}    // closed by Close
-	closed chan struct{}    // closed by the writer when it has stopped
+	path  string // the database file
+	opts  Options
+	write *sql.DB          // one connection, owned by the writer goroutine
+	read  *sql.DB          // read-only pool
+	w     *writer          // run by one caller at a time: the one that leads
+	watch sqlrows.Watchers // readers following sessions live
+	done  chan struct{}    // closed by Close
+
+	// qmu guards the writer's queue. leading says a caller runs the writer now;
+	// closing refuses new requests; idle is signalled when the lead is given up.
+	qmu              sync.Mutex
+	queue            []*appendReq
+	leading, closing bool
+	idle             *sync.Cond
 
 	commits, syncedCommits atomic.Int64
 	reads                  readStmts
@@ -133,15 +140,13 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	}
 	r.SetMaxOpenConns(opts.Readers)
 	r.SetMaxIdleConns(opts.Readers)
-	s := &Store{path: path, opts: opts, write: w, read: r, reqs: make(chan *appendReq, opts.MaxBatch),
-		done: make(chan struct{}), closed: make(chan struct{})}
-	wr, err := newWriter(ctx, s)
-	if err != nil {
+	s := &Store{path: path, opts: opts, write: w, read: r, done: make(chan struct{})}
+	s.idle = sync.NewCond(&s.qmu)
+	if s.w, err = newWriter(ctx, s); err != nil {
 		s.write.Close()
 		s.read.Close()
 		return nil, err
 	}
-	go wr.loop()
 	return s, nil
 }
 
@@ -154,7 +159,13 @@ func (s *Store) Close() error {
 	default:
 	}
 	close(s.done)
-	<-s.closed
+	s.qmu.Lock()
+	s.closing = true // what is queued is still committed, by its leader
+	for s.leading {
+		s.idle.Wait()
+	}
+	s.qmu.Unlock()
+	s.w.conn.Close()
 	_, _ = s.write.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`)
 	s.closeStmts()
 	rerr := s.read.Close()

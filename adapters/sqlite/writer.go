@@ -27,7 +27,8 @@ type appendReq struct {
 	outside  bool                                 // run is done between transactions, not in one
 	out      []events.Event
 	err      error
-	done     chan struct{}
+	done     chan struct{} // closed once the request is decided
+	lead     chan struct{} // closed when the request's caller is to run the writer
 }
 
 // Append implements events.Log. Many callers' appends share one transaction and
@@ -84,35 +85,98 @@ func (s *Store) outsideTx(ctx context.Context, fn func(context.Context, *writer)
 	return err
 }
 
+// submit queues req and returns its answer. The caller that finds no commit under
+// way leads: it runs the writer on its own goroutine, committing what is queued,
+// its own request first, so an uncontended append needs no hand-off between
+// goroutines. Callers that arrive while it commits wait and share the next group
+// commit; once the leader's own request is decided it hands the lead to the oldest
+// of them, so no caller commits for others for long.
 func (s *Store) submit(ctx context.Context, req *appendReq) ([]events.Event, error) {
-	closed := events.Errorf(events.CodeInternal, "store is closed")
-	select {
-	case <-s.done: // before the queue, which may have room after Close
-		return nil, closed
-	default:
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
-	select {
-	case s.reqs <- req:
-	case <-s.done:
-		return nil, closed
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	req.lead = make(chan struct{})
+	s.qmu.Lock()
+	if s.closing {
+		s.qmu.Unlock()
+		return nil, events.Errorf(events.CodeInternal, "store is closed")
 	}
+	s.queue = append(s.queue, req)
+	leads := !s.leading
+	s.leading = true
+	s.qmu.Unlock()
 	// Once queued, the request is decided by the writer: wait for its answer even if
-	// ctx ends, so a caller never mistakes a committed append for a failed one. A
-	// writer that stopped without deciding it (it was queued after Close drained the
-	// queue) never will: the store is closed. The writer decides every request it
-	// takes before it stops, so one it took is done by then.
-	select {
-	case <-req.done:
-	case <-s.closed:
+	// ctx ends, so a caller never mistakes a committed append for a failed one.
+	if !leads {
 		select {
 		case <-req.done:
-		default:
-			return nil, closed
+			return req.out, req.err
+		case <-req.lead:
 		}
 	}
+	s.w.lead(req, !leads)
+	<-req.done
 	return req.out, req.err
+}
+
+// queued reports how many requests wait for the writer.
+func (s *Store) queued() int {
+	s.qmu.Lock()
+	defer s.qmu.Unlock()
+	return len(s.queue)
+}
+
+// lead commits what is queued until mine is decided and then hands the lead to the
+// oldest waiting request, or gives it up when none waits. contended says the lead
+// was handed over: callers woken by the last commit may be queueing their next
+// appends, so they get the processor first, to share this commit.
+func (w *writer) lead(mine *appendReq, contended bool) {
+	s := w.s
+	for {
+		if contended {
+			for i, n := 0, -1; i < 8 && s.queued() != n; i++ {
+				n = s.queued()
+				runtime.Gosched()
+			}
+		}
+		s.qmu.Lock()
+		batch, then := w.take()
+		s.qmu.Unlock()
+		w.handle(batch, then)
+		s.qmu.Lock()
+		select {
+		case <-mine.done:
+			if len(s.queue) == 0 {
+				s.leading = false
+				s.idle.Broadcast()
+			} else {
+				close(s.queue[0].lead)
+			}
+			s.qmu.Unlock()
+			return
+		default:
+		}
+		s.qmu.Unlock()
+		contended = true
+	}
+}
+
+// take removes the next group commit's requests from the queue (s.qmu held): up to
+// MaxBatch appends, ending early at a job that must run between transactions.
+func (w *writer) take() (batch []*appendReq, then *appendReq) {
+	s := w.s
+	n := 0
+	for n < len(s.queue) && len(batch) < s.opts.MaxBatch {
+		r := s.queue[n]
+		n++
+		if r.outside {
+			then = r
+			break
+		}
+		batch = append(batch, r)
+	}
+	s.queue = append(s.queue[:0], s.queue[n:]...)
+	return batch, then
 }
 
 // writer owns the single write connection. Transactions are driven with prepared
@@ -165,53 +229,6 @@ func newWriter(ctx context.Context, s *Store) (*writer, error) {
 		}
 	}
 	return w, nil
-}
-
-func (w *writer) loop() {
-	defer close(w.s.closed)
-	defer w.conn.Close()
-	for {
-		var first *appendReq
-		select {
-		case first = <-w.s.reqs:
-		case <-w.s.done:
-			// Drain what was queued before Close so no caller waits forever.
-			for {
-				select {
-				case r := <-w.s.reqs:
-					w.handle([]*appendReq{r}, nil)
-				default:
-					return
-				}
-			}
-		}
-		if first.outside {
-			w.handle(nil, first)
-			continue
-		}
-		// Callers woken by the last commit are queueing their next appends: give them
-		// the processor while the queue still grows, so they share the next commit.
-		for i, n := 0, -1; i < 8 && len(w.s.reqs) != n; i++ {
-			n = len(w.s.reqs)
-			runtime.Gosched()
-		}
-		batch := []*appendReq{first}
-		var then *appendReq
-	fill:
-		for len(batch) < w.s.opts.MaxBatch {
-			select {
-			case r := <-w.s.reqs:
-				if r.outside {
-					then = r
-					break fill
-				}
-				batch = append(batch, r)
-			default:
-				break fill
-			}
-		}
-		w.handle(batch, then)
-	}
 }
 
 // handle commits batch (if any), then runs the job that must run outside a
