@@ -126,13 +126,15 @@ func (s *Store) queued() int {
 	return len(s.queue)
 }
 
-// lead commits what is queued until mine is decided and then hands the lead to the
-// oldest waiting request, or gives it up when none waits. contended says the lead
-// was handed over: callers woken by the last commit may be queueing their next
-// appends, so they get the processor first, to share this commit.
+// lead commits what is queued until mine is decided, and then at most
+// leadBatchesAfter more batches while others wait, before it hands the lead to the
+// oldest waiting request (or gives it up when none waits). Leading on a little saves
+// the next commit the wait for a new leader to wake; handing over bounds how long a
+// caller commits for others. contended says callers woken by the last commit may be
+// queueing their next appends: they get the processor first, to share this commit.
 func (w *writer) lead(mine *appendReq, contended bool) {
 	s := w.s
-	for {
+	for after := 0; ; contended = true {
 		if contended {
 			for i, n := 0, -1; i < 8 && s.queued() != n; i++ {
 				n = s.queued()
@@ -143,21 +145,35 @@ func (w *writer) lead(mine *appendReq, contended bool) {
 		batch, then := w.take()
 		s.qmu.Unlock()
 		w.handle(batch, then)
+		if !isDone(mine) {
+			continue
+		}
 		s.qmu.Lock()
-		select {
-		case <-mine.done:
-			if len(s.queue) == 0 {
-				s.leading = false
-				s.idle.Broadcast()
-			} else {
-				close(s.queue[0].lead)
-			}
+		switch {
+		case len(s.queue) == 0:
+			s.leading = false
+			s.idle.Broadcast()
+		case after < leadBatchesAfter:
+			after++
 			s.qmu.Unlock()
-			return
+			continue
 		default:
+			close(s.queue[0].lead)
 		}
 		s.qmu.Unlock()
-		contended = true
+		return
+	}
+}
+
+// leadBatchesAfter is how many batches a leader commits for others after its own.
+const leadBatchesAfter = 2
+
+func isDone(r *appendReq) bool {
+	select {
+	case <-r.done:
+		return true
+	default:
+		return false
 	}
 }
 
