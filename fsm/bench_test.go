@@ -23,24 +23,6 @@ const (
 // on the scripted model.
 func benchAgent(b *testing.B, idempotent bool) *fsm.Agent { return storetest.StepAgent(b, idempotent) }
 
-// fsyncBaseline measures one write+fsync on the benchmark's disk: the physical floor
-// of a durable commit, reported beside the engine figures.
-func fsyncBaseline(b *testing.B, dir string) time.Duration {
-	f, err := os.Create(filepath.Join(dir, "fsync-probe"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer f.Close()
-	var samples []time.Duration
-	for i := 0; i < 200; i++ {
-		start := time.Now()
-		f.WriteAt([]byte("x"), int64(i))
-		f.Sync()
-		samples = append(samples, time.Since(start))
-	}
-	return median(samples)
-}
-
 func median(d []time.Duration) time.Duration {
 	s := append([]time.Duration(nil), d...)
 	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
@@ -49,7 +31,8 @@ func median(d []time.Duration) time.Duration {
 
 // BenchmarkEngineStep runs 200 turns of 10 model+tool steps each on one session with
 // durable commits (synchronous=FULL) and reports the per-step p50 at turns 1, 50 and
-// 200, their ratio, storage per step, and the same machine's fsync floor. A
+// 200, their ratio, storage per step, and the same machine's fsync floor (sampled
+// between the turns). A
 // non-idempotent tool costs two commits per step (ModelCalled+ToolScheduled, then
 // ToolResulted); an idempotent one lets its result join the next step's commit.
 func BenchmarkEngineStep(b *testing.B) {
@@ -86,8 +69,12 @@ func benchEngineStep(b *testing.B, idempotent bool, synchronous string, window i
 			b.Fatal(err)
 		}
 		perStep := make([]time.Duration, benchTurns)
+		probe := storetest.NewFsyncProbe(b, dir)
 		b.StartTimer()
 		for turn := 0; turn < benchTurns; turn++ {
+			b.StopTimer()
+			probe.Sample(3) // between turns, so the floor is measured all through the run
+			b.StartTimer()
 			start := time.Now()
 			res, err := e.RunTurn(ctx, s.ID, "run the loop")
 			if err != nil || res.Status != fsm.StatusCompleted {
@@ -101,7 +88,7 @@ func benchEngineStep(b *testing.B, idempotent bool, synchronous string, window i
 		if err != nil {
 			b.Fatal(err)
 		}
-		fsync := fsyncBaseline(b, dir)
+		fsync := probe.Median()
 		window := func(turn int) time.Duration { // p50 over turns turn-2..turn+2 (clamped)
 			lo, hi := max(turn-3, 0), min(turn+2, benchTurns)
 			return median(perStep[lo:hi])

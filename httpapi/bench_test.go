@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/turnlog/turnlog/adapters/sqlite"
+	"github.com/turnlog/turnlog/adapters/storetest"
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/examples/demo"
 	"github.com/turnlog/turnlog/fsm"
@@ -96,7 +97,9 @@ func BenchmarkIdempotentReplay(b *testing.B) {
 
 // BenchmarkHTTPTurn runs demo turns (a model call, a tool call, a model call) over
 // loopback HTTP against a durable store, from 1 and from 50 sessions at once, and
-// reports requests/s, latency percentiles and the database's size per turn.
+// reports requests/s, latency percentiles and the database's size per turn; with one
+// session, also p50 ÷ the disk's fsync (sampled between the turns). The turns/s of
+// the one-session run include the probe's fsyncs; its p50 does not.
 func BenchmarkHTTPTurn(b *testing.B) {
 	for _, sessions := range []int{1, 50} {
 		b.Run(fmt.Sprintf("sessions=%d", sessions), func(b *testing.B) {
@@ -126,6 +129,7 @@ func BenchmarkHTTPTurn(b *testing.B) {
 			var mu sync.Mutex
 			var took []time.Duration
 			var wg sync.WaitGroup
+			probe := storetest.NewFsyncProbe(b, b.TempDir())
 			b.ResetTimer()
 			start := time.Now()
 			for _, id := range ids {
@@ -133,6 +137,9 @@ func BenchmarkHTTPTurn(b *testing.B) {
 				go func() {
 					defer wg.Done()
 					for i := 0; i < per; i++ {
+						if sessions == 1 { // between turns: the floor all through the run
+							probe.Sample(2)
+						}
 						t0 := time.Now()
 						if _, err := post("/v1/sessions/"+id+"/turns", `{"input":"where is order 42?"}`); err != nil {
 							b.Error(err)
@@ -151,6 +158,15 @@ func BenchmarkHTTPTurn(b *testing.B) {
 			b.ReportMetric(float64(len(took))/elapsed.Seconds(), "turns/s")
 			b.ReportMetric(float64(took[len(took)/2])/1e6, "p50-ms")
 			b.ReportMetric(float64(took[len(took)*99/100])/1e6, "p99-ms")
+			if all, synced := store.Commits(); len(took) > 0 {
+				b.ReportMetric(float64(all)/float64(len(took)), "commits/turn")
+				b.ReportMetric(float64(synced)/float64(len(took)), "fsyncs/turn")
+			}
+			if sessions == 1 { // with 50 the probe would share the disk with their commits
+				fsync := probe.Median()
+				b.ReportMetric(float64(fsync)/1e6, "fsync-ms")
+				b.ReportMetric(float64(took[len(took)/2])/float64(fsync), "p50/fsync")
+			}
 			if st, err := store.Stats(context.Background()); err == nil { // for sizing: what a turn costs on disk
 				b.ReportMetric(float64(st.DBBytes+st.WALBytes)/float64(len(took))/1024, "db-KiB/turn")
 			}
