@@ -31,6 +31,9 @@ type conversation struct {
 	skillCalls map[string]string
 	skillAt    map[string]int
 	lastSkill  string
+	// undo journals noteSkill's changes, newest last, to take back those of the
+	// items truncate drops.
+	undo []undoChange
 }
 
 // skillInContext says whether a skill's body is in the conversation after what the
@@ -40,23 +43,54 @@ func (c *conversation) skillInContext(name string) bool {
 	return ok && i >= c.covered
 }
 
-// noteSkill follows load_skill calls and their outputs as items join.
+// noteSkill follows load_skill calls and their outputs as items join (the newest,
+// at index len(c.items)-1, is it). Each change it makes is journalled with that
+// index, so truncate can take back the changes of the dropped items alone.
 func (c *conversation) noteSkill(it events.Item) {
+	at := len(c.items) - 1
 	switch {
 	case it.Type == events.ItemFunctionCall && it.Name == LoadSkillTool:
 		if c.skillCalls == nil {
 			c.skillCalls, c.skillAt = map[string]string{}, map[string]int{}
 		}
+		c.journal(at, undoMapEntry(c.skillCalls, it.CallID))
 		c.skillCalls[it.CallID] = gjson.GetBytes(it.Arguments, "name").String()
 	case it.Type == events.ItemFunctionCallOutput && c.skillCalls[it.CallID] != "":
 		if name := c.skillCalls[it.CallID]; !strings.HasPrefix(it.Output, `{"error"`) {
+			prev := c.lastSkill
+			c.journal(at, func() { c.lastSkill = prev })
 			c.lastSkill = name
 			if strings.HasPrefix(it.Output, "# Skill ") {
-				c.skillAt[name] = len(c.items) - 1
+				c.journal(at, undoMapEntry(c.skillAt, name))
+				c.skillAt[name] = at
 			}
 		}
 	case it.Type == events.ItemContextSummary:
+		prev := c.covered
+		c.journal(at, func() { c.covered = prev })
 		c.covered = max(c.covered, it.Covers)
+	}
+}
+
+// undoChange takes back one change noteSkill made for the item at index at.
+type undoChange struct {
+	at   int
+	undo func()
+}
+
+func (c *conversation) journal(at int, undo func()) {
+	c.undo = append(c.undo, undoChange{at: at, undo: undo})
+}
+
+// undoMapEntry restores key of m to what it is now (absent if it is absent).
+func undoMapEntry[V any](m map[string]V, key string) func() {
+	prev, had := m[key]
+	return func() {
+		if had {
+			m[key] = prev
+		} else {
+			delete(m, key)
+		}
 	}
 }
 
@@ -79,23 +113,20 @@ func (c *conversation) append(its ...events.Item) {
 	}
 }
 
-// truncate drops items past n (used when a turn fails: its items were never committed).
+// truncate drops items past n (used when a turn fails or waits for people: its items
+// were never committed). It costs what it drops, not the conversation's length.
 func (c *conversation) truncate(n int) {
 	for _, it := range c.items[n:] {
 		if it.Type == events.ItemContextSummary {
 			c.summaries--
 		}
 	}
-	c.items, c.chain = c.items[:n], c.chain[:n]
-	if c.skillCalls != nil || c.covered > 0 { // follow the skills and summaries again
-		items := c.items
-		c.skillCalls, c.skillAt, c.lastSkill, c.covered = nil, nil, "", 0
-		c.items = nil
-		for _, it := range items {
-			c.items = append(c.items, it)
-			c.noteSkill(it)
-		}
+	for len(c.undo) > 0 && c.undo[len(c.undo)-1].at >= n {
+		c.undo[len(c.undo)-1].undo()
+		c.undo = c.undo[:len(c.undo)-1]
 	}
+	clear(c.items[n:]) // what the dropped items hold can be collected
+	c.items, c.chain = c.items[:n], c.chain[:n]
 	for _, v := range c.views {
 		v.Truncate(n)
 	}
