@@ -67,12 +67,12 @@ type Engine struct {
 // runHandle lets a person cancel the turn running on a session.
 type runHandle struct {
 	session  string
-	lease    int64         // the session's lease token on a shared store (0: none)
-	turn     string        // set once TurnStarted is durable (under Engine.mu)
-	from     int64         // the seq this run began at: its TurnStarted, a resume's TurnResumed (0: the turn's start is older)
+	lease    int64              // the session's lease token on a shared store (0: none)
+	turn     string             // set once TurnStarted is durable (under Engine.mu)
+	from     int64              // the seq this run began at: its TurnStarted, a resume's TurnResumed (0: the turn's start is older)
 	stopped  context.Context    // done when the turn is to stop now: tools' contexts end
 	stopNow  context.CancelFunc // ... ends stopped
-	soft     chan struct{} // closed to stop at the next safe point (new input interrupts)
+	soft     chan struct{}      // closed to stop at the next safe point (new input interrupts)
 	once     sync.Once
 	softOnce sync.Once
 	finished chan struct{}
