@@ -47,6 +47,17 @@ func cmdMigrateStore(ctx context.Context, c *cliContext, args []string) error {
 		return err
 	}
 	defer src.Close()
+	// A turn still running when its process went away may lack counts in its row
+	// (they were in that process's memory): they are counted from the log first.
+	running, err := src.RunningTurns(ctx)
+	if err != nil {
+		return err
+	}
+	for _, t := range running {
+		if err := src.HealTurnProgress(ctx, t.Session, t.ID); err != nil {
+			return err
+		}
+	}
 	dst, err := postgres.Open(ctx, f.db, postgres.Options{})
 	if err != nil {
 		return fmt.Errorf("open %s: %w", shownDB(f.db), err)

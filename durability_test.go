@@ -287,6 +287,26 @@ func (b crashBundle) after(t *testing.T, wantStatus, wantCode string) []string {
 	if want := []string{"committed/", wantStatus + "/" + wantCode}; strings.Join(statuses, ",") != strings.Join(want, ",") {
 		t.Fatalf("turns = %v, want %v", statuses, want)
 	}
+	// The turns' counters (model and tool calls, tokens) are what the log says: a
+	// rebuild, which counts them from the events alone, finds the same.
+	counters := func() string {
+		turns, err := store.Turns(ctx, *b.session)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, tr := range turns {
+			out = append(out, fmt.Sprintf("%s: %d model, %d tool, %d/%d tokens", tr.ID, tr.ModelCalls, tr.ToolCalls, tr.Usage.InputTokens, tr.Usage.OutputTokens))
+		}
+		return strings.Join(out, "; ")
+	}
+	recorded := counters()
+	if _, err := store.Rebuild(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if rebuilt := counters(); recorded != rebuilt {
+		t.Fatalf("turn counters after the restart: %s; counted from the log: %s", recorded, rebuilt)
+	}
 	var history []string
 	hrows, _ := db.Query(`SELECT coalesce(content, name, output) FROM history ORDER BY seq, idx`)
 	defer hrows.Close()

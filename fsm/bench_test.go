@@ -89,9 +89,9 @@ func benchEngineStep(b *testing.B, idempotent bool, synchronous string, window i
 			b.Fatal(err)
 		}
 		fsync := probe.Median()
-		window := func(turn int) time.Duration { // p50 over turns turn-2..turn+2 (clamped)
-			lo, hi := max(turn-3, 0), min(turn+2, benchTurns)
-			return median(perStep[lo:hi])
+		window := func(turn int) time.Duration { // p50 over the 10 turns around turn (clamped): a noisy disk moves one turn's figure
+			lo := min(max(turn-6, 0), benchTurns-10)
+			return median(perStep[lo : lo+10])
 		}
 		t1, t50, t200 := window(1), window(50), window(200)
 		ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -541,6 +541,13 @@ func (e *Engine) Recover(ctx context.Context) ([]*Result, error) {
 	return results, errors.Join(errs...)
 }
 
+// progressHealer is a store that keeps a running turn's counters (model and tool
+// calls, tokens) in memory between writes: before a turn whose process went away is
+// recovered, the store counts them again from the log.
+type progressHealer interface {
+	HealTurnProgress(ctx context.Context, session, turn string) error
+}
+
 // errTurnEnded is a turn to recover that ended before its recovery could begin.
 var errTurnEnded = errors.New("the turn ended before its recovery began")
 
@@ -560,6 +567,11 @@ func (e *Engine) recoverTurn(ctx context.Context, t projection.Turn) (*Result, e
 	}
 	e.setRunningTurn(h, t.ID, 0)
 	e.forget(t.Session)
+	if ph, ok := e.store.(progressHealer); ok {
+		if err := ph.HealTurnProgress(ctx, t.Session, t.ID); err != nil {
+			return nil, err
+		}
+	}
 	s, err := e.store.Session(ctx, t.Session)
 	if err != nil {
 		return nil, err

@@ -1,29 +1,30 @@
 package sqlite
 
 const (
-	qLastSeq       = `SELECT coalesce(max(seq), 0) FROM events WHERE session_id = ?`
-	qInsertEvent   = `INSERT INTO events (session_id, seq, turn_id, type, path, v, data, blob_hash, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
-	qInsertBlob    = `INSERT INTO blobs (hash, size, data) VALUES (?, ?, ?) ON CONFLICT (hash) DO NOTHING`
-	qEventsAfter   = `SELECT e.session_id, e.seq, e.turn_id, e.type, e.path, e.v, e.data, e.blob_hash, b.data, e.at FROM events e LEFT JOIN blobs b ON b.hash = e.blob_hash WHERE e.session_id = ? AND e.seq > ? ORDER BY e.seq`
-	qEventAt       = `SELECT e.session_id, e.seq, e.turn_id, e.type, e.path, e.v, e.data, e.blob_hash, b.data, e.at FROM events e LEFT JOIN blobs b ON b.hash = e.blob_hash WHERE e.session_id = ? AND e.seq = ?`
-	qEventsFromID  = `SELECT e.id, e.session_id, e.seq, e.turn_id, e.type, e.path, e.v, e.data, e.blob_hash, b.data, e.at FROM events e LEFT JOIN blobs b ON b.hash = e.blob_hash WHERE e.id > ? ORDER BY e.id LIMIT ?`
-	qCountEvents   = `SELECT count(*) FROM events`
-	qSessionOpen   = `INSERT INTO proj_sessions (id, app, owner, metadata, created_at, created_seq, active_agent, parent_id, parent_seq, parent_turn) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
-	qSessionMoved  = `UPDATE proj_sessions SET active_agent = ?, turn_count = turn_count + 1, last_commit_seq = ? WHERE id = ?`
-	qTurnOpen      = `INSERT INTO proj_turns (session_id, turn_id, start_seq, status, input, agent, started_at, agents) VALUES (?1, ?2, ?3, 'running', ?4, ?5, ?6, json_array(?5))`
-	qTurnHandoff   = `UPDATE proj_turns SET agents = json_insert(agents, '$[#]', ?) WHERE session_id = ? AND turn_id = ?`
-	qTurnProgress  = `UPDATE proj_turns SET model_calls = model_calls + ?, tool_calls = tool_calls + ?, input_tokens = input_tokens + ?, output_tokens = output_tokens + ? WHERE session_id = ? AND turn_id = ?`
-	qTurnClose     = `UPDATE proj_turns SET status = ?, end_seq = ?, ended_at = ?, error_code = nullif(?, ''), error_message = nullif(?, ''), end_agent = nullif(?, '') WHERE session_id = ? AND turn_id = ?`
-	qInterruptAdd  = `INSERT INTO proj_interrupts (session_id, interrupt_id, turn_id, kind, path, call_id, tool, arguments, reason, status, requested_seq, requested_at, policy) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?)`
-	qInterruptSet  = `UPDATE proj_interrupts SET status = ?1, resolved_seq = ?2, resolved_at = ?3, answered_by = ?6, edited_arguments = iif(?1 = 'approved' AND ?7 IS NOT arguments, ?7, NULL) WHERE session_id = ?4 AND interrupt_id = ?5`
-	qInterruptEnd  = `UPDATE proj_interrupts INDEXED BY proj_interrupts_pending SET status = 'closed', resolved_seq = ?, resolved_at = ? WHERE session_id = ? AND turn_id = ? AND status = 'pending'`
-	qQueueAdd      = `INSERT INTO proj_queue (session_id, turn_id, input, by_user, status, queued_seq, queued_at) VALUES (?, ?, ?, ?, 'queued', ?, ?)`
-	qQueueEnd      = `UPDATE proj_queue SET status = ?, ended_seq = ? WHERE session_id = ? AND turn_id = ? AND status = 'queued'`
-	qQueued        = `SELECT session_id, turn_id, input, by_user, status, queued_at, queued_seq FROM proj_queue INDEXED BY proj_queue_waiting WHERE session_id = ? AND status = 'queued' ORDER BY queued_seq`
-	qQueueSessions = `SELECT DISTINCT session_id FROM proj_queue INDEXED BY proj_queue_waiting WHERE status = 'queued' ORDER BY session_id`
-	qTurnPause     = `UPDATE proj_turns SET status = ? WHERE session_id = ? AND turn_id = ?`
-	qPending       = `SELECT session_id, turn_id, interrupt_id, kind, path, coalesce(call_id, ''), coalesce(tool, ''), arguments, coalesce(reason, ''), status, requested_at, coalesce(policy, '{}') FROM proj_interrupts WHERE session_id = ? AND status = 'pending' ORDER BY requested_seq`
-	qHistoryAdd    = `INSERT INTO proj_history (session_id, seq, idx, turn_id, item) SELECT ?1, ?2, key, ?3, value FROM json_each(?4)`
+	qLastSeq         = `SELECT coalesce(max(seq), 0) FROM events WHERE session_id = ?`
+	qInsertEvent     = `INSERT INTO events (session_id, seq, turn_id, type, path, v, data, blob_hash, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	qInsertBlob      = `INSERT INTO blobs (hash, size, data) VALUES (?, ?, ?) ON CONFLICT (hash) DO NOTHING`
+	qEventsAfter     = `SELECT e.session_id, e.seq, e.turn_id, e.type, e.path, e.v, e.data, e.blob_hash, b.data, e.at FROM events e LEFT JOIN blobs b ON b.hash = e.blob_hash WHERE e.session_id = ? AND e.seq > ? ORDER BY e.seq`
+	qEventAt         = `SELECT e.session_id, e.seq, e.turn_id, e.type, e.path, e.v, e.data, e.blob_hash, b.data, e.at FROM events e LEFT JOIN blobs b ON b.hash = e.blob_hash WHERE e.session_id = ? AND e.seq = ?`
+	qEventsFromID    = `SELECT e.id, e.session_id, e.seq, e.turn_id, e.type, e.path, e.v, e.data, e.blob_hash, b.data, e.at FROM events e LEFT JOIN blobs b ON b.hash = e.blob_hash WHERE e.id > ? ORDER BY e.id LIMIT ?`
+	qCountEvents     = `SELECT count(*) FROM events`
+	qSessionOpen     = `INSERT INTO proj_sessions (id, app, owner, metadata, created_at, created_seq, active_agent, parent_id, parent_seq, parent_turn) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	qSessionMoved    = `UPDATE proj_sessions SET active_agent = ?, turn_count = turn_count + 1, last_commit_seq = ? WHERE id = ?`
+	qTurnOpen        = `INSERT INTO proj_turns (session_id, turn_id, start_seq, status, input, agent, started_at, agents) VALUES (?1, ?2, ?3, 'running', ?4, ?5, ?6, json_array(?5))`
+	qTurnHandoff     = `UPDATE proj_turns SET agents = json_insert(agents, '$[#]', ?) WHERE session_id = ? AND turn_id = ?`
+	qTurnProgress    = `UPDATE proj_turns SET model_calls = model_calls + ?, tool_calls = tool_calls + ?, input_tokens = input_tokens + ?, output_tokens = output_tokens + ? WHERE session_id = ? AND turn_id = ?`
+	qTurnProgressSet = `UPDATE proj_turns SET model_calls = ?, tool_calls = ?, input_tokens = ?, output_tokens = ? WHERE session_id = ? AND turn_id = ?`
+	qTurnClose       = `UPDATE proj_turns SET status = ?, end_seq = ?, ended_at = ?, error_code = nullif(?, ''), error_message = nullif(?, ''), end_agent = nullif(?, '') WHERE session_id = ? AND turn_id = ?`
+	qInterruptAdd    = `INSERT INTO proj_interrupts (session_id, interrupt_id, turn_id, kind, path, call_id, tool, arguments, reason, status, requested_seq, requested_at, policy) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?)`
+	qInterruptSet    = `UPDATE proj_interrupts SET status = ?1, resolved_seq = ?2, resolved_at = ?3, answered_by = ?6, edited_arguments = iif(?1 = 'approved' AND ?7 IS NOT arguments, ?7, NULL) WHERE session_id = ?4 AND interrupt_id = ?5`
+	qInterruptEnd    = `UPDATE proj_interrupts INDEXED BY proj_interrupts_pending SET status = 'closed', resolved_seq = ?, resolved_at = ? WHERE session_id = ? AND turn_id = ? AND status = 'pending'`
+	qQueueAdd        = `INSERT INTO proj_queue (session_id, turn_id, input, by_user, status, queued_seq, queued_at) VALUES (?, ?, ?, ?, 'queued', ?, ?)`
+	qQueueEnd        = `UPDATE proj_queue SET status = ?, ended_seq = ? WHERE session_id = ? AND turn_id = ? AND status = 'queued'`
+	qQueued          = `SELECT session_id, turn_id, input, by_user, status, queued_at, queued_seq FROM proj_queue INDEXED BY proj_queue_waiting WHERE session_id = ? AND status = 'queued' ORDER BY queued_seq`
+	qQueueSessions   = `SELECT DISTINCT session_id FROM proj_queue INDEXED BY proj_queue_waiting WHERE status = 'queued' ORDER BY session_id`
+	qTurnPause       = `UPDATE proj_turns SET status = ? WHERE session_id = ? AND turn_id = ?`
+	qPending         = `SELECT session_id, turn_id, interrupt_id, kind, path, coalesce(call_id, ''), coalesce(tool, ''), arguments, coalesce(reason, ''), status, requested_at, coalesce(policy, '{}') FROM proj_interrupts WHERE session_id = ? AND status = 'pending' ORDER BY requested_seq`
+	qHistoryAdd      = `INSERT INTO proj_history (session_id, seq, idx, turn_id, item) SELECT ?1, ?2, key, ?3, value FROM json_each(?4)`
 
 	// qLineage names a session (?1) and the sources it was branched from, each with the
 	// seq up to which it contributes.

@@ -138,12 +138,12 @@ func (s *Store) queryTurns(ctx context.Context, q string, args ...any) ([]projec
 
 // Turns lists a session's turns in start order.
 func (s *Store) Turns(ctx context.Context, session string) ([]projection.Turn, error) {
-	return s.queryTurns(ctx, qTurns, session)
+	return s.withProgress(func() ([]projection.Turn, error) { return s.queryTurns(ctx, qTurns, session) })
 }
 
 // Turn returns one turn. Errors: not_found.
 func (s *Store) Turn(ctx context.Context, session, turn string) (projection.Turn, error) {
-	t, err := sqlrows.ScanTurn(s.queryRow(ctx, qTurn, session, turn))
+	t, err := s.withProgressOne(func() (projection.Turn, error) { return sqlrows.ScanTurn(s.queryRow(ctx, qTurn, session, turn)) })
 	if errors.Is(err, sql.ErrNoRows) {
 		return t, events.Errorf(events.CodeNotFound, "turn %s of session %s not found", turn, session)
 	}
@@ -152,7 +152,7 @@ func (s *Store) Turn(ctx context.Context, session, turn string) (projection.Turn
 
 // LastTurn returns a session's newest turn. Errors: not_found (no turn yet).
 func (s *Store) LastTurn(ctx context.Context, session string) (projection.Turn, error) {
-	t, err := sqlrows.ScanTurn(s.queryRow(ctx, qLastTurn, session))
+	t, err := s.withProgressOne(func() (projection.Turn, error) { return sqlrows.ScanTurn(s.queryRow(ctx, qLastTurn, session)) })
 	if errors.Is(err, sql.ErrNoRows) {
 		return t, events.Errorf(events.CodeNotFound, "session %s has no turns", session)
 	}
@@ -161,7 +161,9 @@ func (s *Store) LastTurn(ctx context.Context, session string) (projection.Turn, 
 
 // TurnEndingAt returns the turn of session whose last event is seq. Errors: not_found.
 func (s *Store) TurnEndingAt(ctx context.Context, session string, seq int64) (projection.Turn, error) {
-	t, err := sqlrows.ScanTurn(s.queryRow(ctx, qTurnEndingAt, session, seq))
+	t, err := s.withProgressOne(func() (projection.Turn, error) {
+		return sqlrows.ScanTurn(s.queryRow(ctx, qTurnEndingAt, session, seq))
+	})
 	if errors.Is(err, sql.ErrNoRows) {
 		return t, events.Errorf(events.CodeNotFound, "no turn of session %s ends at seq %d", session, seq)
 	}
@@ -171,12 +173,12 @@ func (s *Store) TurnEndingAt(ctx context.Context, session string, seq int64) (pr
 // RunningTurns lists turns that started and have not ended, across all sessions:
 // after a crash these are the turns to recover.
 func (s *Store) RunningTurns(ctx context.Context) ([]projection.Turn, error) {
-	return s.queryTurns(ctx, qRunningTurns)
+	return s.withProgress(func() ([]projection.Turn, error) { return s.queryTurns(ctx, qRunningTurns) })
 }
 
 // SuspendedTurns lists turns waiting for people, across all sessions.
 func (s *Store) SuspendedTurns(ctx context.Context) ([]projection.Turn, error) {
-	return s.queryTurns(ctx, qSuspended)
+	return s.withProgress(func() ([]projection.Turn, error) { return s.queryTurns(ctx, qSuspended) })
 }
 
 // CountEvents returns how many events the log holds.

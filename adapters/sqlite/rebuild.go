@@ -19,6 +19,7 @@ func (s *Store) Rebuild(ctx context.Context) (int64, error) {
 	var n int64
 	err := s.exclusive(ctx, func(ctx context.Context, w *writer) error {
 		n = 0 // a batch that rolls back runs this again
+		w.progress.rebuilt()
 		for _, t := range projectionTables {
 			if _, err := w.conn.ExecContext(ctx, "DELETE FROM "+t); err != nil {
 				return fmt.Errorf("empty %s: %w", t, err)

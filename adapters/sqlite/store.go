@@ -158,6 +158,9 @@ func (s *Store) Close() error {
 		return nil
 	default:
 	}
+	// Running turns' counters still in memory go to their rows (a store that cannot
+	// write them now leaves them to HealTurnProgress).
+	_ = s.exclusive(context.Background(), func(ctx context.Context, w *writer) error { return w.writeAllProgress(ctx) })
 	close(s.done)
 	s.qmu.Lock()
 	s.closing = true // what is queued is still committed, by its leader

@@ -13,7 +13,6 @@ import (
 	"github.com/turnlog/turnlog/adapters/sqlrows"
 
 	"github.com/turnlog/turnlog/events"
-	"github.com/turnlog/turnlog/projection"
 	sqlite3 "modernc.org/sqlite"
 )
 
@@ -221,6 +220,7 @@ type writer struct {
 	// txErased are the sessions the transaction not yet committed erases: once it
 	// commits, nothing cached of them may stand.
 	txErased []string
+	progress progressState // running turns' counters not in proj_turns yet
 }
 
 func newWriter(ctx context.Context, s *Store) (*writer, error) {
@@ -229,6 +229,8 @@ func newWriter(ctx context.Context, s *Store) (*writer, error) {
 		return nil, err
 	}
 	w := &writer{s: s, conn: conn, seqs: map[string]int64{}, apps: map[string]string{}}
+	w.progress.committed = map[turnKey]pendingProgress{}
+	w.progress.begin()
 	for _, p := range []struct {
 		dst **sql.Stmt
 		q   string
@@ -296,6 +298,7 @@ func (w *writer) commit(batch []*appendReq) {
 		at := w.s.opts.Clock().UTC()
 		seqs := map[string]int64{}
 		w.txApps, w.txErased = map[string]string{}, nil
+		w.progress.begin()
 		redo := false
 		for _, r := range batch {
 			if r.err != nil {
@@ -323,7 +326,12 @@ func (w *writer) commit(batch []*appendReq) {
 			}
 			continue // the failed request keeps its error and is skipped
 		}
-		if _, err := w.commitTx.ExecContext(ctx); err != nil {
+		if err := w.writeAgedProgress(ctx, at); err != nil {
+			w.rollback.ExecContext(ctx)
+			finish(err)
+			return
+		}
+		if err := w.commitProgressing(ctx, at); err != nil {
 			w.rollback.ExecContext(ctx)
 			finish(fmt.Errorf("commit append: %w", err))
 			return
@@ -417,7 +425,7 @@ func (w *writer) appendOne(ctx context.Context, r *appendReq, at time.Time, batc
 		if err := w.insert(ctx, ev); err != nil {
 			return nil, true, err
 		}
-		if err := w.project(ctx, ev); err != nil {
+		if err := w.projectLive(ctx, ev); err != nil {
 			return nil, true, fmt.Errorf("project %s/%d: %w", ev.Session, ev.Seq, err)
 		}
 		if err := w.enqueueWebhooks(ctx, ev); err != nil {
@@ -458,12 +466,25 @@ func isConstraint(err error) bool {
 	return errors.As(err, &se) && se.Code()&0xff == 19
 }
 
-func (w *writer) project(ctx context.Context, ev events.Event) error {
-	changes, err := projection.Changes(ev)
-	if err != nil {
+// commitProgressing commits the open transaction and folds its counters into
+// memory; a commit that writes pending counts holds the lock reads take across
+// COMMIT.
+func (w *writer) commitProgressing(ctx context.Context, at time.Time) error {
+	p := &w.progress
+	hold := p.mustHold(w.txErased)
+	if hold {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+	}
+	if _, err := w.commitTx.ExecContext(ctx); err != nil {
 		return err
 	}
-	return w.applyChanges(ctx, changes)
+	if !hold {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+	}
+	p.committedTx(at, w.txErased)
+	return nil
 }
 
 // storageError types a write that failed because the disk is full or failed, so the
