@@ -5,6 +5,10 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/pkoukk/tiktoken-go"
+	loader "github.com/pkoukk/tiktoken-go-loader"
 
 	"github.com/turnlog/turnlog/contextmgr"
 	"github.com/turnlog/turnlog/events"
@@ -60,17 +64,30 @@ func BenchmarkContextBuild(b *testing.B) {
 }
 
 // BenchmarkTokenCount: counting throughput of the offline o200k_base tables on
-// mixed code and prose, in MB/s.
+// mixed code and prose, in MB/s, and ÷ tiktoken-go's EncodeOrdinary on the same text
+// in the same run (the reference the counter equals: tokens_reference_test.go).
 func BenchmarkTokenCount(b *testing.B) {
 	c, err := contextmgr.NewCounter(contextmgr.O200K)
 	if err != nil {
 		b.Fatal(err)
 	}
 	text := strings.Repeat("func (p *Prepared) Build(turnStart int) (Request, error) { // builds the request\n\tThe quick brown fox jumps over the lazy dog 42 times.\n", 64)
+	tiktoken.SetBpeLoader(loader.NewOfflineLoader())
+	ref, err := tiktoken.GetEncoding(contextmgr.O200K)
+	if err != nil {
+		b.Fatal(err)
+	}
+	refStart := time.Now()
+	for i := 0; i < 20; i++ {
+		ref.EncodeOrdinary(text)
+	}
+	refPer := time.Since(refStart) / 20
 	b.SetBytes(int64(len(text)))
 	tokens := 0
 	for b.Loop() {
 		tokens = c.Count(text)
 	}
+	per := b.Elapsed() / time.Duration(b.N)
 	b.ReportMetric(float64(tokens)*float64(b.N)/b.Elapsed().Seconds(), "tokens/s")
+	b.ReportMetric(float64(refPer)/float64(per), "×tiktoken-go")
 }

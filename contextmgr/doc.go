@@ -1,6 +1,6 @@
 // Package contextmgr builds what a model sees: it turns a session's conversation into
 // the items of a model request that fits the agent's context window. It owns token
-// counting (tiktoken, offline), the layers and their budgets, tool output
+// counting (tiktoken's offline ranks, with scanners equal to its expressions), the layers and their budgets, tool output
 // normalisation (head and tail, duplicates dropped, untrusted text marked as data),
 // trimming by score, and what a compaction summary holds and how it is rendered.
 //

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
-	"github.com/pkoukk/tiktoken-go"
 	loader "github.com/pkoukk/tiktoken-go-loader"
 )
 
@@ -15,22 +15,27 @@ const (
 	CL100K = "cl100k_base"
 )
 
-// Counter counts tokens in one encoding.
+// Counter counts tokens in one encoding, as tiktoken's EncodeOrdinary would (the
+// same ranks, pieces cut by scanners equal to its expressions: bpe.go).
 type Counter struct {
 	Encoding string
-	enc      *tiktoken.Tiktoken
+	bpe      bpe
 }
 
 var (
-	loaderOnce sync.Once
-	encMu      sync.Mutex
-	encoders   = map[string]*Counter{}
+	encMu    sync.Mutex
+	encoders = map[string]*Counter{}
 )
+
+// rankFiles names each encoding's ranks as the offline tables know them.
+var rankFiles = map[string]string{
+	O200K:  "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken",
+	CL100K: "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken",
+}
 
 // NewCounter returns the counter for an encoding (loaded once per process, from the
 // offline tables: counting never touches the network).
 func NewCounter(encoding string) (*Counter, error) {
-	loaderOnce.Do(func() { tiktoken.SetBpeLoader(loader.NewOfflineLoader()) })
 	encMu.Lock()
 	defer encMu.Unlock()
 	if c, ok := encoders[encoding]; ok {
@@ -39,11 +44,14 @@ func NewCounter(encoding string) (*Counter, error) {
 	if encoding != O200K && encoding != CL100K {
 		return nil, fmt.Errorf("unknown token encoding %q (known: %s, %s)", encoding, O200K, CL100K)
 	}
-	enc, err := tiktoken.GetEncoding(encoding)
+	ranks, err := loader.NewOfflineLoader().LoadTiktokenBpe(rankFiles[encoding])
 	if err != nil {
 		return nil, fmt.Errorf("token encoding %s: %w", encoding, err)
 	}
-	c := &Counter{Encoding: encoding, enc: enc}
+	c := &Counter{Encoding: encoding, bpe: bpe{ranks: ranks, piece: o200kPiece}}
+	if encoding == CL100K {
+		c.bpe.piece = cl100kPiece
+	}
 	encoders[encoding] = c
 	return c, nil
 }
@@ -68,5 +76,8 @@ func (c *Counter) Count(s string) int {
 	if s == "" {
 		return 0
 	}
-	return len(c.enc.EncodeOrdinary(s))
+	if !utf8.ValidString(s) {
+		s = string([]rune(s)) // each invalid byte counts as U+FFFD, as tiktoken reads it
+	}
+	return c.bpe.count(s)
 }

@@ -82,6 +82,9 @@ func BenchmarkApprovalRoundTrip(b *testing.B) {
 			b.ReportMetric(float64(percentile(took, 0.99))/1e6, "p99-ms")
 			b.ReportMetric(float64(fsync)/1e6, "fsync-ms")
 			b.ReportMetric(float64(percentile(took, 0.5))/float64(fsync), "p50/fsync")
+			all, synced := store.Commits()
+			b.ReportMetric(float64(all)/float64(b.N), "commits/op")
+			b.ReportMetric(float64(synced)/float64(b.N), "fsyncs/op")
 		})
 	}
 }
