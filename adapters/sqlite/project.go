@@ -48,7 +48,7 @@ func (w *writer) applyChanges(ctx context.Context, changes []projection.Change) 
 			_, err = w.turnPause.ExecContext(ctx, string(c.Status), c.Session, c.Turn)
 		case projection.HistoryAppended:
 			// One statement adds every item: json_each numbers them from 0 in order.
-			_, err = w.historyAdd.ExecContext(ctx, c.Session, c.Seq, c.Turn, string(sqlrows.JoinArray(c.Items)))
+			err = w.insertHistory(ctx, c.Session, c.Seq, c.Turn, c.Items)
 			if err == nil {
 				_, err = w.sessMoved.ExecContext(ctx, c.Agent, c.Seq, c.Session)
 			}

@@ -24,7 +24,6 @@ const (
 	qQueueSessions   = `SELECT DISTINCT session_id FROM proj_queue INDEXED BY proj_queue_waiting WHERE status = 'queued' ORDER BY session_id`
 	qTurnPause       = `UPDATE proj_turns SET status = ? WHERE session_id = ? AND turn_id = ?`
 	qPending         = `SELECT session_id, turn_id, interrupt_id, kind, path, coalesce(call_id, ''), coalesce(tool, ''), arguments, coalesce(reason, ''), status, requested_at, coalesce(policy, '{}') FROM proj_interrupts WHERE session_id = ? AND status = 'pending' ORDER BY requested_seq`
-	qHistoryAdd      = `INSERT INTO proj_history (session_id, seq, idx, turn_id, item) SELECT ?1, ?2, key, ?3, value FROM json_each(?4)`
 
 	// qLineage names a session (?1) and the sources it was branched from, each with the
 	// seq up to which it contributes.

@@ -204,7 +204,7 @@ type writer struct {
 	sessOpen, sessMoved               *sql.Stmt
 	turnOpen, turnProgress, turnClose *sql.Stmt
 	turnHandoff                       *sql.Stmt
-	historyAdd                        *sql.Stmt
+	historyStmts                      map[int]*sql.Stmt // proj_history inserts by row count
 	interruptAdd, interruptSet        *sql.Stmt
 	interruptEnd, turnPause           *sql.Stmt
 	queueAdd, queueEnd                *sql.Stmt
@@ -237,7 +237,7 @@ func newWriter(ctx context.Context, s *Store) (*writer, error) {
 	}{{&w.begin, "BEGIN IMMEDIATE"}, {&w.commitTx, "COMMIT"}, {&w.rollback, "ROLLBACK"},
 		{&w.lastSeq, qLastSeq}, {&w.insEvent, qInsertEvent}, {&w.insBlob, qInsertBlob},
 		{&w.sessOpen, qSessionOpen}, {&w.sessMoved, qSessionMoved}, {&w.turnOpen, qTurnOpen}, {&w.turnHandoff, qTurnHandoff},
-		{&w.turnProgress, qTurnProgress}, {&w.turnClose, qTurnClose}, {&w.historyAdd, qHistoryAdd},
+		{&w.turnProgress, qTurnProgress}, {&w.turnClose, qTurnClose},
 		{&w.interruptAdd, qInterruptAdd}, {&w.interruptSet, qInterruptSet}, {&w.interruptEnd, qInterruptEnd}, {&w.turnPause, qTurnPause},
 		{&w.queueAdd, qQueueAdd}, {&w.queueEnd, qQueueEnd},
 		{&w.syncLazy, "PRAGMA synchronous = NORMAL"}, {&w.syncConfigured, "PRAGMA synchronous = " + s.opts.Synchronous}} {
