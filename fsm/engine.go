@@ -652,6 +652,15 @@ func (e *Engine) Cancel(ctx context.Context, session, turn, reason string) (proj
 	}
 	ctx = h.bound(ctx)
 	defer unlock()
+	if ph, ok := e.store.(progressHealer); ok && t.Status == projection.TurnRunning {
+		// No process runs it: the one that did went away, with its counts in memory.
+		if err := ph.HealTurnProgress(ctx, session, turn); err != nil {
+			return t, err
+		}
+		if t, err = e.store.Turn(ctx, session, turn); err != nil {
+			return t, err
+		}
+	}
 	last, err := e.store.LastSeq(ctx, session)
 	if err != nil {
 		return t, err

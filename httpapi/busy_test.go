@@ -61,8 +61,7 @@ func TestBusySession(t *testing.T) {
 // before that turn left its queue and started: not found.
 type staleTurnReader struct {
 	httpapi.Reader
-	turn   chan string   // the turn to answer stale, once known
-	missed chan struct{} // closed after the stale answer is decided
+	turn   chan string // the turn to answer stale, once known
 	once   sync.Once
 	before func() // runs before the stale answer: the turn starts
 }

@@ -124,7 +124,17 @@ func (w *writer) writeProgress(ctx context.Context, k turnKey) error {
 
 // writeAllProgress writes every running turn's counters held in memory.
 func (w *writer) writeAllProgress(ctx context.Context) error {
+	keys := make([]turnKey, 0, len(w.progress.committed)+len(w.progress.tx))
 	for k := range w.progress.committed {
+		keys = append(keys, k)
+	}
+	for k := range w.progress.tx {
+		keys = append(keys, k)
+	}
+	for _, k := range keys {
+		if w.progress.flushed[k] {
+			continue
+		}
 		if err := w.writeProgress(ctx, k); err != nil {
 			return err
 		}

@@ -85,6 +85,9 @@ type Store struct {
 	leading, closing bool
 	idle             *sync.Cond
 
+	closeOnce sync.Once
+	closeErr  error
+
 	commits, syncedCommits atomic.Int64
 	reads                  readStmts
 	router                 atomic.Pointer[projection.WebhookRouter] // which webhooks hear of an event
@@ -150,24 +153,26 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	return s, nil
 }
 
-// Close stops the writer after the appends already queued, checkpoints the WAL and
-// closes the database.
+// Close commits the appends already queued, writes running turns' counters held in
+// memory, checkpoints the WAL and closes the database. Later calls return the first
+// call's answer.
 func (s *Store) Close() error {
-	select {
-	case <-s.done:
-		return nil
-	default:
-	}
-	// Running turns' counters still in memory go to their rows (a store that cannot
-	// write them now leaves them to HealTurnProgress).
-	_ = s.exclusive(context.Background(), func(ctx context.Context, w *writer) error { return w.writeAllProgress(ctx) })
+	s.closeOnce.Do(func() { s.closeErr = s.close() })
+	return s.closeErr
+}
+
+func (s *Store) close() error {
 	close(s.done)
 	s.qmu.Lock()
-	s.closing = true // what is queued is still committed, by its leader
+	s.closing = true // nothing new is taken; what is queued is committed by its leader
 	for s.leading {
 		s.idle.Wait()
 	}
+	s.leading = true // the last commit is Close's own
 	s.qmu.Unlock()
+	flush := &appendReq{ctx: context.Background(), done: make(chan struct{}),
+		run: func(ctx context.Context, w *writer) error { return w.writeAllProgress(ctx) }}
+	s.w.handle([]*appendReq{flush}, nil) // a store that cannot write them now leaves them to HealTurnProgress
 	s.w.conn.Close()
 	_, _ = s.write.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`)
 	s.closeStmts()

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"time"
 
 	"github.com/turnlog/turnlog/adapters/sqlrows"
@@ -133,6 +134,14 @@ func (s *Store) queued() int {
 // queueing their next appends: they get the processor first, to share this commit.
 func (w *writer) lead(mine *appendReq, contended bool) {
 	s := w.s
+	var batch []*appendReq
+	var then *appendReq
+	defer func() {
+		if p := recover(); p != nil {
+			w.abandon(mine, batch, then, p)
+			panic(p)
+		}
+	}()
 	for after := 0; ; contended = true {
 		if contended {
 			for i, n := 0, -1; i < 8 && s.queued() != n; i++ {
@@ -141,7 +150,7 @@ func (w *writer) lead(mine *appendReq, contended bool) {
 			}
 		}
 		s.qmu.Lock()
-		batch, then := w.take()
+		batch, then = w.take()
 		s.qmu.Unlock()
 		w.handle(batch, then)
 		if !isDone(mine) {
@@ -162,6 +171,37 @@ func (w *writer) lead(mine *appendReq, contended bool) {
 		s.qmu.Unlock()
 		return
 	}
+}
+
+// abandon is what a leader does when a panic (in a job, a projection, the driver)
+// unwinds through it: the requests it took that are not decided fail, the open
+// transaction is rolled back, and the lead passes on, so the store goes on serving
+// (and Close does not wait for ever) while the panic goes on to its caller.
+func (w *writer) abandon(mine *appendReq, batch []*appendReq, then *appendReq, p any) {
+	err := events.Errorf(events.CodeInternal, "the store's writer failed: %v", p)
+	fail := func(r *appendReq) {
+		if r != nil && !isDone(r) {
+			r.out, r.err = nil, err
+			close(r.done)
+		}
+	}
+	for _, r := range append(batch, then) {
+		fail(r)
+	}
+	_, _ = w.rollback.ExecContext(context.Background()) // none may be open: then it fails, harmlessly
+	s := w.s
+	s.qmu.Lock()
+	defer s.qmu.Unlock()
+	if i := slices.Index(s.queue, mine); i >= 0 { // the leader's own, not taken yet: nobody else would lead it
+		s.queue = slices.Delete(s.queue, i, i+1)
+		fail(mine)
+	}
+	if len(s.queue) == 0 {
+		s.leading = false
+		s.idle.Broadcast()
+		return
+	}
+	close(s.queue[0].lead)
 }
 
 // leadBatchesAfter is how many batches a leader commits for others after its own.
