@@ -2,7 +2,6 @@ package fsm_test
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -38,15 +37,7 @@ func TestCancelingATurnACrashLeftCountsItsCalls(t *testing.T) {
 		}
 	}
 	crashed := filepath.Join(dir, "crashed.db")
-	for _, suffix := range []string{"", "-wal"} {
-		raw, err := os.ReadFile(live + suffix)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(crashed+suffix, raw, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
+	sqlite.CopyAsACrashLeavesIt(t, live, crashed)
 	store.Close()
 
 	after, err := sqlite.Open(ctx, crashed, sqlite.Options{})

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -201,15 +200,7 @@ func TestCountsLeftInADeadProcesssMemoryAreCountedAgain(t *testing.T) {
 		}
 	}
 	crashed := filepath.Join(dir, "crashed.db")
-	for _, suffix := range []string{"", "-wal"} {
-		raw, err := os.ReadFile(path + suffix)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(crashed+suffix, raw, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
+	CopyAsACrashLeavesIt(t, path, crashed)
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
