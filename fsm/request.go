@@ -125,7 +125,6 @@ func (c *conversation) truncate(n int) {
 		c.undo[len(c.undo)-1].undo()
 		c.undo = c.undo[:len(c.undo)-1]
 	}
-	clear(c.items[n:]) // what the dropped items hold can be collected
 	c.items, c.chain = c.items[:n], c.chain[:n]
 	for _, v := range c.views {
 		v.Truncate(n)
