@@ -252,12 +252,7 @@ func postKeyed(url, path, key, body string) (int, map[string]any, error) {
 func TestConcurrentRepeatsActOnce(t *testing.T) {
 	t.Parallel()
 	store, _ := sqlite.MustOpen(t, sqlite.Options{Synchronous: "OFF"})
-	apps, err := turnlogtest.LoadApps(t, "demo", demo.Config, turnlog.Options{Functions: demo.Functions()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var n atomic.Int64
-	e, _ := fsm.New(store, apps, fsm.Options{Clock: time.Now, NewID: func() string { return fmt.Sprintf("id%04d", n.Add(1)) }})
+	e := demoEngines(t, store)()
 	srv := httptest.NewServer(httpapi.New(httpapi.Config{Engine: e, Reader: store, Idempotency: slowKeys{store}, Dev: true}).Handler())
 	defer srv.Close()
 	ids := make(chan string, 4)
@@ -353,13 +348,9 @@ func (dyingKeys) SetKeyTarget(context.Context, string, string, time.Time, string
 func TestARepeatFindsTheTurnItsDeadProcessStarted(t *testing.T) {
 	t.Parallel()
 	store, _ := sqlite.MustOpen(t, sqlite.Options{Synchronous: "OFF"})
-	apps, err := turnlogtest.LoadApps(t, "demo", demo.Config, turnlog.Options{Functions: demo.Functions()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var n atomic.Int64
+	newEngine := demoEngines(t, store)
 	serve := func(keys httpapi.IdempotencyKeys) *httptest.Server {
-		e, _ := fsm.New(store, apps, fsm.Options{Clock: time.Now, NewID: func() string { return fmt.Sprintf("id%04d", n.Add(1)) }})
+		e := newEngine()
 		srv := httptest.NewServer(httpapi.New(httpapi.Config{Engine: e, Reader: store, Idempotency: keys, Dev: true}).Handler())
 		t.Cleanup(srv.Close)
 		return srv
@@ -403,19 +394,33 @@ func (k lateReleases) ReleaseKey(ctx context.Context, owner, key string, claimed
 	return k.slowKeys.ReleaseKey(ctx, owner, key, claimedAt)
 }
 
-// twoNodes are two servers on one store, as two nodes on one database are. Claims
-// are slow to make, so a repeat on the one lands between the other's claim and its
-// act; the second node gives claims up lateRelease after it is asked to.
-func twoNodes(t *testing.T, store *sqlite.Store, lateRelease time.Duration) []*httptest.Server {
+// demoEngines makes engines that serve the demo app on store, their ids from one
+// counter, as processes on one database are.
+func demoEngines(t *testing.T, store *sqlite.Store) func() *fsm.Engine {
 	t.Helper()
 	apps, err := turnlogtest.LoadApps(t, "demo", demo.Config, turnlog.Options{Functions: demo.Functions()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var n atomic.Int64
+	return func() *fsm.Engine {
+		e, err := fsm.New(store, apps, fsm.Options{Clock: time.Now, NewID: func() string { return fmt.Sprintf("id%04d", n.Add(1)) }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+}
+
+// twoNodes are two servers on one store, as two nodes on one database are. Claims
+// are slow to make, so a repeat on the one lands between the other's claim and its
+// act; the second node gives claims up lateRelease after it is asked to.
+func twoNodes(t *testing.T, store *sqlite.Store, lateRelease time.Duration) []*httptest.Server {
+	t.Helper()
+	newEngine := demoEngines(t, store)
 	var nodes []*httptest.Server
 	for i := range 2 {
-		e, _ := fsm.New(store, apps, fsm.Options{Clock: time.Now, NewID: func() string { return fmt.Sprintf("id%04d", n.Add(1)) }})
+		e := newEngine()
 		keys := lateReleases{slowKeys{store}, time.Duration(i) * lateRelease}
 		srv := httptest.NewServer(httpapi.New(httpapi.Config{Engine: e, Reader: store, Idempotency: keys, ClaimHold: time.Minute, Dev: true}).Handler())
 		t.Cleanup(srv.Close)
@@ -503,12 +508,7 @@ func TestAnAbandonedClaimIsTakenOverOnce(t *testing.T) {
 func TestAKeyUsedAgainIsNotAnsweredWithItsOldTurn(t *testing.T) {
 	t.Parallel()
 	store, _ := sqlite.MustOpen(t, sqlite.Options{Synchronous: "OFF"})
-	apps, err := turnlogtest.LoadApps(t, "demo", demo.Config, turnlog.Options{Functions: demo.Functions()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var n atomic.Int64
-	e, _ := fsm.New(store, apps, fsm.Options{Clock: time.Now, NewID: func() string { return fmt.Sprintf("id%04d", n.Add(1)) }})
+	e := demoEngines(t, store)()
 	var clock atomic.Int64
 	clock.Store(time.Now().UnixNano())
 	srv := httptest.NewServer(httpapi.New(httpapi.Config{Engine: e, Reader: store, Idempotency: store, IdempotencyTTL: time.Minute,
