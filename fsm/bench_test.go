@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"sort"
 	"testing"
 	"time"
 
@@ -22,12 +21,6 @@ const (
 // benchAgent is storetest.StepAgent: a ReAct loop of 10 instant tool steps per turn
 // on the scripted model.
 func benchAgent(b *testing.B, idempotent bool) *fsm.Agent { return storetest.StepAgent(b, idempotent) }
-
-func median(d []time.Duration) time.Duration {
-	s := append([]time.Duration(nil), d...)
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
-	return s[len(s)/2]
-}
 
 // BenchmarkEngineStep runs 200 turns of 10 model+tool steps each on one session with
 // durable commits (synchronous=FULL) and reports the per-step p50 at turns 1, 50 and
@@ -63,37 +56,15 @@ func benchEngineStep(b *testing.B, idempotent bool, synchronous string, window i
 		if err != nil {
 			b.Fatal(err)
 		}
-		ctx := context.Background()
-		s, err := e.CreateSession(ctx, "bench", "bench", nil)
-		if err != nil {
-			b.Fatal(err)
-		}
-		perStep := make([]time.Duration, benchTurns)
 		probe := storetest.NewFsyncProbe(b, dir)
-		b.StartTimer()
-		for turn := 0; turn < benchTurns; turn++ {
-			b.StopTimer()
-			probe.Sample(3) // between turns, so the floor is measured all through the run
-			b.StartTimer()
-			start := time.Now()
-			res, err := e.RunTurn(ctx, s.ID, "run the loop")
-			if err != nil || res.Status != fsm.StatusCompleted {
-				b.Fatalf("turn %d: %v %+v", turn+1, err, res)
-			}
-			perStep[turn] = time.Since(start) / benchStepsPerTurn
-		}
-		b.StopTimer()
+		perStep := storetest.StepTurns(b, e, func() { probe.Sample(3) }) // the floor, measured all through the run
 		store.Close()
 		info, err := os.Stat(path)
 		if err != nil {
 			b.Fatal(err)
 		}
 		fsync := probe.Median()
-		window := func(turn int) time.Duration { // p50 over the 10 turns around turn (clamped): a noisy disk moves one turn's figure
-			lo := min(max(turn-6, 0), benchTurns-10)
-			return median(perStep[lo : lo+10])
-		}
-		t1, t50, t200 := window(1), window(50), window(200)
+		t1, t50, t200 := storetest.StepP50(perStep, 1), storetest.StepP50(perStep, 50), storetest.StepP50(perStep, 200)
 		ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 		b.ReportMetric(ms(t1), "step-p50-turn1-ms")
 		b.ReportMetric(ms(t50), "step-p50-turn50-ms")

@@ -3,7 +3,7 @@ package storetest
 import (
 	"context"
 	"fmt"
-	"sort"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -69,32 +69,47 @@ func BenchEngineSteps(b *testing.B, h Harness) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		ctx := context.Background()
-		s, err := e.CreateSession(ctx, "bench", "bench", nil)
-		if err != nil {
-			b.Fatal(err)
-		}
-		perStep := make([]time.Duration, BenchTurns)
-		b.StartTimer()
-		for turn := range BenchTurns {
-			start := time.Now()
-			res, err := e.RunTurn(ctx, s.ID, "run the loop")
-			if err != nil || res.Status != fsm.StatusCompleted {
-				b.Fatalf("turn %d: %v %+v", turn+1, err, res)
-			}
-			perStep[turn] = time.Since(start) / BenchStepsPerTurn
-		}
-		b.StopTimer()
-		window := func(turn int) time.Duration { // p50 over the turns around turn (clamped)
-			lo, hi := max(turn-3, 0), min(turn+2, BenchTurns)
-			s := append([]time.Duration(nil), perStep[lo:hi]...)
-			sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
-			return s[len(s)/2]
-		}
-		t1, t200 := window(1), window(200)
+		perStep := StepTurns(b, e, nil)
+		t1, t200 := StepP50(perStep, 1), StepP50(perStep, 200)
 		ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 		b.ReportMetric(ms(t1), "step-p50-turn1-ms")
 		b.ReportMetric(ms(t200), "step-p50-turn200-ms")
 		b.ReportMetric(float64(t200)/float64(t1), "turn200/turn1")
 	}
+}
+
+// StepTurns runs BenchTurns turns of StepAgent on a new session of e, timing only
+// the turns (the timer is stopped on entry and on return), and returns each turn's
+// time per step. between, when set, runs before each turn, untimed.
+func StepTurns(b *testing.B, e *fsm.Engine, between func()) []time.Duration {
+	ctx := context.Background()
+	s, err := e.CreateSession(ctx, "bench", "bench", nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	perStep := make([]time.Duration, BenchTurns)
+	for turn := range BenchTurns {
+		if between != nil {
+			between()
+		}
+		b.StartTimer()
+		start := time.Now()
+		res, err := e.RunTurn(ctx, s.ID, "run the loop")
+		took := time.Since(start)
+		b.StopTimer()
+		if err != nil || res.Status != fsm.StatusCompleted {
+			b.Fatalf("turn %d: %v %+v", turn+1, err, res)
+		}
+		perStep[turn] = took / BenchStepsPerTurn
+	}
+	return perStep
+}
+
+// StepP50 is the per-step p50 over the 10 turns around turn (1-based, clamped): a
+// noisy disk moves one turn's figure.
+func StepP50(perStep []time.Duration, turn int) time.Duration {
+	lo := min(max(turn-6, 0), len(perStep)-10)
+	s := slices.Clone(perStep[lo : lo+10])
+	slices.Sort(s)
+	return s[len(s)/2]
 }
