@@ -23,6 +23,7 @@ const (
 // Run's commands — and leaves starting it, and its stdin and stdout, to the caller.
 // Killing the process ends every process it started. The network is either off (a
 // namespace of its own) or the machine's: behind the allowlist proxy, use NewServer.
+// Its workspace is read-only (what it keeps goes to its DataDir).
 func Command(spec Spec, argv []string) (*exec.Cmd, error) {
 	if spec.AllowHost != nil {
 		return nil, &Error{Msg: "a network allowlist needs the proxy: use NewServer"}
@@ -39,6 +40,7 @@ func Command(spec Spec, argv []string) (*exec.Cmd, error) {
 // prepareServer is the helper set up for a long-lived program, without the spec in
 // its environment yet, and the spec completed (defaults, cgroups).
 func prepareServer(spec Spec, argv []string, ownNetwork bool) (*exec.Cmd, Spec, error) {
+	spec.WorkspaceReadOnly = true
 	if spec.CPUSeconds == 0 {
 		spec.CPUSeconds = ServerCPUSeconds
 	}
@@ -60,7 +62,7 @@ func prepareServer(spec Spec, argv []string, ownNetwork bool) (*exec.Cmd, Spec, 
 		return nil, spec, err
 	}
 	spec.CgroupProcs = groups.procs()
-	cmd, err := helperCommand(spec, argv, ownNetwork)
+	cmd, err := helperCommand(spec, argv, ownNetwork, nil)
 	return cmd, spec, err
 }
 

@@ -67,10 +67,25 @@ type Spec struct {
 	CgroupProcs []string `json:"cgroup_procs,omitempty"`
 	FileBytes   uint64   `json:"file_bytes"` // largest file it may write
 	// WriteBytes is what a command may write to the workspace in all (its write
-	// layer's size): past it writes fail with ENOSPC.
+	// layer's size): past it writes fail with ENOSPC. WriteEntries caps the entries
+	// it may leave there (files, directories, symlinks, deletions, directories
+	// changed below): past it creating one fails with ENOSPC. Both are counted again
+	// at apply time (each name of a hard link is a file of its own there).
 	WriteBytes   uint64 `json:"write_bytes"`
-	MaxProcesses int    `json:"max_processes"` // processes alive at once, at least MinProcesses
-	OutputBytes  int    `json:"-"`             // kept per stream, head and tail
+	WriteEntries uint64 `json:"write_entries"`
+	// ApplyTag names the tool call whose result the apply of the command's writes
+	// is, in its journal: a start after a crash asks whether that result was
+	// recorded (RecoverApplies) to keep a finished apply or take it back.
+	ApplyTag string `json:"apply_tag,omitempty"`
+	// SettleLater keeps what the apply replaced until the caller calls
+	// Result.Settle, once the result is durable; without it Run settles at once.
+	SettleLater bool `json:"-"`
+	// CommandStart is set by Run: the workspace file system's clock as the command
+	// started (seconds, nanoseconds). A path changed in the workspace since, that
+	// the command changed too, is refused rather than overwritten.
+	CommandStart [2]int64 `json:"command_start,omitempty"`
+	MaxProcesses int      `json:"max_processes"` // processes alive at once, at least MinProcesses
+	OutputBytes  int      `json:"-"`             // kept per stream, head and tail
 	// ReadOnly are directories the command may read (the system's programs and
 	// libraries); everything else outside the workspace is closed to it.
 	ReadOnly []string `json:"read_only"`
@@ -89,9 +104,12 @@ const (
 	DefaultMemoryBytes = 1 << 30
 	DefaultFileBytes   = 256 << 20
 	DefaultWriteBytes  = 1 << 30
-	DefaultTreeMemory  = 2 << 30
-	DefaultProcesses   = 512
-	DefaultOutputBytes = 32 << 10
+	// DefaultWriteEntries admits a command that makes 100,000 files in 10,000
+	// directories, or removes a tree of 100,000 (npm install, git clone, tar x).
+	DefaultWriteEntries = 250_000
+	DefaultTreeMemory   = 2 << 30
+	DefaultProcesses    = 512
+	DefaultOutputBytes  = 32 << 10
 )
 
 // SystemDirs are what a command may read outside the workspace by default.
@@ -118,12 +136,31 @@ type Result struct {
 	// Changes are what the command changed in the workspace (applied after it ended),
 	// and what of it was refused; nil when it changed nothing.
 	Changes *Changes `json:"changes,omitempty"`
+	// ApplyDuration is how long applying the changes took the helper.
+	ApplyDuration time.Duration `json:"-"`
+
+	staged *staging // kept for Settle (Spec.SettleLater)
+}
+
+// Settle ends what Run kept of the apply (Spec.SettleLater): with recorded — the
+// call's result is durable — what the apply replaced goes; without, the apply is
+// taken back (the result never reached the log, so the workspace must not show it).
+// Only the first call acts.
+func (r *Result) Settle(recorded bool) error {
+	if r == nil || r.staged == nil {
+		return nil
+	}
+	return r.staged.settle(recorded)
 }
 
 // Error is a sandbox that could not be set up: the command did not run.
 type Error struct{ Msg string }
 
 func (e *Error) Error() string { return "sandbox: " + e.Msg + " (the command did not run)" }
+
+// testPause, set only by tests, pauses the helper's apply (pauseEnv): a pipe's write
+// end it reports on, and after how many steps.
+var testPause func() (*os.File, int)
 
 const (
 	helperEnv  = "TURNLOG_SANDBOX_HELPER"
@@ -159,9 +196,21 @@ func run(ctx context.Context, spec Spec, argv []string, stdin []byte) (*Result, 
 	}
 	defer cgroupPool.put(groups)
 	spec.CgroupProcs = groups.procs()
+	var st *staging
+	if !spec.WorkspaceReadOnly {
+		if st, err = openStaging(spec.Workspace); err != nil {
+			return nil, &Error{Msg: err.Error()}
+		}
+		spec.CommandStart = [2]int64{st.since.Sec, st.since.Nsec}
+		defer func() {
+			if st != nil {
+				st.settle(false) // an error before the command ran: nothing to keep
+			}
+		}()
+	}
 	behindProxy := !spec.Network && spec.AllowHost != nil
 	// Behind the proxy the helper is started inside the proxy's network namespace.
-	cmd, err := helperCommand(spec, argv, !spec.Network && !behindProxy)
+	cmd, err := helperCommand(spec, argv, !spec.Network && !behindProxy, st)
 	if err != nil {
 		return nil, err
 	}
@@ -223,21 +272,30 @@ func run(ctx context.Context, spec Spec, argv []string, stdin []byte) (*Result, 
 		err = <-done
 	case <-timer.C:
 		res.TimedOut = true
-		err = stopHelper(cmd, done)
+		err = stopHelper(cmd, done, ended)
 	case <-ctx.Done():
 		res.Canceled = true
-		err = stopHelper(cmd, done)
+		err = stopHelper(cmd, done, ended)
 	}
 	res.DurationMS = time.Since(began).Milliseconds()
 	if proxied != nil {
 		res.Network = proxied.close(ln)
 	}
 	res.Stdout, res.Stderr = stdout.String(), stderr.String()
+	var rep helperReport
 	if raw := <-reported; len(raw) > 0 {
-		var c Changes
-		if json.Unmarshal(raw, &c) == nil && (c.Count > 0 || len(c.Refused) > 0) {
-			res.Changes = &c
+		json.Unmarshal(raw, &rep)
+	}
+	if c := rep.Changes; c.Count > 0 || c.RefusedCount > 0 || c.Failed != "" {
+		res.Changes = &c
+	}
+	res.ApplyDuration = time.Duration(rep.ApplyNanos)
+	if st != nil {
+		st.moved = rep.Moved
+		if err := res.keep(st, spec.SettleLater); err != nil {
+			return nil, &Error{Msg: err.Error()}
 		}
+		st = nil
 	}
 	var exit *exec.ExitError
 	switch {
@@ -315,17 +373,43 @@ func closeExtraFiles(cmd *exec.Cmd) {
 	}
 }
 
+// keep settles what the helper left in the staging directory, or keeps it for the
+// caller's Settle: an apply the helper did not finish (it was killed) is taken back
+// at once.
+func (res *Result) keep(st *staging, later bool) error {
+	applied, complete, err := journalState(int(st.dir.Fd()))
+	switch {
+	case err != nil:
+		st.settle(false)
+		return err
+	case applied && !complete:
+		if err := st.settle(false); err != nil {
+			return fmt.Errorf("the helper ended in the middle of applying the command's changes, and taking them back failed (turnlog takes them back at its next start): %v", err)
+		}
+		res.Changes = &Changes{Failed: "nothing was applied: the helper ended in the middle of applying the command's changes; what it had applied was taken back"}
+		return nil
+	case applied && later:
+		res.staged = st
+		return nil
+	}
+	return st.settle(true)
+}
+
 // stopGrace is how long the helper may take, once asked to stop, to end the command
-// and apply what it wrote before it is killed (and the writes are lost).
+// before it is killed. Once the command has ended the helper applies its writes,
+// which nothing cuts short.
 const stopGrace = 10 * time.Second
 
 // stopHelper asks the helper to end the command — it kills every process of the
-// namespace and applies what was written — and kills it if it takes too long.
-func stopHelper(cmd *exec.Cmd, done chan error) error {
+// namespace and applies what was written — and kills it if the command does not end
+// in time.
+func stopHelper(cmd *exec.Cmd, done chan error, ended <-chan struct{}) error {
 	cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case err := <-done:
 		return err
+	case <-ended:
+		return <-done
 	case <-time.After(stopGrace):
 		cmd.Process.Kill() // the namespace's first process: the kernel kills the rest
 		return <-done
@@ -336,7 +420,7 @@ func stopHelper(cmd *exec.Cmd, done chan error) error {
 // says so): in the workspace, with the allowlisted environment, in new PID and mount
 // namespaces — and a network namespace of its own when ownNetwork. The caller adds
 // the spec to its environment (specEnv) before starting it.
-func helperCommand(spec Spec, argv []string, ownNetwork bool) (*exec.Cmd, error) {
+func helperCommand(spec Spec, argv []string, ownNetwork bool, st *staging) (*exec.Cmd, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, &Error{Msg: "cannot find the turnlog binary to start the sandbox: " + err.Error()}
@@ -384,6 +468,20 @@ func helperCommand(spec Spec, argv []string, ownNetwork bool) (*exec.Cmd, error)
 		home = spec.DataDir
 	}
 	cmd.Env = append(allowedEnv(), "HOME="+home, helperEnv+"="+helperOn, usernsEnv+"=3", masksEnv+"=4")
+	if st != nil {
+		ws, dir, err := st.handOff()
+		if err != nil {
+			masksFile.Close()
+			return nil, &Error{Msg: "the staging directory: " + err.Error()}
+		}
+		cmd.ExtraFiles = append(cmd.ExtraFiles, ws, dir)
+		cmd.Env = append(cmd.Env, fmt.Sprintf("%s=%d:%d:%s", stagingEnv, 1+len(cmd.ExtraFiles), 2+len(cmd.ExtraFiles), st.id))
+		if testPause != nil {
+			w, steps := testPause()
+			cmd.ExtraFiles = append(cmd.ExtraFiles, w)
+			cmd.Env = append(cmd.Env, fmt.Sprintf("%s=%d:%d", pauseEnv, steps, 2+len(cmd.ExtraFiles)))
+		}
+	}
 	flags := uintptr(syscall.CLONE_NEWPID | syscall.CLONE_NEWNS)
 	if ownNetwork {
 		flags |= syscall.CLONE_NEWNET
@@ -410,6 +508,9 @@ func withDefaults(s Spec) Spec {
 	}
 	if s.WriteBytes == 0 {
 		s.WriteBytes = DefaultWriteBytes
+	}
+	if s.WriteEntries == 0 {
+		s.WriteEntries = DefaultWriteEntries
 	}
 	if s.MaxProcesses == 0 {
 		s.MaxProcesses = DefaultProcesses

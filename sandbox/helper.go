@@ -6,7 +6,9 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
+	"time"
 )
 
 const (
@@ -22,6 +24,12 @@ const (
 	// masksEnv names the descriptor from which the helper reads the workspace's masks
 	// (a JSON []Mask, found by turnlog).
 	masksEnv = "TURNLOG_SANDBOX_MASKS"
+	// stagingEnv is "<workspace descriptor>:<staging descriptor>:<id>": the
+	// workspace and the command's staging directory there (see staging.go).
+	stagingEnv = "TURNLOG_SANDBOX_STAGING"
+	// pauseEnv, set only by tests, is "<steps>:<descriptor>": once the apply has
+	// done that many steps the helper writes "paused" there and waits to be killed.
+	pauseEnv = "TURNLOG_SANDBOX_TEST_PAUSE"
 )
 
 // IsHelper says whether this process is the sandbox's helper (turnlog started itself
@@ -79,6 +87,9 @@ func HelperMain() {
 		f.Close() // never the command's
 	}
 	os.Unsetenv(masksEnv)
+	workspace, staging, stagingID := handedDirs(stagingEnv)
+	afterOp := pauseAfter(os.Getenv(pauseEnv))
+	os.Unsetenv(pauseEnv)
 	if err := joinCgroups(spec.CgroupProcs); err != nil {
 		fail("cannot join the command's cgroups: %v", err)
 	}
@@ -117,18 +128,56 @@ func HelperMain() {
 		report.WriteString(endedLine) // the command is over: turnlog's timeout no longer runs
 	}
 	if lay != nil {
-		changes, err := applyChanges(lay, spec.GitWritable, spec.WriteBytes)
+		lay.workspace, lay.staging, lay.stagingID, lay.afterOp = workspace, staging, stagingID, afterOp
+		rep, err := applyLayers(lay, spec)
 		if err != nil {
-			fmt.Fprintf(os.Stderr, "turnlog: applying the command's changes to the workspace failed: %v\n", err)
+			fmt.Fprintf(os.Stderr, "turnlog: the command's changes were not applied to the workspace: %v\n", err)
 			if code == 0 {
 				code = helperFail
 			}
 		}
 		if report != nil {
-			json.NewEncoder(report).Encode(changes)
+			json.NewEncoder(report).Encode(rep)
 		}
 	}
 	os.Exit(code)
+}
+
+// handedDirs are the workspace and staging directories whose descriptors the
+// variable env holds (and unsets) with the staging directory's id, or nils.
+func handedDirs(env string) (*os.File, *os.File, string) {
+	v := os.Getenv(env)
+	os.Unsetenv(env)
+	parts := strings.SplitN(v, ":", 3)
+	if len(parts) != 3 {
+		return nil, nil, ""
+	}
+	ws, err1 := strconv.Atoi(parts[0])
+	st, err2 := strconv.Atoi(parts[1])
+	if err1 != nil || err2 != nil {
+		return nil, nil, ""
+	}
+	syscall.CloseOnExec(ws)
+	syscall.CloseOnExec(st)
+	return os.NewFile(uintptr(ws), "workspace"), os.NewFile(uintptr(st), "staging"), parts[2]
+}
+
+// pauseAfter is a test's pause (pauseEnv), or nil.
+func pauseAfter(v string) func(int) {
+	n, fdText, ok := strings.Cut(v, ":")
+	steps, err1 := strconv.Atoi(n)
+	fd, err2 := strconv.Atoi(fdText)
+	if !ok || err1 != nil || err2 != nil {
+		return nil
+	}
+	syscall.CloseOnExec(fd)
+	w := os.NewFile(uintptr(fd), "pause")
+	return func(done int) {
+		if done == steps {
+			w.WriteString("paused\n")
+			time.Sleep(time.Hour) // killed here
+		}
+	}
 }
 
 // reapUntil reaps the namespace's processes (orphans come to its first process) until

@@ -165,6 +165,10 @@ func (c *MaskCache) scan(root int, rel string, buf []byte, out *[]Mask, seen map
 					continue // read-only, all of it
 				}
 			}
+			if rel == "." && e.name == stagingDirName {
+				d.masks = append(d.masks, Mask{e.name, maskDir}) // turnlog's own: empty, read-only, never walked
+				continue
+			}
 			isGit := strings.EqualFold(e.name, ".git")
 			if !isGit && !policy.MayBeDenied(e.name) {
 				if e.dir {

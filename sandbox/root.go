@@ -30,7 +30,7 @@ var devices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/d
 // applies on top. Paths keep their host names. A long-lived program's DataDir is
 // bound read-write as it is (its writes land at once, and stay).
 func enterPrivateRoot(spec Spec, userns int) (*layers, error) {
-	workspace, readOnly, systemDirs, writeBytes := spec.Workspace, spec.WorkspaceReadOnly, spec.ReadOnly, spec.WriteBytes
+	workspace, readOnly, systemDirs := spec.Workspace, spec.WorkspaceReadOnly, spec.ReadOnly
 	if err := syscall.Mount("none", "/", "", syscall.MS_REC|syscall.MS_PRIVATE, ""); err != nil {
 		return nil, fmt.Errorf("make mounts private: %w", err)
 	}
@@ -85,7 +85,7 @@ func enterPrivateRoot(spec Spec, userns int) (*layers, error) {
 		return nil, fmt.Errorf("mount /tmp: %w", err)
 	}
 	// The workspace last: it may lie under /tmp, which is the command's own by now.
-	lay, err := mountWorkspace(workspace, base+workspace, readOnly, writeBytes, userns)
+	lay, err := mountWorkspace(workspace, base+workspace, readOnly, spec.WriteBytes, spec.WriteEntries, userns)
 	if err != nil {
 		return nil, err
 	}

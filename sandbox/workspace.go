@@ -76,6 +76,9 @@ func (w *Workspace) Rel(p string) (string, error) {
 	if why := denied(rel); why != "" {
 		return "", &PathError{Path: p, Reason: why}
 	}
+	if ownedByTurnlog(rel) {
+		return "", &PathError{Path: p, Reason: "is in " + stagingDirName + ", turnlog's own directory"}
+	}
 	real, ok := w.resolve(rel)
 	if !ok {
 		return "", &PathError{Path: p, Reason: "resolves through a symlink to outside the workspace (or to nothing)"}
@@ -84,8 +87,17 @@ func (w *Workspace) Rel(p string) (string, error) {
 		if why := denied(real); why != "" {
 			return "", &PathError{Path: p, Reason: "resolves through a symlink to " + real + ", which " + why}
 		}
+		if ownedByTurnlog(real) {
+			return "", &PathError{Path: p, Reason: "resolves through a symlink to " + real + ", in turnlog's own " + stagingDirName}
+		}
 	}
 	return rel, nil
+}
+
+// ownedByTurnlog says whether a workspace-relative path is or lies in .turnlog at
+// the workspace's top (see staging.go).
+func ownedByTurnlog(rel string) bool {
+	return rel == stagingDirName || strings.HasPrefix(rel, stagingDirName+string(filepath.Separator))
 }
 
 // WritableRel is Rel for a path a tool writes to (or creates): besides Rel's checks,

@@ -1,0 +1,286 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// The executor carries a plan out, deciding nothing. It works through descriptors of
+// both layers held for the whole apply (each directory opened one component at a
+// time, never following a symlink), writes every new file or link to a temporary
+// beside its place and moves it there in one rename — exchanging it with what it
+// replaces, which goes on to the staging directory, as every removed entry does —,
+// and stops at the first error, which it returns. It runs in the helper, under the
+// workspace's lock.
+
+// dirChain opens the directories of one tree by their relative paths, below a root
+// descriptor, keeping the chain to the last one open: consecutive steps of a plan
+// mostly work in one directory.
+type dirChain struct {
+	root  int
+	names []string
+	fds   []int
+}
+
+func (c *dirChain) open(rel string) (int, error) {
+	if rel == "." || rel == "" {
+		c.truncate(0)
+		return c.root, nil
+	}
+	parts := strings.Split(rel, "/")
+	n := 0
+	for n < len(c.names) && n < len(parts) && c.names[n] == parts[n] {
+		n++
+	}
+	c.truncate(n)
+	for _, name := range parts[n:] {
+		parent := c.root
+		if len(c.fds) > 0 {
+			parent = c.fds[len(c.fds)-1]
+		}
+		fd, err := unix.Openat(parent, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return -1, fmt.Errorf("open %s: %w", rel, err)
+		}
+		c.names, c.fds = append(c.names, name), append(c.fds, fd)
+	}
+	return c.fds[len(c.fds)-1], nil
+}
+
+// forget drops from the chain the directory rel and those below it: it moved.
+func (c *dirChain) forget(rel string) {
+	parts := strings.Split(rel, "/")
+	if len(parts) > len(c.names) {
+		return
+	}
+	for i, p := range parts {
+		if c.names[i] != p {
+			return
+		}
+	}
+	c.truncate(len(parts) - 1)
+}
+
+func (c *dirChain) truncate(n int) {
+	for len(c.fds) > n {
+		unix.Close(c.fds[len(c.fds)-1])
+		c.fds, c.names = c.fds[:len(c.fds)-1], c.names[:len(c.names)-1]
+	}
+}
+
+func (c *dirChain) close() { c.truncate(0) }
+
+// splitRel is a path's directory and last name.
+func splitRel(rel string) (string, string) {
+	if i := strings.LastIndexByte(rel, '/'); i >= 0 {
+		return rel[:i], rel[i+1:]
+	}
+	return ".", rel
+}
+
+// stagedName is the name, in the staging directory, of what op i moved there.
+func stagedName(i int) string { return strconv.Itoa(i) }
+
+// tempName is the name, beside its place, of op i's temporary.
+func tempName(id string, i int) string { return fmt.Sprintf(".turnlog-%s-%d", id, i) }
+
+type executor struct {
+	id        string // the apply's, in its temporaries' names
+	ws, upper dirChain
+	stage     int
+	buf       []byte
+	// afterOp, set by tests, runs before the first step and after each, with the
+	// number of steps done.
+	afterOp func(i int)
+}
+
+// run carries ops out in order, stopping at the first error.
+func (x *executor) run(ops []op) error {
+	if x.afterOp != nil {
+		x.afterOp(0)
+	}
+	for i := range ops {
+		if err := x.do(i, &ops[i]); err != nil {
+			return fmt.Errorf("%s: %w", ops[i].Rel, err)
+		}
+		if x.afterOp != nil {
+			x.afterOp(i + 1)
+		}
+	}
+	return nil
+}
+
+func (x *executor) do(i int, o *op) error {
+	dir, name := splitRel(o.Rel)
+	fd, err := x.ws.open(dir)
+	if err != nil {
+		return err
+	}
+	switch o.Kind {
+	case opRemove:
+		x.ws.forget(o.Rel)
+		return unix.Renameat(fd, name, x.stage, stagedName(i))
+	case opMkdir:
+		if err := unix.Mkdirat(fd, name, 0o700); err != nil {
+			return err
+		}
+		d, err := unix.Openat(fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return err
+		}
+		defer unix.Close(d)
+		if err := unix.Fchown(d, int(o.UID), int(o.GID)); err != nil {
+			return fmt.Errorf("chown: %w", err)
+		}
+		return unix.Fchmod(d, o.Mode)
+	case opChmod:
+		d, err := unix.Openat(fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return err
+		}
+		defer unix.Close(d)
+		return unix.Fchmod(d, o.Mode)
+	case opTimes:
+		return unix.UtimesNanoAt(fd, name, []unix.Timespec{{Nsec: unix.UTIME_OMIT}, {Sec: o.MtimeSec, Nsec: o.MtimeNs}}, unix.AT_SYMLINK_NOFOLLOW)
+	case opPut:
+		if err := x.writeTemp(fd, dir, name, tempName(x.id, i), o); err != nil {
+			return err
+		}
+	case opSymlink:
+		tmp := tempName(x.id, i)
+		if err := unix.Symlinkat(o.Target, fd, tmp); err != nil {
+			return err
+		}
+		if err := unix.Fchownat(fd, tmp, int(o.UID), int(o.GID), unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			return fmt.Errorf("chown: %w", err)
+		}
+		if err := unix.UtimesNanoAt(fd, tmp, []unix.Timespec{{Nsec: unix.UTIME_OMIT}, {Sec: o.MtimeSec, Nsec: o.MtimeNs}}, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			return err
+		}
+	default:
+		return fmt.Errorf("unknown step %d", o.Kind)
+	}
+	return x.place(fd, name, i, o)
+}
+
+// place moves op i's temporary to its name: in one rename where nothing was, else
+// exchanged with what was there, which then goes to the staging directory.
+func (x *executor) place(fd int, name string, i int, o *op) error {
+	tmp := tempName(x.id, i)
+	if o.OldIno == 0 {
+		return unix.Renameat2(fd, tmp, fd, name, unix.RENAME_NOREPLACE)
+	}
+	if err := unix.Renameat2(fd, tmp, fd, name, unix.RENAME_EXCHANGE); err != nil {
+		return err
+	}
+	return unix.Renameat(fd, tmp, x.stage, stagedName(i))
+}
+
+// writeTemp writes the upper layer's file to the temporary tmp in the workspace's
+// directory fd: its content (holes kept holes), owner, mode and modification time.
+func (x *executor) writeTemp(fd int, dir, name, tmp string, o *op) error {
+	ufd, err := x.upper.open(dir)
+	if err != nil {
+		return err
+	}
+	src, err := unix.Openat(ufd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(src)
+	dst, err := unix.Openat(fd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return err
+	}
+	err = x.copyContent(dst, src, o.Size, o.Sparse)
+	if err == nil {
+		if err = unix.Fchown(dst, int(o.UID), int(o.GID)); err != nil {
+			err = fmt.Errorf("chown: %w", err)
+		}
+	}
+	if err == nil {
+		err = unix.Fchmod(dst, o.Mode)
+	}
+	if cerr := unix.Close(dst); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	return unix.UtimesNanoAt(fd, tmp, []unix.Timespec{{Nsec: unix.UTIME_NOW}, {Sec: o.MtimeSec, Nsec: o.MtimeNs}}, unix.AT_SYMLINK_NOFOLLOW)
+}
+
+// copyContent copies size bytes from src to dst; with sparse, only the ranges that
+// hold data, leaving holes holes.
+func (x *executor) copyContent(dst, src int, size int64, sparse bool) error {
+	if !sparse {
+		return x.copyRange(dst, src, 0, size)
+	}
+	for pos := int64(0); pos < size; {
+		start, err := unix.Seek(src, pos, unix.SEEK_DATA)
+		if errors.Is(err, unix.ENXIO) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		end, err := unix.Seek(src, start, unix.SEEK_HOLE)
+		if err != nil {
+			return err
+		}
+		if err := x.copyRange(dst, src, start, min(end, size)-start); err != nil {
+			return err
+		}
+		pos = end
+	}
+	return unix.Ftruncate(dst, size)
+}
+
+// copyRange copies n bytes at off: in the kernel where it can, else through a
+// buffer.
+func (x *executor) copyRange(dst, src int, off, n int64) error {
+	for n > 0 {
+		in, out := off, off
+		w, err := unix.CopyFileRange(src, &in, dst, &out, int(min(n, 1<<30)), 0)
+		if err != nil {
+			if errors.Is(err, unix.EXDEV) || errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EOPNOTSUPP) {
+				return x.copyBuffered(dst, src, off, n)
+			}
+			return err
+		}
+		if w == 0 {
+			return io.ErrUnexpectedEOF
+		}
+		off, n = off+int64(w), n-int64(w)
+	}
+	return nil
+}
+
+func (x *executor) copyBuffered(dst, src int, off, n int64) error {
+	if x.buf == nil {
+		x.buf = make([]byte, 1<<20)
+	}
+	for n > 0 {
+		r, err := unix.Pread(src, x.buf[:min(n, int64(len(x.buf)))], off)
+		if err != nil {
+			return err
+		}
+		if r == 0 {
+			return io.ErrUnexpectedEOF
+		}
+		for w := 0; w < r; {
+			k, err := unix.Pwrite(dst, x.buf[w:r], off+int64(w))
+			if err != nil {
+				return err
+			}
+			w += k
+		}
+		off, n = off+int64(r), n-int64(r)
+	}
+	return nil
+}
