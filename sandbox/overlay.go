@@ -56,7 +56,7 @@ func mountWorkspace(workspace, target string, readOnly bool, writeBytes, writeEn
 	lower, upper, work := scratchBase+"/lower", scratchBase+"/upper", scratchBase+"/work"
 	for _, d := range []string{lower, upper, work} {
 		if err := os.Mkdir(d, 0o700); err != nil {
-				return nil, err
+			return nil, err
 		}
 	}
 	// The upper layer's root takes the place of the workspace's own directory: it is
