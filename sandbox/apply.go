@@ -35,6 +35,15 @@ func applyLayers(l *layers, spec Spec) (helperReport, error) {
 			fmt.Fprintf(os.Stderr, "turnlog: %s\n", d)
 		}
 	}
+	// A command that ran out of its write layer wrote what it wrote only in part (a
+	// file cut short, a tree half made): none of it lands.
+	var fs unix.Statfs_t
+	if err := unix.Fstatfs(upfd, &fs); err != nil {
+		return rep, failed(&rep, err)
+	}
+	if fs.Bfree == 0 || fs.Ffree == 0 {
+		return rep, failed(&rep, fmt.Errorf("the command reached its write quota (%d bytes, %d entries) and what it wrote may be incomplete", spec.WriteBytes, spec.WriteEntries))
+	}
 	up, err := readUpper(upfd)
 	if err != nil {
 		return rep, failed(&rep, err)
@@ -61,7 +70,9 @@ func applyLayers(l *layers, spec Spec) (helperReport, error) {
 	}
 	defer j.Close()
 	x := &executor{id: l.stagingID, ws: dirChain{root: wsfd}, upper: dirChain{root: upfd}, stage: stage, afterOp: l.afterOp}
+	mask := unix.Umask(0) // entries are made with the plan's modes as they are
 	err = x.run(p.ops)
+	unix.Umask(mask)
 	x.ws.close()
 	x.upper.close()
 	if err == nil {
@@ -72,6 +83,8 @@ func applyLayers(l *layers, spec Spec) (helperReport, error) {
 	if err != nil {
 		if rerr := rollback(wsfd, stage, l.stagingID, p.ops); rerr != nil {
 			err = fmt.Errorf("%w; taking back what was applied failed too (turnlog takes it back at its next start): %v", err, rerr)
+		} else {
+			unix.Unlinkat(stage, journalName, 0) // taken back: nothing is left to recover
 		}
 		return rep, failed(&rep, err)
 	}

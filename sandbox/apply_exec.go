@@ -6,6 +6,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -95,21 +96,21 @@ type executor struct {
 	stage     int
 	buf       []byte
 	// afterOp, set by tests, runs before the first step and after each, with the
-	// number of steps done.
-	afterOp func(i int)
+	// number of steps done and of all.
+	afterOp func(done, all int)
 }
 
 // run carries ops out in order, stopping at the first error.
 func (x *executor) run(ops []op) error {
 	if x.afterOp != nil {
-		x.afterOp(0)
+		x.afterOp(0, len(ops))
 	}
 	for i := range ops {
 		if err := x.do(i, &ops[i]); err != nil {
 			return fmt.Errorf("%s: %w", ops[i].Rel, err)
 		}
 		if x.afterOp != nil {
-			x.afterOp(i + 1)
+			x.afterOp(i+1, len(ops))
 		}
 	}
 	return nil
@@ -126,8 +127,11 @@ func (x *executor) do(i int, o *op) error {
 		x.ws.forget(o.Rel)
 		return unix.Renameat(fd, name, x.stage, stagedName(i))
 	case opMkdir:
-		if err := unix.Mkdirat(fd, name, 0o700); err != nil {
+		if err := unix.Mkdirat(fd, name, o.Mode&0o777); err != nil {
 			return err
+		}
+		if o.UID == 0 && o.GID == 0 && o.Mode&0o7000 == 0 {
+			return nil // made as it should be
 		}
 		d, err := unix.Openat(fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 		if err != nil {
@@ -183,6 +187,7 @@ func (x *executor) place(fd int, name string, i int, o *op) error {
 
 // writeTemp writes the upper layer's file to the temporary tmp in the workspace's
 // directory fd: its content (holes kept holes), owner, mode and modification time.
+// The helper's umask is 0 while it applies, so the file is made with its mode.
 func (x *executor) writeTemp(fd int, dir, name, tmp string, o *op) error {
 	ufd, err := x.upper.open(dir)
 	if err != nil {
@@ -193,26 +198,33 @@ func (x *executor) writeTemp(fd int, dir, name, tmp string, o *op) error {
 		return err
 	}
 	defer unix.Close(src)
-	dst, err := unix.Openat(fd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	dst, err := unix.Openat(fd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, o.Mode)
 	if err != nil {
 		return err
 	}
 	err = x.copyContent(dst, src, o.Size, o.Sparse)
-	if err == nil {
+	if err == nil && (o.UID != 0 || o.GID != 0) { // the helper, root, made it root's
 		if err = unix.Fchown(dst, int(o.UID), int(o.GID)); err != nil {
 			err = fmt.Errorf("chown: %w", err)
 		}
 	}
 	if err == nil {
-		err = unix.Fchmod(dst, o.Mode)
+		err = futimens(dst, unix.Timespec{Nsec: unix.UTIME_NOW}, unix.Timespec{Sec: o.MtimeSec, Nsec: o.MtimeNs})
 	}
 	if cerr := unix.Close(dst); err == nil {
 		err = cerr
 	}
-	if err != nil {
-		return err
+	return err
+}
+
+// futimens sets an open file's times (utimensat with no path).
+func futimens(fd int, atime, mtime unix.Timespec) error {
+	ts := [2]unix.Timespec{atime, mtime}
+	_, _, errno := unix.Syscall6(unix.SYS_UTIMENSAT, uintptr(fd), 0, uintptr(unsafe.Pointer(&ts[0])), 0, 0, 0)
+	if errno != 0 {
+		return errno
 	}
-	return unix.UtimesNanoAt(fd, tmp, []unix.Timespec{{Nsec: unix.UTIME_NOW}, {Sec: o.MtimeSec, Nsec: o.MtimeNs}}, unix.AT_SYMLINK_NOFOLLOW)
+	return nil
 }
 
 // copyContent copies size bytes from src to dst; with sparse, only the ranges that
@@ -241,27 +253,9 @@ func (x *executor) copyContent(dst, src int, size int64, sparse bool) error {
 	return unix.Ftruncate(dst, size)
 }
 
-// copyRange copies n bytes at off: in the kernel where it can, else through a
-// buffer.
+// copyRange copies n bytes at off, through a buffer: the write layer is a tmpfs and
+// the workspace another file system, between which the kernel copies no faster.
 func (x *executor) copyRange(dst, src int, off, n int64) error {
-	for n > 0 {
-		in, out := off, off
-		w, err := unix.CopyFileRange(src, &in, dst, &out, int(min(n, 1<<30)), 0)
-		if err != nil {
-			if errors.Is(err, unix.EXDEV) || errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EOPNOTSUPP) {
-				return x.copyBuffered(dst, src, off, n)
-			}
-			return err
-		}
-		if w == 0 {
-			return io.ErrUnexpectedEOF
-		}
-		off, n = off+int64(w), n-int64(w)
-	}
-	return nil
-}
-
-func (x *executor) copyBuffered(dst, src int, off, n int64) error {
 	if x.buf == nil {
 		x.buf = make([]byte, 1<<20)
 	}

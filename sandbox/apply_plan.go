@@ -57,6 +57,7 @@ type wsEntry struct {
 	bytes    int64               // what it holds on the disk (blocks)
 	children map[string]*wsEntry // what was read of a directory
 	listed   bool                // children is the whole directory
+	mount    bool                // a mount of the host's sits here
 }
 
 func (u *upperEntry) child(name string) *upperEntry {
@@ -265,6 +266,10 @@ func (pl *planner) entry(rel string, up *upperEntry, cur *wsEntry, depth int) {
 		pl.refuse(rel, why)
 		return
 	}
+	if cur != nil && cur.mount {
+		pl.refuse(rel, refusedMount)
+		return
+	}
 	if cur != nil && cur.kind != kindDir && up.kind != kindWhiteout && pl.changedSince(cur) {
 		pl.refuse(rel, refusedChanged)
 		return
@@ -365,6 +370,8 @@ func (pl *planner) keepReason(rel string, e *wsEntry) string {
 	switch {
 	case rel == stagingDirName:
 		return refusedOwn
+	case e.mount:
+		return refusedMount
 	case e.kind != kindDir && pl.changedSince(e):
 		return refusedChanged
 	case strings.EqualFold(path.Base(rel), ".git"):

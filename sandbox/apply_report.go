@@ -37,7 +37,8 @@ const (
 	refusedSpecial      = "devices, fifos and sockets are not applied"
 	refusedOwn          = ".turnlog at the top of a workspace is turnlog's own"
 	refusedChanged      = "changed in the workspace since the command started (by another command, a file tool or someone on the host): the command's change was not applied over it"
-	refusedHoldsKept    = "the directory it would replace holds what must stay (a change made since the command started, a .git, a denied file)"
+	refusedHoldsKept    = "the directory it would replace holds what must stay (a change made since the command started, a .git, a denied file, a mount)"
+	refusedMount        = "a mount of the host's sits there (the command saw only the directory beneath it)"
 )
 
 // helperReport is what the helper sends turnlog once it applied a command's writes.

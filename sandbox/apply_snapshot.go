@@ -94,26 +94,25 @@ var gitProbeNames = []string{"HEAD", "objects", "refs", "commondir"}
 // same names and those git's test of a repository looks at; the whole of a
 // directory an opaque one replaces; and every entry of a tree that will be removed.
 func readWorkspace(root int, upper *upperEntry) (*wsEntry, error) {
-	var st unix.Stat_t
-	if err := unix.Fstat(root, &st); err != nil {
+	ws, err := statEntry(root, ".")
+	if err != nil {
 		return nil, err
 	}
-	ws := entryOf(".", &st)
+	ws.mount = false // the workspace itself may well be one
 	return ws, readWorkspaceDir(root, ws, upper, make([]byte, 64<<10), 0)
 }
 
 func readWorkspaceDir(fd int, w *wsEntry, up *upperEntry, buf []byte, depth int) error {
 	w.children = map[string]*wsEntry{}
 	lookup := func(name string) error {
-		var st unix.Stat_t
-		err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW)
+		e, err := statEntry(fd, name)
 		switch {
 		case errors.Is(err, unix.ENOENT):
 			return nil
 		case err != nil:
 			return fmt.Errorf("the workspace's %s: %w", name, err)
 		}
-		w.children[name] = entryOf(name, &st)
+		w.children[name] = e
 		return nil
 	}
 	if up.opaque {
@@ -143,8 +142,8 @@ func readWorkspaceDir(fd int, w *wsEntry, up *upperEntry, buf []byte, depth int)
 	}
 	for _, name := range sortedNames(w.children) {
 		c := w.children[name]
-		if c.kind != kindDir {
-			continue
+		if c.kind != kindDir || c.mount {
+			continue // a mount point is refused whole: nothing below it is read
 		}
 		u := up.child(name)
 		var whole bool
@@ -183,16 +182,15 @@ func readTree(fd int, w *wsEntry, buf []byte, depth int) error {
 	}
 	w.children, w.listed = make(map[string]*wsEntry, len(ents)), true
 	for _, de := range ents {
-		var st unix.Stat_t
-		if err := unix.Fstatat(fd, de.name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		c, err := statEntry(fd, de.name)
+		if err != nil {
 			if errors.Is(err, unix.ENOENT) {
 				continue
 			}
 			return err
 		}
-		c := entryOf(de.name, &st)
 		w.children[de.name] = c
-		if c.kind != kindDir {
+		if c.kind != kindDir || c.mount {
 			continue
 		}
 		cfd, err := unix.Openat(fd, de.name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
@@ -208,9 +206,17 @@ func readTree(fd int, w *wsEntry, buf []byte, depth int) error {
 	return nil
 }
 
-func entryOf(name string, st *unix.Stat_t) *wsEntry {
-	e := &wsEntry{name: name, mode: st.Mode & 0o7777, uid: st.Uid, gid: st.Gid, ino: st.Ino, ctime: st.Ctim, mtime: st.Mtim, bytes: st.Blocks * 512}
-	switch st.Mode & unix.S_IFMT {
+// statEntry reads the workspace's entry name in the directory fd, and whether a
+// mount (of the host's: the command saw the directory beneath it) sits there.
+func statEntry(fd int, name string) (*wsEntry, error) {
+	var st unix.Statx_t
+	if err := unix.Statx(fd, name, unix.AT_SYMLINK_NOFOLLOW|unix.AT_STATX_DONT_SYNC, unix.STATX_BASIC_STATS, &st); err != nil {
+		return nil, err
+	}
+	e := &wsEntry{name: name, mode: uint32(st.Mode) & 0o7777, uid: st.Uid, gid: st.Gid, ino: st.Ino,
+		ctime: unix.Timespec{Sec: st.Ctime.Sec, Nsec: int64(st.Ctime.Nsec)}, mtime: unix.Timespec{Sec: st.Mtime.Sec, Nsec: int64(st.Mtime.Nsec)},
+		bytes: int64(st.Blocks) * 512, mount: st.Attributes_mask&unix.STATX_ATTR_MOUNT_ROOT != 0 && st.Attributes&unix.STATX_ATTR_MOUNT_ROOT != 0}
+	switch uint32(st.Mode) & unix.S_IFMT {
 	case unix.S_IFDIR:
 		e.kind = kindDir
 	case unix.S_IFREG:
@@ -220,5 +226,5 @@ func entryOf(name string, st *unix.Stat_t) *wsEntry {
 	default:
 		e.kind = kindSpecial
 	}
-	return e
+	return e, nil
 }

@@ -95,6 +95,13 @@ type Spec struct {
 	// Unavailable names a mechanism to treat as missing (a probe override): the run
 	// must then fail closed.
 	Unavailable string `json:"unavailable,omitempty"`
+
+	// Set only by tests: the helper's apply paused (pauseEnv) after a share of its
+	// steps ("3/10"), saying so on a pipe; the helper's process id once it started.
+	testPause   *os.File
+	testShare   string
+	testStarted func(pid int)
+	testEnded   func()
 }
 
 // Defaults for a Spec's zero fields.
@@ -157,10 +164,6 @@ func (r *Result) Settle(recorded bool) error {
 type Error struct{ Msg string }
 
 func (e *Error) Error() string { return "sandbox: " + e.Msg + " (the command did not run)" }
-
-// testPause, set only by tests, pauses the helper's apply (pauseEnv): a pipe's write
-// end it reports on, and after how many steps.
-var testPause func() (*os.File, int)
 
 const (
 	helperEnv  = "TURNLOG_SANDBOX_HELPER"
@@ -249,6 +252,9 @@ func run(ctx context.Context, spec Spec, argv []string, stdin []byte) (*Result, 
 		}
 	}
 	closeExtraFiles(cmd) // the report pipe's writer among them: the helper's copy is the only one left
+	if spec.testStarted != nil {
+		spec.testStarted(cmd.Process.Pid)
+	}
 	// The helper says "ended" on the report pipe as soon as the command has ended: from
 	// then on the timeout no longer runs — what remains is applying its writes, which a
 	// kill must not cut short — and then sends the report.
@@ -256,6 +262,9 @@ func run(ctx context.Context, spec Spec, argv []string, stdin []byte) (*Result, 
 	go func() {
 		br := bufio.NewReader(io.LimitReader(reportR, 1<<20))
 		if line, err := br.ReadString('\n'); err == nil && line == endedLine {
+			if spec.testEnded != nil {
+				spec.testEnded()
+			}
 			close(ended)
 		}
 		raw, _ := io.ReadAll(br)
@@ -383,11 +392,13 @@ func (res *Result) keep(st *staging, later bool) error {
 		st.settle(false)
 		return err
 	case applied && !complete:
-		if err := st.settle(false); err != nil {
-			return fmt.Errorf("the helper ended in the middle of applying the command's changes, and taking them back failed (turnlog takes them back at its next start): %v", err)
+		if err := st.rollback(); err != nil {
+			st.close() // left for the next start (or apply) to take back
+			res.Changes = &Changes{Failed: "the helper ended in the middle of applying the command's changes, and taking them back failed (turnlog takes them back at its next start): " + err.Error()}
+			return nil
 		}
 		res.Changes = &Changes{Failed: "nothing was applied: the helper ended in the middle of applying the command's changes; what it had applied was taken back"}
-		return nil
+		return st.settle(true)
 	case applied && later:
 		res.staged = st
 		return nil
@@ -476,10 +487,13 @@ func helperCommand(spec Spec, argv []string, ownNetwork bool, st *staging) (*exe
 		}
 		cmd.ExtraFiles = append(cmd.ExtraFiles, ws, dir)
 		cmd.Env = append(cmd.Env, fmt.Sprintf("%s=%d:%d:%s", stagingEnv, 1+len(cmd.ExtraFiles), 2+len(cmd.ExtraFiles), st.id))
-		if testPause != nil {
-			w, steps := testPause()
+		if spec.testPause != nil {
+			w, err := dupFile(spec.testPause)
+			if err != nil {
+				return nil, &Error{Msg: err.Error()}
+			}
 			cmd.ExtraFiles = append(cmd.ExtraFiles, w)
-			cmd.Env = append(cmd.Env, fmt.Sprintf("%s=%d:%d", pauseEnv, steps, 2+len(cmd.ExtraFiles)))
+			cmd.Env = append(cmd.Env, fmt.Sprintf("%s=%s:%d", pauseEnv, spec.testShare, 2+len(cmd.ExtraFiles)))
 		}
 	}
 	flags := uintptr(syscall.CLONE_NEWPID | syscall.CLONE_NEWNS)
@@ -636,4 +650,13 @@ func stripSetID(dir string) error {
 		}
 		return unix.Fchmod(fd, st.Mode&0o777)
 	})
+}
+
+// dupFile is another descriptor of f's open file.
+func dupFile(f *os.File) (*os.File, error) {
+	fd, err := unix.FcntlInt(f.Fd(), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	return os.NewFile(uintptr(fd), f.Name()), nil
 }

@@ -1,4 +1,27 @@
 package sandbox
 
+import "os"
+
 // SetBeforeOpen lets a test act between a path's check and its open.
 func SetBeforeOpen(f func(rel string)) { beforeOpen = f }
+
+// WithPause is s with its apply paused once it has done share ("3/10") of its
+// steps: the helper says "paused" on w and waits to be killed.
+func WithPause(s Spec, w *os.File, share string) Spec {
+	s.testPause, s.testShare = w, share
+	return s
+}
+
+// WithStarted is s whose Run calls started with the helper's process id once it
+// started.
+func WithStarted(s Spec, started func(pid int)) Spec {
+	s.testStarted = started
+	return s
+}
+
+// WithEnded is s whose Run calls ended once the command has ended, before its
+// apply.
+func WithEnded(s Spec, ended func()) Spec {
+	s.testEnded = ended
+	return s
+}

@@ -27,8 +27,9 @@ const (
 	// stagingEnv is "<workspace descriptor>:<staging descriptor>:<id>": the
 	// workspace and the command's staging directory there (see staging.go).
 	stagingEnv = "TURNLOG_SANDBOX_STAGING"
-	// pauseEnv, set only by tests, is "<steps>:<descriptor>": once the apply has
-	// done that many steps the helper writes "paused" there and waits to be killed.
+	// pauseEnv, set only by tests, is "<num>/<den>:<descriptor>": once the apply
+	// has done that share of its steps the helper writes "paused" there and waits to
+	// be killed.
 	pauseEnv = "TURNLOG_SANDBOX_TEST_PAUSE"
 )
 
@@ -162,24 +163,26 @@ func handedDirs(env string) (*os.File, *os.File, string) {
 	return os.NewFile(uintptr(ws), "workspace"), os.NewFile(uintptr(st), "staging"), parts[2]
 }
 
-// pauseAfter is a test's pause (pauseEnv), or nil.
-func pauseAfter(v string) func(int) {
-	n, fdText, ok := strings.Cut(v, ":")
-	steps, err1 := strconv.Atoi(n)
-	fd, err2 := strconv.Atoi(fdText)
-	if !ok || err1 != nil || err2 != nil {
+// pauseAfter is a test's pause (pauseEnv: "<num>/<den>:<descriptor>", after that
+// share of the apply's steps), or nil.
+func pauseAfter(v string) func(done, all int) {
+	share, fdText, ok := strings.Cut(v, ":")
+	numText, denText, ok2 := strings.Cut(share, "/")
+	num, err1 := strconv.Atoi(numText)
+	den, err2 := strconv.Atoi(denText)
+	fd, err3 := strconv.Atoi(fdText)
+	if !ok || !ok2 || err1 != nil || err2 != nil || err3 != nil || den <= 0 {
 		return nil
 	}
 	syscall.CloseOnExec(fd)
 	w := os.NewFile(uintptr(fd), "pause")
-	return func(done int) {
-		if done == steps {
+	return func(done, all int) {
+		if done == all*num/den {
 			w.WriteString("paused\n")
 			time.Sleep(time.Hour) // killed here
 		}
 	}
 }
-
 // reapUntil reaps the namespace's processes (orphans come to its first process) until
 // pid has exited, and says with what status a shell would; with pid -1 until none is
 // left.

@@ -18,13 +18,16 @@ func restrictWithLandlock(spec Spec) string {
 	if spec.Unavailable == "landlock" {
 		return "landlock is not available here, and this sandbox requires it"
 	}
-	ws := landlock.RWDirs(spec.Workspace)
+	// Renames and hard links between directories (Landlock's "refer") are granted
+	// within the writable trees: without it they fail with EXDEV, which os.rename
+	// and link(2) callers (package managers, build tools) do not fall back from.
+	ws := landlock.RWDirs(spec.Workspace).WithRefer()
 	if spec.WorkspaceReadOnly {
 		ws = landlock.RODirs(spec.Workspace)
 	}
-	rules := []landlock.Rule{ws, landlock.RWDirs("/tmp"), landlock.RWFiles("/dev/null"), landlock.ROFiles("/dev/urandom", "/dev/zero")}
+	rules := []landlock.Rule{ws, landlock.RWDirs("/tmp").WithRefer(), landlock.RWFiles("/dev/null"), landlock.ROFiles("/dev/urandom", "/dev/zero")}
 	if spec.DataDir != "" {
-		rules = append(rules, landlock.RWDirs(spec.DataDir))
+		rules = append(rules, landlock.RWDirs(spec.DataDir).WithRefer())
 	}
 	for _, d := range spec.ReadOnly {
 		if _, err := os.Stat(d); err == nil {

@@ -279,3 +279,34 @@ func TestOddChangesAreRefusedOneByOne(t *testing.T) {
 		t.Fatalf("the next command: %+v", res)
 	}
 }
+
+// TestRenamesAndLinksCrossDirectories: rename(2) and link(2) between directories
+// of the workspace work inside (programs that do not fall back from EXDEV — package
+// managers, build tools — rely on them) and land as they were made.
+func TestRenamesAndLinksCrossDirectories(t *testing.T) {
+	t.Parallel()
+	s, _ := spec(t)
+	os.MkdirAll(filepath.Join(s.Workspace, "a"), 0o755)
+	os.WriteFile(filepath.Join(s.Workspace, "a", "moved"), []byte("moved"), 0o644)
+	res := run(t, s, `python3 -c '
+import os
+os.mkdir("b")
+os.rename("a/moved", "b/moved")
+with open("seed", "w") as f: f.write("seed")
+os.link("seed", "b/linked")
+os.mkdir("/tmp/t"); os.mkdir("/tmp/u")
+with open("/tmp/t/x", "w") as f: f.write("x")
+os.rename("/tmp/t/x", "/tmp/u/x")
+'`)
+	if res.ExitCode != 0 {
+		t.Fatalf("%+v", res)
+	}
+	for rel, want := range map[string]string{"b/moved": "moved", "b/linked": "seed", "seed": "seed"} {
+		if raw, err := os.ReadFile(filepath.Join(s.Workspace, rel)); err != nil || string(raw) != want {
+			t.Errorf("%s: %q %v", rel, raw, err)
+		}
+	}
+	if _, err := os.Lstat(filepath.Join(s.Workspace, "a", "moved")); err == nil {
+		t.Error("a/moved is still there")
+	}
+}

@@ -26,7 +26,7 @@ type layers struct {
 	workspace *os.File
 	staging   *os.File
 	stagingID string
-	afterOp   func(int) // a test's pause, after so many steps of the apply
+	afterOp   func(done, all int) // a test's pause, after so many steps of the apply
 }
 
 // mountWorkspace shows the workspace at target: through an id-mapped mount (its

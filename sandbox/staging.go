@@ -122,18 +122,20 @@ func (s *staging) open() error {
 }
 
 // handOff is descriptors of the workspace and of the staging directory for the
-// helper: the same open files (so the same lock), on turnlog's mounts.
+// helper, on turnlog's mounts: the staging directory's the same open file (so its
+// lock is shared), the workspace's a new one (the lock the helper takes on it must
+// end with the helper).
 func (s *staging) handOff() (ws, dir *os.File, err error) {
-	wfd, err := unix.FcntlInt(s.ws.Fd(), unix.F_DUPFD_CLOEXEC, 0)
+	wfd, err := unix.Openat(int(s.ws.Fd()), ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, nil, err
 	}
-	dfd, err := unix.FcntlInt(s.dir.Fd(), unix.F_DUPFD_CLOEXEC, 0)
-	if err != nil {
-		unix.Close(wfd)
+	ws = os.NewFile(uintptr(wfd), s.ws.Name())
+	if dir, err = dupFile(s.dir); err != nil {
+		ws.Close()
 		return nil, nil, err
 	}
-	return os.NewFile(uintptr(wfd), "workspace"), os.NewFile(uintptr(dfd), "staging"), nil
+	return ws, dir, nil
 }
 
 // settle ends the staging directory once the apply's result is durable (recorded),
@@ -155,7 +157,8 @@ func (s *staging) settle(recorded bool) error {
 	return err
 }
 
-// rollback takes the apply back under the workspace's lock.
+// rollback takes the apply back under the workspace's lock; the journal goes once
+// it is.
 func (s *staging) rollback() error {
 	h, ops, _, err := readJournal(int(s.dir.Fd()))
 	if errors.Is(err, errNoJournal) {
@@ -169,7 +172,10 @@ func (s *staging) rollback() error {
 		return err
 	}
 	defer unlock()
-	return rollback(int(s.ws.Fd()), int(s.dir.Fd()), h.ID, ops)
+	if err := rollback(int(s.ws.Fd()), int(s.dir.Fd()), h.ID, ops); err != nil {
+		return err
+	}
+	return unix.Unlinkat(int(s.dir.Fd()), journalName, 0)
 }
 
 // discard removes the staging directory: at once when it holds little, else renamed

@@ -250,3 +250,45 @@ func denied(rel string) string {
 	}
 	return ""
 }
+
+// Lock takes the workspace's writer lock, which every writer of it holds while it
+// writes — applies of commands' changes (in the helper), the file tools, reverts —,
+// between processes too (serve and turnlog run on one folder). unlock lets it go.
+func (w *Workspace) Lock() (unlock func(), err error) { return lockDir(w.dir) }
+
+// CheckWrite refuses a write of the file rel (and of the directories it needs) that
+// would make a directory of the workspace a git repository, or change the git files
+// of one it is: the repository test an apply runs on the state it leaves. The caller
+// holds the lock.
+func (w *Workspace) CheckWrite(rel string) error {
+	parts := strings.Split(filepath.ToSlash(rel), "/")
+	for i, name := range parts {
+		if !gitDirNames[strings.ToLower(name)] {
+			continue
+		}
+		dir := filepath.Join(append([]string{w.dir}, parts[:i]...)...)
+		made := kindDir
+		if i == len(parts)-1 {
+			made = kindFile
+		}
+		repository := looksLikeRepository(func(n string) kind {
+			if strings.EqualFold(n, name) {
+				return made
+			}
+			fi, err := os.Lstat(filepath.Join(dir, n))
+			switch {
+			case err != nil:
+				return kindNone
+			case fi.IsDir():
+				return kindDir
+			case fi.Mode()&fs.ModeSymlink != 0:
+				return kindSymlink
+			}
+			return kindFile
+		})
+		if repository {
+			return &PathError{Path: rel, Reason: "would make " + filepath.Join(parts[:i]...) + " a git repository, or change one's git files (git would run its config when someone runs git there)"}
+		}
+	}
+	return nil
+}

@@ -125,6 +125,12 @@ func editFile(ws *sandbox.Workspace, st *seen) func(context.Context, editArgs) (
 		if a.OldString == "" {
 			return nil, fmt.Errorf("old_string is empty; use write_file to create a file")
 		}
+		// From the read to the write: no apply or other tool writes the file between.
+		unlock, err := ws.Lock()
+		if err != nil {
+			return nil, err
+		}
+		defer unlock()
 		f, rel, err := ws.Open(a.Path)
 		if err != nil {
 			return nil, err
@@ -153,6 +159,9 @@ func editFile(ws *sandbox.Workspace, st *seen) func(context.Context, editArgs) (
 			return nil, fmt.Errorf("0 matches for old_string in %s; read the file again and copy the text exactly", rel)
 		default:
 			return nil, fmt.Errorf("%d matches for old_string in %s; include more context so it matches once", n, rel)
+		}
+		if err := ws.CheckWrite(rel); err != nil {
+			return nil, err
 		}
 		at := strings.Index(old, a.OldString)
 		updated := old[:at] + a.NewString + old[at+len(a.OldString):]

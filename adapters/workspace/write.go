@@ -36,6 +36,14 @@ func writeFile(ws *sandbox.Workspace, st *seen) func(context.Context, writeArgs)
 		if err != nil {
 			return nil, err
 		}
+		unlock, err := ws.Lock()
+		if err != nil {
+			return nil, err
+		}
+		defer unlock()
+		if err := ws.CheckWrite(rel); err != nil {
+			return nil, err
+		}
 		old, existed := "", false
 		if f, _, err := ws.Open(rel); err == nil {
 			raw, rerr := io.ReadAll(io.LimitReader(f, MaxWriteBytes+1))
