@@ -183,6 +183,7 @@ func pauseAfter(v string) func(done, all int) {
 		}
 	}
 }
+
 // reapUntil reaps the namespace's processes (orphans come to its first process) until
 // pid has exited, and says with what status a shell would; with pid -1 until none is
 // left.

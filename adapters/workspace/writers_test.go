@@ -61,4 +61,3 @@ func TestTheToolsAndBashCannotSplitARepository(t *testing.T) {
 		}
 	}
 }
-
