@@ -57,6 +57,8 @@ type turnLog struct {
 	// instead of paying an fsync of their own (a crash before it re-runs the tool,
 	// which is safe only because it is idempotent).
 	deferred []events.Event
+	// settle are the hooks of the deferred results' tools (OnRecorded).
+	settle []*recordedHooks
 	// queued are, in a replay, the recording's inputs queued while the turn ran, by
 	// seq: emit appends each where it came, so the replayed log matches.
 	queued map[int64]events.Event
@@ -68,10 +70,24 @@ func (l *turnLog) last() int64 {
 	return l.seq
 }
 
-func (l *turnLog) postpone(ev events.Event) {
+func (l *turnLog) postpone(ev events.Event, h *recordedHooks) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.deferred = append(l.deferred, ev)
+	if h != nil {
+		l.settle = append(l.settle, h)
+	}
+}
+
+// settleDeferred tells the deferred results' tools how their results ended.
+func (l *turnLog) settleDeferred(recorded bool) {
+	l.mu.Lock()
+	hooks := l.settle
+	l.settle = nil
+	l.mu.Unlock()
+	for _, h := range hooks {
+		h.fire(recorded)
+	}
 }
 
 func (r *run) canceled() bool {
@@ -139,6 +155,16 @@ func (e *Engine) newRun(ctx context.Context, app *App, agent *Agent, session, ow
 // emit appends events that are not already in the log, after any deferred results,
 // in one transaction.
 func (r *run) emit(evs ...events.Event) error {
+	settled, err := r.appendBatch(evs)
+	for _, h := range settled { // outside the lock: a hook may take long (a rollback)
+		h.fire(true)
+	}
+	return err
+}
+
+// appendBatch is emit under the turn log's lock; it returns the hooks of the deferred
+// results it made durable.
+func (r *run) appendBatch(evs []events.Event) ([]*recordedHooks, error) {
 	r.log.mu.Lock()
 	defer r.log.mu.Unlock()
 	batch := make([]events.Event, 0, len(r.log.deferred)+len(evs))
@@ -150,7 +176,7 @@ func (r *run) emit(evs ...events.Event) error {
 		batch = append(batch, ev)
 	}
 	if len(batch) == 0 {
-		return nil
+		return nil, nil
 	}
 	for {
 		q, ok := r.log.queued[r.log.seq+1]
@@ -158,17 +184,19 @@ func (r *run) emit(evs ...events.Event) error {
 			break
 		}
 		if _, err := r.e.store.Append(r.ctx, r.session, r.log.seq, []events.Event{q}); err != nil {
-			return fmt.Errorf("append to %s after %d: %w", r.session, r.log.seq, err)
+			return nil, fmt.Errorf("append to %s after %d: %w", r.session, r.log.seq, err)
 		}
 		r.log.seq = q.Seq
 	}
 	out, err := r.e.appendPastQueue(r.ctx, r.session, r.log.seq, batch, false)
 	if err != nil {
-		return fmt.Errorf("append to %s after %d: %w", r.session, r.log.seq, err)
+		return nil, fmt.Errorf("append to %s after %d: %w", r.session, r.log.seq, err)
 	}
 	r.log.seq = out[len(out)-1].Seq
 	r.log.deferred = r.log.deferred[:0]
-	return nil
+	settled := r.log.settle
+	r.log.settle = nil
+	return settled, nil
 }
 
 func (r *run) fire(t Trigger) error {
@@ -184,6 +212,7 @@ func (r *run) drive() (*Result, error) {
 		if !r.committed {
 			r.conv.truncate(r.base)
 		}
+		r.log.settleDeferred(false) // results still deferred never reached the log
 	}()
 	if err := r.fire(TriggerGuardInput); err != nil {
 		return nil, err

@@ -48,6 +48,8 @@ type toolSlot struct {
 	stop    *nestedStop
 	verdict *events.PolicyDecided // what the tool policy said, when the app has one
 	edited  bool                  // a reviewer changed the arguments the call runs with
+	// recorded are what the tool asked to run once its result is durable (OnRecorded).
+	recorded *recordedHooks
 }
 
 func (s *toolSlot) needsApproval() bool {
@@ -284,6 +286,7 @@ func (r *run) runSlots(slots []*toolSlot) error {
 		d.s.result, d.s.stop = d.tr, d.stop
 		r.usage = r.usage.Add(d.usage)
 		if firstErr != nil || d.stop != nil {
+			d.s.recorded.fire(false) // the turn ends without this result
 			continue
 		}
 		if d.s.edited {
@@ -296,10 +299,12 @@ func (r *run) runSlots(slots []*toolSlot) error {
 		}
 		switch {
 		case err != nil:
+			d.s.recorded.fire(false)
 		case d.s.nested != nil || (d.s.tool != nil && d.s.tool.Spec().Idempotent):
-			r.log.postpone(ev)
+			r.log.postpone(ev, d.s.recorded)
 		default:
 			err = r.emit(ev) // durable now: a finished side effect must never look unknown
+			d.s.recorded.fire(err == nil)
 		}
 		firstErr = err
 	}
@@ -333,6 +338,8 @@ func (r *run) execute(s *toolSlot) *events.ToolResulted {
 	ctx, stop := r.cancelContext()
 	defer stop()
 	ctx = WithCallInfo(ctx, CallInfo{Session: r.session, User: r.owner, Turn: r.turn, Agent: r.agent.Name, Path: s.path, Approved: s.needsApproval()})
+	s.recorded = &recordedHooks{}
+	ctx = withRecordedHooks(ctx, s.recorded)
 	if spec.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, spec.Timeout)

@@ -173,7 +173,7 @@ func TestAKilledApplyLeavesTheWorkspaceBeforeOrAfter(t *testing.T) {
 			// Finished, not yet settled: the next start asks the log.
 			for _, recorded := range []bool{false, true} {
 				killTurnlogAt(t, s, "settle", true)
-				if _, err := sandbox.RecoverApplies(s.Workspace, func(string) bool { return recorded }); err != nil {
+				if _, err := sandbox.RecoverApplies(s.Workspace, func(string) (bool, error) { return recorded, nil }); err != nil {
 					t.Fatal(err)
 				}
 				want, name := before, "before"

@@ -240,8 +240,8 @@ func removeTree(parent int, name string) error {
 
 // Recorded says whether the tool call an apply's tag names has its result in the
 // log: an apply that finished but was not yet settled when its process died is kept
-// if so, and taken back if not.
-type Recorded func(tag string) bool
+// if so, and taken back if not; left as it is when the log cannot tell (an error).
+type Recorded func(tag string) (bool, error)
 
 // recoverApplies settles what applies of dead processes left in the workspace (its
 // root's descriptor; the caller holds the workspace's lock): an apply cut short is
@@ -301,8 +301,14 @@ func recoverOne(wsRoot, own int, name string, recorded Recorded) (string, error)
 		return "", err
 	case complete && recorded == nil:
 		return "", nil
-	case complete && recorded(h.Tag):
-		return fmt.Sprintf("kept the finished apply %s (%d steps): its result was recorded", h.ID, len(ops)), renameTrash(own, name, h.ID)
+	case complete:
+		kept, err := recorded(h.Tag)
+		if err != nil {
+			return "", fmt.Errorf("whether the result of the finished apply %s was recorded: %w", h.ID, err)
+		}
+		if kept {
+			return fmt.Sprintf("kept the finished apply %s (%d steps): its result was recorded", h.ID, len(ops)), renameTrash(own, name, h.ID)
+		}
 	}
 	if err := rollback(wsRoot, fd, h.ID, ops); err != nil {
 		return "", fmt.Errorf("taking back the apply %s: %w", h.ID, err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/turnlog/turnlog/fsm"
@@ -73,10 +74,31 @@ func Bash(spec sandbox.Spec, access *policy.Engine, wss *Workspaces) fsm.Tool {
 			if a.TimeoutSeconds > 0 {
 				s.Timeout = min(time.Duration(a.TimeoutSeconds)*time.Second, MaxCommandTimeout)
 			}
+			// What the apply replaces is kept until the call's result is durable: a
+			// crash before then takes the apply back (Recover).
+			call, _ := fsm.CallInfoFrom(ctx)
+			s.SettleLater, s.ApplyTag = true, ApplyTag(call)
 			res, err := sandbox.Run(ctx, s, a.Command)
+			if res != nil && !fsm.OnRecorded(ctx, func(recorded bool) { res.Settle(recorded) }) {
+				res.Settle(true)
+			}
 			if err == nil && res.Canceled {
 				return nil, fmt.Errorf("the command was stopped (every process it started was killed): %w", context.Cause(ctx))
 			}
 			return res, err
 		}), func(a bashArgs) fsm.PolicyCall { return fsm.PolicyCall{Shell: a.Command} }}
+}
+
+// ApplyTag names a call in the journal of the apply of its command's writes.
+func ApplyTag(call fsm.CallInfo) string {
+	return strings.Join([]string{call.Session, call.Turn, call.Path}, "\n")
+}
+
+// ParseApplyTag is the session, turn and path an ApplyTag names.
+func ParseApplyTag(tag string) (session, turn, path string, ok bool) {
+	parts := strings.Split(tag, "\n")
+	if len(parts) != 3 || parts[0] == "" {
+		return "", "", "", false
+	}
+	return parts[0], parts[1], parts[2], true
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -130,4 +131,40 @@ func pathName(id string) string {
 	}
 	sum := sha256.Sum256([]byte(id))
 	return "h-" + hex.EncodeToString(sum[:12])
+}
+
+// Recover settles what applies of dead processes left in every workspace made
+// under the root (see sandbox.RecoverApplies): an apply that did not finish, or
+// whose result recorded says never reached the log, is taken back. It says what it
+// did, and what it could not.
+func (w *Workspaces) Recover(recorded sandbox.Recorded) ([]string, error) {
+	dirs := []string{w.root.Dir()}
+	if w.scope != ScopeShared {
+		for _, sub := range []string{"users", "sessions"} {
+			entries, err := os.ReadDir(filepath.Join(w.root.Dir(), sub))
+			if err != nil {
+				continue
+			}
+			for _, e := range entries {
+				if e.IsDir() && e.Type()&os.ModeSymlink == 0 {
+					dirs = append(dirs, filepath.Join(w.root.Dir(), sub, e.Name()))
+				}
+			}
+		}
+	}
+	var did []string
+	var errs []error
+	for _, d := range dirs {
+		if _, err := os.Lstat(filepath.Join(d, ".turnlog")); err != nil {
+			continue // the common case: nothing was left
+		}
+		lines, err := sandbox.RecoverApplies(d, recorded)
+		for _, l := range lines {
+			did = append(did, d+": "+l)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", d, err))
+		}
+	}
+	return did, errors.Join(errs...)
 }

@@ -61,3 +61,25 @@ func TestTheToolsAndBashCannotSplitARepository(t *testing.T) {
 		}
 	}
 }
+
+// TestABashCallWithNoEngineSettlesAtOnce: a bash call no engine records (a tool
+// called directly) keeps nothing of its apply: what it wrote is there, turnlog's
+// .turnlog is not.
+func TestABashCallWithNoEngineSettlesAtOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ws := openWorkspace(t, b.dir)
+	b.write(t, "old.txt", "old")
+	access := &policy.Engine{Mode: policy.ModeWorkspaceWrite, Workspace: b.dir, Mechanism: testMechanism(t)}
+	bash := workspace.Bash(workspace.SpecFor(ws, access), access, nil)
+	ctx := fsm.WithCallInfo(context.Background(), fsm.CallInfo{Session: "s0", Turn: "t0", Path: "a/tool/c1"})
+	if _, err := bash.Call(ctx, json.RawMessage(`{"command":"echo new > old.txt && echo made > new.txt"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if raw, _ := os.ReadFile(filepath.Join(b.dir, "old.txt")); string(raw) != "new\n" {
+		t.Fatalf("old.txt: %q", raw)
+	}
+	if _, err := os.Lstat(filepath.Join(b.dir, ".turnlog")); err == nil {
+		t.Fatal(".turnlog was left behind")
+	}
+}

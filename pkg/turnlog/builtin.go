@@ -3,11 +3,14 @@ package turnlog
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/turnlog/turnlog/adapters/workspace"
 	"github.com/turnlog/turnlog/config"
+	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/fsm"
 	"github.com/turnlog/turnlog/policy"
+	"github.com/turnlog/turnlog/sandbox"
 )
 
 // builtinNames are the tool names an agent may list without declaring them: the
@@ -65,6 +68,15 @@ func (b builder) builtinTools(at string, c config.App, access *policy.Engine, to
 	if err != nil {
 		return b.doc.ErrAt(at+".policy.workspace", "%v", err)
 	}
+	// What a crash left in the middle of an apply is taken back before any command
+	// runs (a workspace that cannot be is taken back by its next apply, or fails it).
+	did, err := wss.Recover(b.recorded())
+	for _, d := range did {
+		b.opts.Logger.Warn().Str("app", strings.TrimPrefix(at, "apps.")).Msg(d)
+	}
+	if err != nil {
+		b.opts.Logger.Error().Err(err).Str("app", strings.TrimPrefix(at, "apps.")).Msg("an apply a crash left could not be settled")
+	}
 	access.Workspace = wss.Root().Dir()
 	for _, t := range append(workspace.Tools(wss, b.recall()), workspace.Bash(workspace.SpecFor(wss.Root(), access, b.opts.NeverDial...), access, wss)) {
 		name := t.Spec().Name
@@ -98,4 +110,31 @@ func (b builder) recall() workspace.Recall {
 		return nil
 	}
 	return recallReads(b.opts.log)
+}
+
+// recorded asks the log whether the call an apply's tag names has its result there
+// (see sandbox.Recorded); nil without a log.
+func (b builder) recorded() sandbox.Recorded {
+	if b.opts.log == nil {
+		return nil
+	}
+	return func(tag string) (bool, error) {
+		session, turn, path, ok := workspace.ParseApplyTag(tag)
+		if !ok {
+			return false, nil // no call named: nothing can have recorded it
+		}
+		evs, err := b.opts.log.Events(b.ctx, session, 0)
+		if err != nil {
+			if events.CodeOf(err) == events.CodeNotFound {
+				return false, nil
+			}
+			return false, err
+		}
+		for _, ev := range evs {
+			if ev.Type == events.TypeToolResulted && ev.Turn == turn && ev.Path == path {
+				return true, nil
+			}
+		}
+		return false, nil
+	}
 }
