@@ -50,6 +50,7 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	removeBuiltBinary()
+	sandbox.ReleaseCgroups()
 	os.Exit(code)
 }
 

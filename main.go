@@ -20,6 +20,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	sandbox.ReleaseCgroups() // the groups kept for the next commands: there are none
 	if err != nil && !errors.Is(err, errSilentExit) && !errors.As(err, new(exitStatus)) {
 		fmt.Fprintln(os.Stderr, "turnlog:", err)
 	}

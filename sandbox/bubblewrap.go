@@ -42,7 +42,8 @@ func checkMechanism(spec Spec) error {
 // CommandUID, inside the root the helper built): bwrap makes a user namespace
 // (an unprivileged bwrap must), PID, IPC and UTS namespaces — a PID namespace of its
 // own too, without which its /proc would not be its own — binds the system
-// directories read-only and the workspace as the helper shows it (masks included),
+// directories read-only, the helper's /tmp and /dev/shm, and the workspace as the
+// helper shows it (masks included),
 // drops every capability and loads the seccomp program read from seccompFD.
 func bubblewrapArgv(spec Spec, argv []string, seccompFD int) ([]string, error) {
 	bwrap, err := exec.LookPath("bwrap")
@@ -51,7 +52,9 @@ func bubblewrapArgv(spec Spec, argv []string, seccompFD int) ([]string, error) {
 	}
 	args := []string{bwrap, "--die-with-parent", "--new-session", "--unshare-user", "--uid", fmt.Sprint(CommandUID), "--gid", fmt.Sprint(CommandUID),
 		"--cap-drop", "ALL", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
-		"--dev", "/dev", "--proc", "/proc", "--size", fmt.Sprint(TmpBytes), "--tmpfs", "/tmp"}
+		// The helper's own /tmp and /dev/shm, bounded in bytes and in entries (bwrap's
+		// own tmpfs takes a size alone, and its /dev/shm none).
+		"--dev", "/dev", "--proc", "/proc", "--bind", "/tmp", "/tmp", "--bind", "/dev/shm", "/dev/shm"}
 	for _, d := range spec.ReadOnly {
 		fi, err := os.Lstat(d)
 		switch {

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -224,8 +225,10 @@ func joinCgroups(procs []string) error {
 // making and removing a memory cgroup costs milliseconds, and a removal running while
 // another command joins its group holds that up.
 type groupPool struct {
-	mu   sync.Mutex
-	free []*cgroupTree
+	mu      sync.Mutex
+	free    []*cgroupTree
+	named   map[string]*cgroupTree // long-lived programs' groups, by name
+	pending sync.WaitGroup         // groups on their way back (giveBack)
 }
 
 // cgroupPool is the groups this process made and may reuse (a pool, like a
@@ -253,10 +256,17 @@ func (p *groupPool) get(memoryBytes uint64, processes int) (*cgroupTree, error) 
 	}
 }
 
-// put gives back a command's group once the command ended: kept if it is empty
-// and the pool has room, else removed in the background.
+// pooledCharge is the most a group may still be charged, once reclaimed, to be handed
+// to another command: what the kernel keeps of an ended command's caches (its
+// dentries and inodes) — never a page of shared memory or tmpfs, which come on top.
+const pooledCharge = 4 << 20
+
+// put gives back a command's group once the command ended: reclaimed and kept if it
+// is empty, holds no shared memory or tmpfs page and little else (pooledCharge),
+// and the pool has room; else removed. A group whose charge outlived its command is
+// never another user's.
 func (p *groupPool) put(t *cgroupTree) {
-	if t.empty() {
+	if t.empty() && t.reclaim() && t.clean() {
 		p.mu.Lock()
 		if len(p.free) < maxPooledGroups {
 			p.free = append(p.free, t)
@@ -265,7 +275,83 @@ func (p *groupPool) put(t *cgroupTree) {
 		}
 		p.mu.Unlock()
 	}
-	go t.remove()
+	t.remove()
+}
+
+// giveBack puts a command's group back in the background: reclaiming takes a
+// moment that is not the command's caller's.
+func (p *groupPool) giveBack(t *cgroupTree) {
+	p.pending.Add(1)
+	go func() {
+		defer p.pending.Done()
+		p.put(t)
+	}()
+}
+
+// keepNamed remembers a long-lived program's group, to remove with the rest.
+func (p *groupPool) keepNamed(t *cgroupTree) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.named == nil {
+		p.named = map[string]*cgroupTree{}
+	}
+	p.named[t.Dirs[0]] = t
+}
+
+// release removes every group this process made and keeps: the pool's, once those
+// on their way back arrived, and the long-lived programs' (which must have ended).
+func (p *groupPool) release() {
+	p.pending.Wait()
+	p.mu.Lock()
+	all := p.free
+	for _, t := range p.named {
+		all = append(all, t)
+	}
+	p.free, p.named = nil, nil
+	p.mu.Unlock()
+	for _, t := range all {
+		t.remove()
+	}
+}
+
+// ReleaseCgroups removes the cgroups this process keeps for the next commands: a
+// process that runs no more commands (turnlog run, serve as it stops) calls it.
+func ReleaseCgroups() { cgroupPool.release() }
+
+// reclaim asks the kernel to give back what the group's memory holds (page cache,
+// reclaimable caches), and says whether it could be asked.
+func (c *cgroupTree) reclaim() bool {
+	d := c.Dirs[0]
+	if c.Version == "v2" {
+		err := write(d, "memory.reclaim", strconv.FormatInt(1<<50, 10))
+		return err == nil || errors.Is(err, syscall.EAGAIN) // EAGAIN: it reclaimed what it could
+	}
+	return write(d, "memory.force_empty", "0") == nil
+}
+
+// clean says whether the group holds no shared memory or tmpfs page and is charged
+// little else (pooledCharge).
+func (c *cgroupTree) clean() bool {
+	d := c.Dirs[0]
+	raw, err := os.ReadFile(filepath.Join(d, "memory.stat"))
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if k, v, ok := strings.Cut(line, " "); ok && k == "shmem" && v != "0" {
+			return false
+		}
+	}
+	usage := "memory.usage_in_bytes" // v1: pages and kernel memory
+	if c.Version == "v2" {
+		usage = "memory.current"
+	}
+	raw, err = os.ReadFile(filepath.Join(d, usage))
+	if err != nil {
+		return false
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(string(raw)), 10, 64)
+	return err == nil && n <= pooledCharge
 }
 
 // empty says whether no process is in any of the groups.

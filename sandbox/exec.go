@@ -197,7 +197,7 @@ func run(ctx context.Context, spec Spec, argv []string, stdin []byte) (*Result, 
 	if err != nil {
 		return nil, err
 	}
-	defer cgroupPool.put(groups)
+	defer cgroupPool.giveBack(groups)
 	spec.CgroupProcs = groups.procs()
 	var st *staging
 	if !spec.WorkspaceReadOnly {
@@ -362,8 +362,8 @@ func commandCgroups(spec Spec, name string) (*cgroupTree, error) {
 	var err error
 	if name == "" {
 		t, err = cgroupPool.get(spec.TreeMemoryBytes, spec.MaxProcesses+1) // +1: the helper
-	} else {
-		t, err = newCgroupTree(name, spec.TreeMemoryBytes, spec.MaxProcesses+1)
+	} else if t, err = newCgroupTree(name, spec.TreeMemoryBytes, spec.MaxProcesses+1); err == nil {
+		cgroupPool.keepNamed(t)
 	}
 	if err != nil {
 		return nil, &Error{Msg: "cannot cap the command's process tree: " + err.Error()}
@@ -496,7 +496,9 @@ func helperCommand(spec Spec, argv []string, ownNetwork bool, st *staging) (*exe
 			cmd.Env = append(cmd.Env, fmt.Sprintf("%s=%s:%d", pauseEnv, spec.testShare, 2+len(cmd.ExtraFiles)))
 		}
 	}
-	flags := uintptr(syscall.CLONE_NEWPID | syscall.CLONE_NEWNS)
+	// An IPC namespace of its own: no SysV segment, queue or semaphore set of another
+	// command's is there to see, and its own die with it (and uncharge its cgroup).
+	flags := uintptr(syscall.CLONE_NEWPID | syscall.CLONE_NEWNS | syscall.CLONE_NEWIPC)
 	if ownNetwork {
 		flags |= syscall.CLONE_NEWNET
 	}

@@ -25,3 +25,6 @@ func WithEnded(s Spec, ended func()) Spec {
 	s.testEnded = ended
 	return s
 }
+
+// WaitForGroups waits until every command's cgroup is back in the pool (or gone).
+func WaitForGroups() { cgroupPool.pending.Wait() }

@@ -12,5 +12,7 @@ func TestMain(m *testing.M) {
 	if raw := os.Getenv(standinEnv); raw != "" {
 		os.Exit(runStandin(raw)) // a stand-in for turnlog that a test kills
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	sandbox.ReleaseCgroups() // the groups kept for commands that will not come
+	os.Exit(code)
 }

@@ -14,8 +14,14 @@ const rootBase = "/run/turnlog-sandbox"
 // emptyFile is, in the command's root, the empty file bound over masked files.
 const emptyFile = "/.turnlog-empty"
 
-// TmpBytes is the size of the private /tmp a command gets.
-const TmpBytes = 256 << 20
+// The private /tmp and /dev/shm a command gets (tmpfs, in its own mount namespace,
+// their pages charged to its cgroup): bytes and entries.
+const (
+	TmpBytes   = 256 << 20
+	TmpEntries = 65536
+	ShmBytes   = 64 << 20
+	ShmEntries = 4096
+)
 
 // devices are the device files a command may use.
 var devices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty"}
@@ -23,7 +29,7 @@ var devices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/d
 // enterPrivateRoot gives the helper, and what it execs, a root of its own: a tmpfs
 // holding only the system directories (read-only), the workspace (read-write, or
 // read-only), a few devices, a fresh /proc of the command's PID namespace and an empty
-// private /tmp — then pivots into it. Nothing else of the host's filesystem exists
+// private /tmp and /dev/shm, each of a bounded size — then pivots into it. Nothing else of the host's filesystem exists
 // for the command: no daemon's socket (/run/docker.sock …), no other user's files.
 // The workspace is shown through mountWorkspace (the command owns its files; its
 // writes go to a layer of their own): the returned layers hold them. Landlock still
@@ -81,8 +87,14 @@ func enterPrivateRoot(spec Spec, userns int) (*layers, error) {
 	if err := syscall.Mount("proc", base+"/proc", "proc", syscall.MS_NOSUID|syscall.MS_NODEV|syscall.MS_NOEXEC, ""); err != nil {
 		return nil, fmt.Errorf("mount /proc: %w", err)
 	}
-	if err := syscall.Mount("tmpfs", base+"/tmp", "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, fmt.Sprintf("mode=1777,size=%d", TmpBytes)); err != nil {
+	if err := syscall.Mount("tmpfs", base+"/tmp", "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, fmt.Sprintf("mode=1777,size=%d,nr_inodes=%d", TmpBytes, TmpEntries)); err != nil {
 		return nil, fmt.Errorf("mount /tmp: %w", err)
+	}
+	if err := os.MkdirAll(base+"/dev/shm", 0o1777); err != nil {
+		return nil, err
+	}
+	if err := syscall.Mount("tmpfs", base+"/dev/shm", "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV|syscall.MS_NOEXEC, fmt.Sprintf("mode=1777,size=%d,nr_inodes=%d", ShmBytes, ShmEntries)); err != nil {
+		return nil, fmt.Errorf("mount /dev/shm: %w", err)
 	}
 	// The workspace last: it may lie under /tmp, which is the command's own by now.
 	lay, err := mountWorkspace(workspace, base+workspace, readOnly, spec.WriteBytes, spec.WriteEntries, userns)

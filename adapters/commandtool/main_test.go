@@ -9,5 +9,7 @@ import (
 
 func TestMain(m *testing.M) {
 	sandbox.BecomeHelperIfAsked() // the sandbox starts this test binary as its helper
-	os.Exit(m.Run())
+	code := m.Run()
+	sandbox.ReleaseCgroups() // the groups kept for commands that will not come
+	os.Exit(code)
 }

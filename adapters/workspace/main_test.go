@@ -10,7 +10,9 @@ import (
 
 func TestMain(m *testing.M) {
 	sandbox.BecomeHelperIfAsked() // the sandbox starts this test binary as its helper
-	os.Exit(m.Run())
+	code := m.Run()
+	sandbox.ReleaseCgroups() // the groups kept for commands that will not come
+	os.Exit(code)
 }
 
 // testMechanism is the sandbox mechanism the boundary tests run under:
