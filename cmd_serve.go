@@ -16,6 +16,7 @@ import (
 	"github.com/turnlog/turnlog/fsm"
 	"github.com/turnlog/turnlog/pkg/turnlog"
 	"github.com/turnlog/turnlog/policy"
+	"github.com/turnlog/turnlog/sandbox"
 )
 
 func cmdServe(ctx context.Context, c *cliContext, args []string) error {
@@ -96,6 +97,11 @@ func cmdServe(ctx context.Context, c *cliContext, args []string) error {
 	}
 	if len(keys) == 0 && !*dev {
 		return events.Errorf(events.CodeInvalid, "no API keys configured: set --api-keys KEY=USER (or TURNLOG_API_KEYS), or pass --dev to serve without keys")
+	}
+	// What the server's connections, the sandbox's commands and their proxies may
+	// hold at once must fit the descriptor limit, with room for the store.
+	if err := sandbox.CheckDescriptors(0); err != nil {
+		return err
 	}
 	// Listening first tells the sandbox which address its commands must never reach.
 	ln, err := net.Listen("tcp", *addr)

@@ -119,7 +119,7 @@ func (s *Server) Close() []HostDecision {
 	if s.proxied == nil {
 		return nil
 	}
-	hosts := s.proxied.close(s.ln)
+	hosts, _ := s.proxied.close(s.ln)
 	s.release()
 	s.proxied = nil
 	return hosts

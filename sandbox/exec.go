@@ -51,6 +51,11 @@ type Spec struct {
 	// NeverDial are host:port addresses the proxy never connects to, whatever
 	// AllowHost says: turnlog's own listeners.
 	NeverDial []string `json:"-"`
+	// ProxyConnections and ProxyRate cap what the command may hold open through the
+	// proxy at once, and open a second (0: DefaultProxyConnections,
+	// DefaultProxyRate); past them it is answered 503.
+	ProxyConnections int `json:"-"`
+	ProxyRate        int `json:"-"`
 	// Dial is how the proxy connects out, Resolve how it finds a host's addresses;
 	// nil is the system's.
 	Dial        func(ctx context.Context, network, addr string) (net.Conn, error) `json:"-"`
@@ -138,8 +143,11 @@ type Result struct {
 	Canceled  bool   `json:"canceled,omitempty"`
 	Truncated bool   `json:"truncated"`
 	Reason    string `json:"truncated_reason,omitempty"`
-	// Network lists the hosts the command asked the proxy for (network-allowlist).
-	Network []HostDecision `json:"network,omitempty"`
+	// Network lists the hosts the command asked the proxy for (network-allowlist);
+	// ConnectionsRefused counts the connections to the proxy it refused past its
+	// caps (Spec.ProxyConnections, ProxyRate, ProxyTotal).
+	Network            []HostDecision `json:"network,omitempty"`
+	ConnectionsRefused int            `json:"connections_refused,omitempty"`
 	// Changes are what the command changed in the workspace (applied after it ended),
 	// and what of it was refused; nil when it changed nothing.
 	Changes *Changes `json:"changes,omitempty"`
@@ -192,6 +200,12 @@ func RunProgram(ctx context.Context, spec Spec, argv []string, stdin []byte) (*R
 }
 
 func run(ctx context.Context, spec Spec, argv []string, stdin []byte) (*Result, error) {
+	select {
+	case commandSlots <- struct{}{}:
+		defer func() { <-commandSlots }()
+	case <-ctx.Done():
+		return nil, &Error{Msg: fmt.Sprintf("stopped while waiting for one of the %d commands running at once to end: %v", MaxCommands, context.Cause(ctx))}
+	}
 	spec = withDefaults(spec)
 	groups, err := commandCgroups(spec, "")
 	if err != nil {
@@ -288,7 +302,7 @@ func run(ctx context.Context, spec Spec, argv []string, stdin []byte) (*Result, 
 	}
 	res.DurationMS = time.Since(began).Milliseconds()
 	if proxied != nil {
-		res.Network = proxied.close(ln)
+		res.Network, res.ConnectionsRefused = proxied.close(ln)
 	}
 	res.Stdout, res.Stderr = stdout.String(), stderr.String()
 	var rep helperReport

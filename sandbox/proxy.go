@@ -3,12 +3,14 @@ package sandbox
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -34,14 +36,48 @@ type proxy struct {
 	neverDial []string
 	dial      func(ctx context.Context, network, addr string) (net.Conn, error)
 	resolve   func(ctx context.Context, host string) ([]net.IP, error)
+	limits    proxyLimits
 
 	mu        sync.Mutex
 	decisions []HostDecision
 	conns     map[net.Conn]struct{}
 	wg        sync.WaitGroup
+	open      int       // the command's connections being served
+	tokens    float64   // new connections it may open now (a bucket refilled at limits.perSecond)
+	refilled  time.Time // when tokens was last refilled
+	refused   int       // connections refused past a cap
 }
 
 const proxyDialTimeout = 15 * time.Second
+
+// The proxy's caps, so that no command can turn it on turnlog: each connection it
+// serves holds two of turnlog's descriptors (the command's and the one out).
+const (
+	// DefaultProxyConnections is what one command may hold open through the proxy at
+	// once; DefaultProxyRate how many it may open a second (in bursts up to the
+	// first).
+	DefaultProxyConnections = 32
+	DefaultProxyRate        = 16
+	// ProxyTotal caps the connections the proxies of all of turnlog's commands
+	// serve at once.
+	ProxyTotal = 512
+	// proxyHeaderTimeout is how long a request's head may take to arrive;
+	// proxyIdleTimeout how long a connection may carry nothing either way.
+	proxyHeaderTimeout = 10 * time.Second
+	proxyIdleTimeout   = 2 * time.Minute
+)
+
+// proxyLimits are one command's caps.
+type proxyLimits struct {
+	conns     int
+	perSecond float64
+	header    time.Duration
+	idle      time.Duration
+}
+
+// proxiedTotal counts the connections every proxy of this process serves (a
+// process-wide resource, like its descriptors).
+var proxiedTotal atomic.Int64
 
 func newProxy(ctx context.Context, spec Spec) *proxy {
 	dial, resolve := spec.Dial, spec.Resolve
@@ -53,7 +89,15 @@ func newProxy(ctx context.Context, spec Spec) *proxy {
 			return net.DefaultResolver.LookupIP(ctx, "ip", host)
 		}
 	}
-	return &proxy{ctx: ctx, check: spec.AllowHost, neverDial: spec.NeverDial, dial: dial, resolve: resolve, conns: map[net.Conn]struct{}{}}
+	lim := proxyLimits{conns: spec.ProxyConnections, perSecond: float64(spec.ProxyRate), header: proxyHeaderTimeout, idle: proxyIdleTimeout}
+	if lim.conns <= 0 {
+		lim.conns = DefaultProxyConnections
+	}
+	if lim.perSecond <= 0 {
+		lim.perSecond = DefaultProxyRate
+	}
+	return &proxy{ctx: ctx, check: spec.AllowHost, neverDial: spec.NeverDial, dial: dial, resolve: resolve, conns: map[net.Conn]struct{}{},
+		limits: lim, tokens: float64(lim.conns), refilled: time.Now()}
 }
 
 func (p *proxy) serve(ln net.Listener) {
@@ -62,21 +106,65 @@ func (p *proxy) serve(ln net.Listener) {
 		if err != nil {
 			return
 		}
+		if why := p.admit(); why != "" {
+			// Answered and closed at once: the command learns why, turnlog keeps
+			// nothing of it.
+			c.SetWriteDeadline(time.Now().Add(time.Second))
+			refuse(c, http.StatusServiceUnavailable, why)
+			c.Close()
+			continue
+		}
 		if !p.track(c) {
+			p.release()
 			c.Close()
 			return
 		}
 		p.wg.Add(1)
 		go func() {
 			defer p.wg.Done()
+			defer p.release()
 			defer p.untrack(c)
 			p.handle(c)
 		}()
 	}
 }
 
-// close ends every connection (the command is gone) and returns what was decided.
-func (p *proxy) close(ln net.Listener) []HostDecision {
+// admit takes a connection's place under the caps, or says which cap it is past.
+func (p *proxy) admit() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := time.Now()
+	p.tokens = min(float64(p.limits.conns), p.tokens+now.Sub(p.refilled).Seconds()*p.limits.perSecond)
+	p.refilled = now
+	why := ""
+	switch {
+	case p.open >= p.limits.conns:
+		why = fmt.Sprintf("this command holds %d connections through the proxy, its most at once", p.open)
+	case p.tokens < 1:
+		why = fmt.Sprintf("this command opens connections faster than %g a second, its most", p.limits.perSecond)
+	case proxiedTotal.Add(1) > ProxyTotal:
+		proxiedTotal.Add(-1)
+		why = fmt.Sprintf("the proxies of all commands serve %d connections, their most at once", ProxyTotal)
+	}
+	if why != "" {
+		p.refused++
+		return why
+	}
+	p.open++
+	p.tokens--
+	return ""
+}
+
+func (p *proxy) release() {
+	proxiedTotal.Add(-1)
+	p.mu.Lock()
+	p.open--
+	p.mu.Unlock()
+}
+
+// close ends every connection (the command is gone) and returns what was decided,
+// and how many connections were refused past the proxy's caps.
+func (p *proxy) close(ln net.Listener) ([]HostDecision, int) {
 	ln.Close()
 	p.mu.Lock()
 	for c := range p.conns {
@@ -87,7 +175,7 @@ func (p *proxy) close(ln net.Listener) []HostDecision {
 	p.wg.Wait()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.decisions
+	return p.decisions, p.refused
 }
 
 func (p *proxy) track(c net.Conn) bool {
@@ -109,10 +197,12 @@ func (p *proxy) untrack(c net.Conn) {
 
 func (p *proxy) handle(c net.Conn) {
 	br := bufio.NewReader(c)
+	c.SetReadDeadline(time.Now().Add(p.limits.header)) // a head sent a byte at a time is cut off
 	req, err := http.ReadRequest(br)
 	if err != nil {
 		return
 	}
+	c.SetReadDeadline(time.Time{})
 	host, port := req.URL.Hostname(), req.URL.Port()
 	switch {
 	case req.Method == http.MethodConnect:
@@ -162,20 +252,57 @@ func (p *proxy) handle(c net.Conn) {
 		return
 	}
 	defer p.untrack(up)
+	act := &activity{idle: p.limits.idle}
+	act.touch()
 	if req.Method == http.MethodConnect {
 		io.WriteString(c, "HTTP/1.1 200 Connection established\r\n\r\n")
-		go func() { io.Copy(up, br); up.Close() }()
-		io.Copy(c, up)
+		go func() { act.copy(up, c, br); up.Close() }()
+		act.copy(c, up, up)
 		return
 	}
 	req.Header.Del("Proxy-Connection")
 	req.Header.Del("Proxy-Authorization")
 	req.Close = true // one request per connection: the next may name another host
+	up.SetWriteDeadline(time.Now().Add(p.limits.idle))
 	if err := req.Write(up); err != nil {
 		refuse(c, http.StatusBadGateway, err.Error())
 		return
 	}
-	io.Copy(c, up)
+	act.copy(c, up, up)
+}
+
+// activity is when a proxied connection last carried a byte, either way: one that
+// carries nothing for idle is cut.
+type activity struct {
+	idle time.Duration
+	last atomic.Int64 // unix nanoseconds
+}
+
+func (a *activity) touch() { a.last.Store(time.Now().UnixNano()) }
+
+// copy copies from r (reading from src) to dst until either end closes, or until
+// the connection idled: a read that waited idle ends it only if the other way was
+// quiet too.
+func (a *activity) copy(dst net.Conn, src net.Conn, r io.Reader) {
+	buf := make([]byte, 32<<10)
+	for {
+		src.SetReadDeadline(time.Unix(0, a.last.Load()).Add(a.idle))
+		n, err := r.Read(buf)
+		if n > 0 {
+			a.touch()
+			dst.SetWriteDeadline(time.Now().Add(a.idle))
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		var ne net.Error
+		if err != nil && errors.As(err, &ne) && ne.Timeout() && time.Since(time.Unix(0, a.last.Load())) < a.idle {
+			continue // the other way carried something meanwhile
+		}
+		if err != nil {
+			return
+		}
+	}
 }
 
 // address resolves an allowed host to the address to dial. The proxy dials from

@@ -8,9 +8,12 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/turnlog/turnlog/sandbox"
 )
@@ -128,4 +131,91 @@ curl -s -m 3 --noproxy '*' http://127.0.0.1:%d/ && echo DIRECT; true`, port)})
 	if len(hosts) != 2 || !hosts[0].Allowed || hosts[1].Allowed {
 		t.Fatalf("decisions %+v", hosts)
 	}
+}
+
+// TestAProxyCannotBeTurnedOnTurnlog: a command that opens thousands of connections
+// to its proxy — idle ones, and tunnels it keeps open — holds no more of turnlog's
+// descriptors than its cap allows, is told it is past it, and another user's API
+// call goes on answering within twice its time (or a few milliseconds).
+func TestAProxyCannotBeTurnedOnTurnlog(t *testing.T) {
+	t.Parallel()
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "ok") }))
+	defer api.Close()
+	call := func() time.Duration {
+		start := time.Now()
+		resp, err := http.Get(api.URL)
+		if err != nil {
+			t.Errorf("the API call failed: %v", err)
+			return 0
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return time.Since(start)
+	}
+	median := func(n int) time.Duration {
+		var d []time.Duration
+		for range n {
+			d = append(d, call())
+		}
+		sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
+		return d[len(d)/2]
+	}
+	unattacked := median(50)
+	fdsBefore := openDescriptors(t)
+	s, _ := spec(t)
+	s.AllowHost = func(context.Context, string) error { return nil }
+	s.Resolve = func(context.Context, string) ([]net.IP, error) { return []net.IP{net.ParseIP("93.184.216.34")}, nil }
+	s.Dial = func(ctx context.Context, network, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, network, api.Listener.Addr().String())
+	}
+	started := make(chan struct{})
+	done := make(chan *sandbox.Result, 1)
+	go func() {
+		res, err := sandbox.Run(context.Background(), sandbox.WithStarted(s, func(int) { close(started) }), `python3 -c '
+import os, socket, time
+port = int(os.environ["HTTP_PROXY"].rsplit(":", 1)[1])
+held = []
+for i in range(3000):
+    try:
+        c = socket.create_connection(("127.0.0.1", port), timeout=1)
+        if i % 2: c.send(b"CONNECT x.test:80 HTTP/1.1\r\n\r\n")
+        held.append(c)
+    except OSError:
+        pass
+print("held", len(held), flush=True)
+time.sleep(3)
+'`)
+		if err != nil {
+			t.Error(err)
+		}
+		done <- res
+	}()
+	<-started
+	most, attacked := 0, time.Duration(0)
+	deadline := time.Now().Add(2 * time.Second)
+	for time.Now().Before(deadline) {
+		most = max(most, openDescriptors(t))
+		attacked = max(attacked, median(5))
+	}
+	res := <-done
+	if res == nil {
+		return
+	}
+	if res.ConnectionsRefused == 0 {
+		t.Fatalf("no connection was refused: %+v", res)
+	}
+	if held := most - fdsBefore; held > 2*sandbox.DefaultProxyConnections+64 {
+		t.Fatalf("the command held %d of turnlog's descriptors through its proxy (its cap: %d connections)", held, sandbox.DefaultProxyConnections)
+	}
+	if limit := max(2*unattacked, unattacked+5*time.Millisecond); attacked > limit {
+		t.Fatalf("another user's API call took %v under the attack, %v without it", attacked, unattacked)
+	}
+}
+
+func openDescriptors(t *testing.T) int {
+	entries, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(entries)
 }
