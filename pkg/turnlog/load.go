@@ -55,7 +55,7 @@ func LoadApps(ctx context.Context, opts Options) (*Apps, error) {
 		// The servers' data: no workspace may hold it.
 		opts.Protected = append(append([]string{}, opts.Protected...), filepath.Join(state, "mcp"))
 	}
-	b := builder{ctx: ctx, doc: doc, opts: opts, mcp: &mcpclient.Pool{}, sandboxed: new(bool)}
+	b := builder{ctx: ctx, doc: doc, opts: opts, mcp: &mcpclient.Pool{}, sandboxed: new(bool), roots: &[]workspaceRoot{}}
 	policy, err := doc.GuardrailPolicy()
 	if err != nil {
 		return nil, err
@@ -75,6 +75,13 @@ func LoadApps(ctx context.Context, opts Options) (*Apps, error) {
 	}
 	if *b.sandboxed {
 		if err := ownFilesUnreadable(doc.Name, opts.Protected, sandbox.SystemDirs); err != nil {
+			apps.Close()
+			return nil, err
+		}
+	}
+	// A folder named for one run (turnlog run --workspace) serves the app it runs.
+	if opts.Workspace == "" {
+		if err := b.rootsApart(*b.roots); err != nil {
 			apps.Close()
 			return nil, err
 		}
@@ -109,6 +116,8 @@ type builder struct {
 	// sandboxed says an app runs programs in the sandbox (built-in tools, command
 	// tools, stdio servers).
 	sandboxed *bool
+	// roots are the apps' workspace roots, which may not overlap (rootsApart).
+	roots *[]workspaceRoot
 }
 
 // sandboxFolder is a folder a program of the app runs from, and where the config
