@@ -1,7 +1,10 @@
 package policy
 
 import (
+	"bytes"
+	"fmt"
 	"path"
+	"regexp"
 	"strings"
 
 	"github.com/bmatcuk/doublestar/v4"
@@ -32,14 +35,19 @@ type deniedShape struct {
 	suffix  string // the name glob is *<suffix>
 	dirs    string // **/<d1>/<d2>/**: these consecutive components anywhere
 	tail    string // **/<d>/<name>: these last components
+	under   string // **/<d1>/<d2>/**/<name>: name as the last component, below these
 }
 
 var deniedShapes = func() []deniedShape {
-	out := make([]deniedShape, len(DefaultDenied))
-	for i, pat := range DefaultDenied {
+	out := make([]deniedShape, len(defaultDenied))
+	for i, pat := range defaultDenied {
 		out[i].pattern = pat
 		rest, ok := strings.CutPrefix(pat, "**/")
 		if !ok {
+			continue
+		}
+		if dirs, name, ok := strings.Cut(rest, "/**/"); ok && !strings.ContainsAny(dirs+name, "*?[\\") && !strings.Contains(name, "/") {
+			out[i].under, out[i].name = dirs, name
 			continue
 		}
 		segs := strings.Split(rest, "/")
@@ -66,6 +74,9 @@ var deniedShapes = func() []deniedShape {
 
 func (s *deniedShape) match(rel string) bool {
 	switch {
+	case s.under != "":
+		i := strings.LastIndexByte(rel, '/')
+		return i >= 0 && rel[i+1:] == s.name && hasComponents(rel[:i], s.under)
 	case s.prefix != "":
 		return strings.HasPrefix(rel[strings.LastIndexByte(rel, '/')+1:], s.prefix)
 	case s.suffix != "":
@@ -74,24 +85,28 @@ func (s *deniedShape) match(rel string) bool {
 		m, _ := path.Match(s.name, rel[strings.LastIndexByte(rel, '/')+1:])
 		return m
 	case s.dirs != "":
-		// A component sequence equal to dirs, at a component boundary, anywhere.
-		seq := s.dirs
-		for i := 0; ; {
-			j := strings.Index(rel[i:], seq)
-			if j < 0 {
-				return false
-			}
-			start, end := i+j, i+j+len(seq)
-			if (start == 0 || rel[start-1] == '/') && (end == len(rel) || rel[end] == '/') {
-				return true
-			}
-			i = start + 1
-		}
+		return hasComponents(rel, s.dirs)
 	case s.tail != "":
 		return rel == s.tail || strings.HasSuffix(rel, s.tail) && rel[len(rel)-len(s.tail)-1] == '/'
 	}
 	m, _ := doublestar.Match(s.pattern, rel)
 	return m
+}
+
+// hasComponents says whether the component sequence seq stands in rel, at
+// component boundaries, anywhere.
+func hasComponents(rel, seq string) bool {
+	for i := 0; ; {
+		j := strings.Index(rel[i:], seq)
+		if j < 0 {
+			return false
+		}
+		start, end := i+j, i+j+len(seq)
+		if (start == 0 || rel[start-1] == '/') && (end == len(rel) || rel[end] == '/') {
+			return true
+		}
+		i = start + 1
+	}
 }
 
 // MayBeDenied says whether a path whose last component is name could be on the
@@ -113,6 +128,15 @@ func MayBeDenied(name string) bool {
 			if m, _ := path.Match(s.name, name); m {
 				return true
 			}
+		case s.under != "":
+			if name == s.name {
+				return true
+			}
+			for _, c := range strings.Split(s.under, "/") {
+				if c == name {
+					return true
+				}
+			}
 		case s.dirs != "" || s.tail != "":
 			for _, c := range strings.Split(s.dirs+s.tail, "/") {
 				if c == name {
@@ -127,7 +151,8 @@ func MayBeDenied(name string) bool {
 }
 
 // deniedExamples are names the default-deny patterns stand for, to try a glob on.
-var deniedExamples = []string{".env", ".env.local", ".envrc", "server.pem", "server.key", "id_rsa", "id_ed25519", ".ssh", ".git/config", ".git/hooks"}
+var deniedExamples = []string{".env", ".env.local", ".envrc", "server.pem", "server.key", "id_rsa", "id_ed25519", "id_ecdsa", "id_dsa", ".ssh", ".gnupg",
+	".git/config", ".git/hooks", ".git-credentials", ".netrc", ".pgpass", ".vault-token", ".s3cfg", ".boto", ".aws/credentials", ".kube/config", ".docker/config.json"}
 
 // GlobMayDeny says which default-deny pattern a glob (a path with *, ? or [) could
 // match when it is expanded — cat .e?v is cat .env —, or "". The glob is tried on
@@ -164,6 +189,39 @@ func GlobMayDeny(rel string) string {
 				return pat
 			}
 		}
+	}
+	return ""
+}
+
+// credentialFiles are files denied only when they hold credentials: their names,
+// and what in them says so (the keys their tools keep tokens and passwords under).
+var credentialFiles = map[string][]string{
+	".npmrc":   {"_authToken", "_auth", "_password", "password"},
+	".yarnrc":  {"_authToken", "npmAuthToken"},
+	".pypirc":  {"password"},
+	"pip.conf": {"password"},
+}
+
+// urlCredentials is a URL with a user and password in it (pip.conf's index-url).
+var urlCredentials = regexp.MustCompile(`://[^\s/@:]+:[^\s/@]+@`)
+
+// CredentialFile says whether files named name are denied when they hold
+// credentials (HoldsCredentials).
+func CredentialFile(name string) bool {
+	_, ok := credentialFiles[name]
+	return ok
+}
+
+// HoldsCredentials says why a file named name whose content begins with head holds
+// credentials — the key found —, or "".
+func HoldsCredentials(name string, head []byte) string {
+	for _, key := range credentialFiles[name] {
+		if bytes.Contains(head, []byte(key)) {
+			return fmt.Sprintf("holds credentials (%s)", key)
+		}
+	}
+	if CredentialFile(name) && urlCredentials.Match(head) {
+		return "holds credentials (a URL with a password)"
 	}
 	return ""
 }

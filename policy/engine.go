@@ -99,8 +99,27 @@ type Verdict struct {
 	Resources []Resource `json:"resources,omitempty"`
 }
 
-// DefaultDenied are paths no rule can open: secrets and repository internals.
-var DefaultDenied = []string{"**/.env*", "**/*.pem", "**/*.key", "**/id_*", "**/.ssh/**", "**/.git/config", "**/.git/hooks/**"}
+// defaultDenied are paths no rule can open, at any depth — secrets, keys, the
+// credential stores of the tools people use, repository internals. One list
+// serves the policy, the file tools and the sandbox's masks (see DeniedBy).
+var defaultDenied = []string{
+	"**/.env*", "**/*.pem", "**/*.key",
+	"**/id_rsa*", "**/id_dsa*", "**/id_ecdsa*", "**/id_ed25519*", // ssh keys (id_generator.go is a file like any other)
+	"**/.ssh/**", "**/.gnupg/**", "**/.password-store/**", "**/.local/share/keyrings/**",
+	"**/.git/config", "**/.git/hooks/**", "**/.git/modules/**/config",
+	"**/.git-credentials", "**/.config/git/credentials", "**/.netrc", "**/_netrc",
+	"**/.aws/credentials", "**/.aws/sso/cache/**", "**/.aws/cli/cache/**",
+	"**/.config/gcloud/**", "**/.azure/**",
+	"**/.docker/config.json", "**/.config/containers/auth.json", "**/.kube/config",
+	"**/.config/gh/hosts.yml", "**/.config/hub", "**/.pgpass",
+	"**/.terraform.d/credentials.tfrc.json", "**/.cargo/credentials", "**/.cargo/credentials.toml", "**/.gem/credentials",
+	"**/.vault-token", "**/.config/rclone/rclone.conf", "**/.s3cfg", "**/.boto",
+	"**/.composer/auth.json", "**/.config/composer/auth.json", "**/.m2/settings-security.xml",
+}
+
+// DefaultDenied are the paths no rule can open (see defaultDenied); files that
+// are denied only when they hold credentials are CredentialFiles.
+func DefaultDenied() []string { return slices.Clone(defaultDenied) }
 
 // Shell decides a bash call.
 func (e *Engine) Shell(sub Subject, command string) Verdict {

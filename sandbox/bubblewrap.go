@@ -74,9 +74,10 @@ func bubblewrapArgv(spec Spec, argv []string, seccompFD int) ([]string, error) {
 		bind = "--ro-bind"
 	}
 	args = append(args, bind, spec.Workspace, spec.Workspace)
-	if spec.DataDir != "" {
-		args = append(args, "--bind", spec.DataDir, spec.DataDir)
+	for _, d := range spec.ownDirs() {
+		args = append(args, "--bind", d, d)
 	}
+	args = append(args, "--ro-bind", gitConfigFile, gitConfigFile)
 	for _, kv := range commandExtraEnv(spec) { // for the command alone, inside bwrap
 		k, v, _ := strings.Cut(kv, "=")
 		args = append(args, "--setenv", k, v)

@@ -28,6 +28,11 @@ type Spec struct {
 	// workspace (an MCP server's data): bound as it is, writes landing at once, set
 	// as HOME and TURNLOG_DATA_DIR. It must belong to CommandUID.
 	DataDir string `json:"data_dir,omitempty"`
+	// Home is the command's HOME: a directory of CommandUID's outside every
+	// workspace (PrepareDataDir makes one), bound read-write as it is and kept
+	// between commands, so that a repository's own .gitconfig or .npmrc is never
+	// user configuration. Empty: an empty directory in the command's private /tmp.
+	Home string `json:"home,omitempty"`
 	// Env adds NAME=value entries to the command's environment (variables a tool's
 	// configuration names); turnlog's own sandbox variables cannot be set. They are
 	// set for the command alone, once it is confined and limited — never for the
@@ -485,14 +490,19 @@ func helperCommand(spec Spec, argv []string, ownNetwork bool, st *staging) (*exe
 			return nil, &Error{Msg: fmt.Sprintf("the environment entry %q cannot be given to a command", k)}
 		}
 	}
-	home := spec.Workspace
-	if spec.DataDir != "" {
-		if err := checkDataDir(spec.DataDir); err != nil {
+	home := tmpHome
+	for _, d := range []string{spec.DataDir, spec.Home} {
+		if d == "" {
+			continue
+		}
+		if err := checkDataDir(d); err != nil {
 			return nil, err
 		}
-		home = spec.DataDir
+		home = d
 	}
-	cmd.Env = append(allowedEnv(), "HOME="+home, helperEnv+"="+helperOn, usernsEnv+"=3", masksEnv+"=4")
+	// git reads no system configuration, and as its user's the one turnlog writes.
+	cmd.Env = append(allowedEnv(), "HOME="+home, "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL="+gitConfigFile,
+		helperEnv+"="+helperOn, usernsEnv+"=3", masksEnv+"=4")
 	if st != nil {
 		ws, dir, err := st.handOff()
 		if err != nil {

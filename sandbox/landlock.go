@@ -26,9 +26,10 @@ func restrictWithLandlock(spec Spec) string {
 		ws = landlock.RODirs(spec.Workspace)
 	}
 	rules := []landlock.Rule{ws, landlock.RWDirs("/tmp").WithRefer(), landlock.RWFiles("/dev/null"), landlock.ROFiles("/dev/urandom", "/dev/zero")}
-	if spec.DataDir != "" {
-		rules = append(rules, landlock.RWDirs(spec.DataDir).WithRefer())
+	for _, d := range spec.ownDirs() {
+		rules = append(rules, landlock.RWDirs(d).WithRefer())
 	}
+	rules = append(rules, landlock.ROFiles(gitConfigFile))
 	for _, d := range spec.ReadOnly {
 		if _, err := os.Stat(d); err == nil {
 			rules = append(rules, landlock.RODirs(d))

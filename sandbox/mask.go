@@ -62,6 +62,10 @@ type cachedDir struct {
 	settled bool     // the ctime was older than timestampSlack when the directory was read
 	masks   []Mask   // found in this directory itself
 	subdirs []string // names of the directories walked into
+	// credentialFiles are files denied only when they hold credentials
+	// (policy.CredentialFile): read again every time, since their content changes
+	// without their directory's.
+	credentialFiles []string
 }
 
 // timestampSlack is how old a directory's ctime must be for the cache to trust it.
@@ -165,6 +169,10 @@ func (c *MaskCache) scan(root int, rel string, buf []byte, out *[]Mask, seen map
 					continue // read-only, all of it
 				}
 			}
+			if e.regular && policy.CredentialFile(e.name) {
+				d.credentialFiles = append(d.credentialFiles, e.name)
+				continue
+			}
 			if rel == "." && e.name == stagingDirName {
 				d.masks = append(d.masks, Mask{e.name, maskDir}) // turnlog's own: empty, read-only, never walked
 				continue
@@ -196,9 +204,16 @@ func (c *MaskCache) scan(root int, rel string, buf []byte, out *[]Mask, seen map
 	return c.descend(root, rel, d, buf, out, seen)
 }
 
-// descend adds a directory's own masks and scans its subdirectories.
+// descend adds a directory's own masks — its credential files' as they are now —
+// and scans its subdirectories.
 func (c *MaskCache) descend(root int, rel string, d cachedDir, buf []byte, out *[]Mask, seen map[string]bool) error {
 	*out = append(*out, d.masks...)
+	for _, name := range d.credentialFiles {
+		r := path.Join(rel, name)
+		if holdsCredentials(root, r) != "" {
+			*out = append(*out, Mask{r, maskFile})
+		}
+	}
 	for _, name := range d.subdirs {
 		if err := c.scan(root, path.Join(rel, name), buf, out, seen); err != nil {
 			return err
@@ -306,4 +321,32 @@ func bindReadOnlyFrom(src, p string) error {
 		return err
 	}
 	return syscall.Mount("", p, "", syscall.MS_BIND|syscall.MS_REMOUNT|syscall.MS_RDONLY|syscall.MS_NOSUID|syscall.MS_NODEV, "")
+}
+
+// credentialHead is how much of a credential file is read for its credentials.
+const credentialHead = 64 << 10
+
+// holdsCredentials says why the file rel (below root) holds credentials, or "": it
+// is a credential file (policy.CredentialFile) whose content says so. One that
+// cannot be read is taken to: it cannot be shown either.
+func holdsCredentials(root int, rel string) string {
+	fd, err := unix.Openat(root, rel, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ELOOP) {
+			return "" // gone, or a symlink: what it points to is checked where it is
+		}
+		return "may hold credentials (unreadable: " + err.Error() + ")"
+	}
+	defer unix.Close(fd)
+	return contentCredentials(fd, path.Base(rel))
+}
+
+// contentCredentials is holdsCredentials for an open file.
+func contentCredentials(fd int, name string) string {
+	buf := make([]byte, credentialHead)
+	n, err := unix.Pread(fd, buf, 0)
+	if err != nil && n <= 0 {
+		return "may hold credentials (unreadable: " + err.Error() + ")"
+	}
+	return policy.HoldsCredentials(name, buf[:max(n, 0)])
 }

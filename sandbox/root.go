@@ -11,8 +11,30 @@ import (
 // sees (an empty directory on the host; every mount on it is private to a sandbox).
 const rootBase = "/run/turnlog-sandbox"
 
-// emptyFile is, in the command's root, the empty file bound over masked files.
-const emptyFile = "/.turnlog-empty"
+// In the command's root: the empty file bound over masked files; the git
+// configuration turnlog gives commands as their user's (GIT_CONFIG_GLOBAL); the
+// HOME of a command given none.
+const (
+	emptyFile     = "/.turnlog-empty"
+	gitConfigFile = "/.turnlog-gitconfig"
+	tmpHome       = "/tmp/home"
+)
+
+// gitConfig is what git reads as the user's configuration in the sandbox: any
+// repository of the workspace may be used (its files appear as the command's own
+// anyway), commits have an author, and nothing of it runs a program.
+const gitConfig = `[safe]
+	directory = *
+[user]
+	name = turnlog
+	email = turnlog@localhost
+[init]
+	defaultBranch = main
+[core]
+	fsmonitor = false
+[credential]
+	helper =
+`
 
 // The private /tmp and /dev/shm a command gets (tmpfs, in its own mount namespace,
 // their pages charged to its cgroup): bytes and entries.
@@ -33,8 +55,9 @@ var devices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/d
 // for the command: no daemon's socket (/run/docker.sock …), no other user's files.
 // The workspace is shown through mountWorkspace (the command owns its files; its
 // writes go to a layer of their own): the returned layers hold them. Landlock still
-// applies on top. Paths keep their host names. A long-lived program's DataDir is
-// bound read-write as it is (its writes land at once, and stay).
+// applies on top. Paths keep their host names. A long-lived program's DataDir, and
+// a command's Home, are bound read-write as they are (their writes land at once,
+// and stay).
 func enterPrivateRoot(spec Spec, userns int) (*layers, error) {
 	workspace, readOnly, systemDirs := spec.Workspace, spec.WorkspaceReadOnly, spec.ReadOnly
 	if err := syscall.Mount("none", "/", "", syscall.MS_REC|syscall.MS_PRIVATE, ""); err != nil {
@@ -96,22 +119,31 @@ func enterPrivateRoot(spec Spec, userns int) (*layers, error) {
 	if err := syscall.Mount("tmpfs", base+"/dev/shm", "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV|syscall.MS_NOEXEC, fmt.Sprintf("mode=1777,size=%d,nr_inodes=%d", ShmBytes, ShmEntries)); err != nil {
 		return nil, fmt.Errorf("mount /dev/shm: %w", err)
 	}
+	if err := os.Mkdir(base+tmpHome, 0o700); err != nil {
+		return nil, err
+	}
+	if err := os.Chown(base+tmpHome, CommandUID, CommandUID); err != nil {
+		return nil, err
+	}
 	// The workspace last: it may lie under /tmp, which is the command's own by now.
 	lay, err := mountWorkspace(workspace, base+workspace, readOnly, spec.WriteBytes, spec.WriteEntries, userns)
 	if err != nil {
 		return nil, err
 	}
-	if spec.DataDir != "" {
-		if err := mirror(base, spec.DataDir, false); err != nil {
+	for _, d := range spec.ownDirs() {
+		if err := mirror(base, d, false); err != nil {
 			return nil, err
 		}
-		if err := syscall.Mount("", base+spec.DataDir, "", syscall.MS_BIND|syscall.MS_REMOUNT|syscall.MS_NOSUID|syscall.MS_NODEV, ""); err != nil {
-			return nil, fmt.Errorf("data directory %s: %w", spec.DataDir, err)
+		if err := syscall.Mount("", base+d, "", syscall.MS_BIND|syscall.MS_REMOUNT|syscall.MS_NOSUID|syscall.MS_NODEV, ""); err != nil {
+			return nil, fmt.Errorf("directory %s: %w", d, err)
 		}
 	}
 	// What a masked file is bound to: empty, read-only, a regular file (a device
 	// node would not open under bubblewrap's user namespace, where mounts are nodev).
 	if err := os.WriteFile(base+emptyFile, nil, 0o444); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(base+gitConfigFile, []byte(gitConfig), 0o444); err != nil {
 		return nil, err
 	}
 	if err := syscall.Mount("", base, "", syscall.MS_REMOUNT|syscall.MS_RDONLY|syscall.MS_NOSUID|syscall.MS_NODEV, ""); err != nil {
@@ -161,4 +193,16 @@ func mirror(base, path string, ro bool) error {
 		}
 	}
 	return nil
+}
+
+// ownDirs are the directories bound read-write as they are: a long-lived program's
+// data directory, a command's home.
+func (s Spec) ownDirs() []string {
+	var out []string
+	for _, d := range []string{s.DataDir, s.Home} {
+		if d != "" {
+			out = append(out, d)
+		}
+	}
+	return out
 }

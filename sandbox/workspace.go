@@ -10,6 +10,7 @@ import (
 	"syscall"
 
 	"github.com/turnlog/turnlog/policy"
+	"golang.org/x/sys/unix"
 )
 
 // beforeOpen, set only by tests, runs between a path's check and its open: the
@@ -198,9 +199,18 @@ func (w *Workspace) checkOpened(f *os.File, p string, check func(string) (string
 	if err != nil {
 		return err
 	}
+	if fi.Mode().IsRegular() && policy.CredentialFile(filepath.Base(rel)) {
+		if why := contentCredentials(int(f.Fd()), filepath.Base(rel)); why != "" {
+			return &PathError{Path: p, Reason: why + ", which no tool reads"}
+		}
+	}
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok && fi.Mode().IsRegular() && st.Nlink > 1 {
 		if other := w.deniedLinkOf(st); other != "" {
-			return &PathError{Path: p, Reason: "is a hard link to " + other + ", which " + denied(other)}
+			why := denied(other)
+			if why == "" {
+				why = w.credentials(other)
+			}
+			return &PathError{Path: p, Reason: "is a hard link to " + other + ", which " + why}
 		}
 	}
 	return nil
@@ -212,7 +222,10 @@ func (w *Workspace) checkOpened(f *os.File, p string, check func(string) (string
 func (w *Workspace) deniedLinkOf(st *syscall.Stat_t) string {
 	found := ""
 	fs.WalkDir(w.root.FS(), ".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil || found != "" || !d.Type().IsRegular() || denied(p) == "" {
+		if err != nil || found != "" || !d.Type().IsRegular() {
+			return nil
+		}
+		if denied(p) == "" && (!policy.CredentialFile(d.Name()) || w.credentials(p) == "") {
 			return nil
 		}
 		var other syscall.Stat_t
@@ -223,6 +236,16 @@ func (w *Workspace) deniedLinkOf(st *syscall.Stat_t) string {
 		return nil
 	})
 	return found
+}
+
+// credentials says why the workspace's credential file rel holds credentials, or "".
+func (w *Workspace) credentials(rel string) string {
+	fd, err := unix.Open(w.dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return ""
+	}
+	defer unix.Close(fd)
+	return holdsCredentials(fd, rel)
 }
 
 // MkdirAll makes the directories of a path inside the workspace, checked as a path

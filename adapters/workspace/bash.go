@@ -67,6 +67,9 @@ func Bash(spec sandbox.Spec, access *policy.Engine, wss *Workspaces) fsm.Tool {
 					return nil, err
 				}
 				s.Workspace, s.MaskCache = ws.Dir(), wss.MaskCache(ws)
+				if s.Home, err = wss.Home(ws); err != nil {
+					return nil, err
+				}
 			}
 			if call, _ := fsm.CallInfoFrom(ctx); call.Approved && access != nil && access.EffectiveNetwork() == policy.NetworkOff {
 				s.AllowHost = allowHost(access)

@@ -40,10 +40,12 @@ var Scopes = []Scope{ScopeUser, ScopeSession, ScopeShared}
 type Workspaces struct {
 	root  *sandbox.Workspace
 	scope Scope
+	homes string // where each workspace's commands get a HOME of their own ("": none kept)
 
 	mu     sync.Mutex
 	open   map[string]*sandbox.Workspace
 	caches map[string]*sandbox.MaskCache // by workspace directory
+	made   map[string]bool               // homes made, by directory
 }
 
 // NewWorkspaces opens root (which must exist) for scope.
@@ -71,6 +73,33 @@ func (w *Workspaces) MaskCache(ws *sandbox.Workspace) *sandbox.MaskCache {
 		w.caches[ws.Dir()] = c
 	}
 	return c
+}
+
+// KeepHomes gives each workspace's commands a HOME of their own below dir, kept
+// between commands like a stdio server's data (outside every workspace: a
+// repository's dotfiles are never user configuration).
+func (w *Workspaces) KeepHomes(dir string) { w.homes = dir }
+
+// Home is the HOME of the commands of ws, made the first time (see KeepHomes); ""
+// when none is kept (each command gets an empty one).
+func (w *Workspaces) Home(ws *sandbox.Workspace) (string, error) {
+	if w.homes == "" {
+		return "", nil
+	}
+	sum := sha256.Sum256([]byte(ws.Dir()))
+	dir := filepath.Join(w.homes, filepath.Base(ws.Dir())+"-"+hex.EncodeToString(sum[:8]))
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.made[dir] {
+		if err := sandbox.PrepareDataDir(dir); err != nil {
+			return "", fmt.Errorf("the commands' home %s: %w", dir, err)
+		}
+		if w.made == nil {
+			w.made = map[string]bool{}
+		}
+		w.made[dir] = true
+	}
+	return dir, nil
 }
 
 // Root is the directory the workspaces are made under (for shared, the workspace).

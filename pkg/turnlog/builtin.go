@@ -2,6 +2,7 @@ package turnlog
 
 import (
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -76,6 +77,9 @@ func (b builder) builtinTools(at string, c config.App, access *policy.Engine, to
 	}
 	if err != nil {
 		b.opts.Logger.Error().Err(err).Str("app", strings.TrimPrefix(at, "apps.")).Msg("an apply a crash left could not be settled")
+	}
+	if state, err := b.opts.stateDir(); err == nil {
+		wss.KeepHomes(filepath.Join(state, "homes"))
 	}
 	access.Workspace = wss.Root().Dir()
 	*b.roots = append(*b.roots, workspaceRoot{app: strings.TrimPrefix(at, "apps."), at: at + ".policy.workspace", dir: wss.Root().Dir(), scope: scope})

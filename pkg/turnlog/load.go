@@ -51,9 +51,14 @@ func LoadApps(ctx context.Context, opts Options) (*Apps, error) {
 	if err != nil {
 		return nil, err
 	}
-	if state, err := opts.stateDir(); err == nil && hasStdioServers(doc) {
-		// The servers' data: no workspace may hold it.
-		opts.Protected = append(append([]string{}, opts.Protected...), filepath.Join(state, "mcp"))
+	if state, err := opts.stateDir(); err == nil {
+		// The servers' data and the commands' homes: no workspace may hold them.
+		if hasStdioServers(doc) {
+			opts.Protected = append(append([]string{}, opts.Protected...), filepath.Join(state, "mcp"))
+		}
+		if len(opts.Protected) > 0 { // a caller that names its own files (see exposes)
+			opts.Protected = append(append([]string{}, opts.Protected...), filepath.Join(state, "homes"))
+		}
 	}
 	b := builder{ctx: ctx, doc: doc, opts: opts, mcp: &mcpclient.Pool{}, sandboxed: new(bool), roots: &[]workspaceRoot{}}
 	policy, err := doc.GuardrailPolicy()
