@@ -6,6 +6,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/turnlog/turnlog/pkg/turnlog"
 	"github.com/turnlog/turnlog/policy"
 	"github.com/turnlog/turnlog/sandbox"
 )
@@ -30,12 +31,13 @@ func cmdDoctor(ctx context.Context, c *cliContext, args []string) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", ch.Mechanism, status, ch.Detail)
 	}
 	tw.Flush()
-	apps, err := c.loadApps(ctx, f.config)
+	loaded, err := turnlog.LoadApps(ctx, c.options(f.config, commonFlags{}))
 	if err != nil {
 		return err
 	}
+	c.closers = append(c.closers, loaded.Close)
 	fmt.Fprintln(c.stdout, "\napps:")
-	for _, a := range apps {
+	for _, a := range loaded.List {
 		if a.Access == nil {
 			fmt.Fprintf(c.stdout, "  %s: no policy section (no built-in tools)\n", a.Name)
 			continue
@@ -57,7 +59,27 @@ func cmdDoctor(ctx context.Context, c *cliContext, args []string) error {
 			fmt.Fprintf(c.stdout, "    WARNING: commands reach the machine's network, loopback included (refused with serve --dev)\n")
 		}
 	}
+	warnCommittedSecrets(ctx, loaded, func(line string) { fmt.Fprintln(c.stdout, "  WARNING: "+line) })
 	return nil
+}
+
+// committedSecrets is what can list the workspaces whose git history holds masked
+// files (the apps of a config, or an open turnlog).
+type committedSecrets interface {
+	CommittedSecrets(ctx context.Context) ([]turnlog.CommittedSecret, error)
+}
+
+// warnCommittedSecrets says, a line each, which workspaces' git history holds
+// files the default-deny list masks, and what that means.
+func warnCommittedSecrets(ctx context.Context, apps committedSecrets, say func(string)) {
+	found, err := apps.CommittedSecrets(ctx)
+	for _, f := range found {
+		say(fmt.Sprintf("app %s: the git history of %s holds %s, which the default-deny list masks: any command the policy allows can read them through git's objects (git show); rewrite the history to take them out (docs/security.md)",
+			f.App, f.Workspace, strings.Join(f.Files, ", ")))
+	}
+	if err != nil {
+		say("could not read every workspace's git history for masked files: " + err.Error())
+	}
 }
 
 // mechanismsFor lists what commands need, given their network and mechanism.

@@ -43,6 +43,7 @@ func cmdRun(ctx context.Context, c *cliContext, args []string) error {
 	if err := recoverTurns(ctx, c, engine); err != nil {
 		return err
 	}
+	warnCommittedSecrets(ctx, tl, func(line string) { fmt.Fprintln(c.stderr, "turnlog: WARNING: "+line) })
 	if strings.TrimSpace(input) == "" {
 		return nil // nothing to run: recovery alone was asked for
 	}

@@ -122,6 +122,7 @@ func cmdServe(ctx context.Context, c *cliContext, args []string) error {
 	if err := recoverTurns(ctx, c, tl.Engine); err != nil {
 		return err
 	}
+	go warnCommittedSecrets(ctx, tl, func(line string) { c.logger.Warn().Msg(line) })
 	if *dev {
 		fmt.Fprintln(c.stderr, "turnlog: WARNING: --dev mode: requests need no API key and act as user \"dev\"; do not expose this server")
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -85,5 +86,41 @@ func TestHostNetworkIsLoudAndNeverDev(t *testing.T) {
 	_, stderr, err := runCLI(t, "serve", "--dev", "--config", cfg, "--db", filepath.Join(dir, "t.db"), "--addr", "127.0.0.1:0")
 	if err == nil || !strings.Contains(err.Error(), "refused together with --dev") {
 		t.Fatalf("serve --dev with network: host: %v\n%s", err, stderr)
+	}
+}
+
+// TestDoctorWarnsOfSecretsInGitHistory: a workspace whose git history holds files
+// the default-deny list masks — committed once, removed since — is named by doctor
+// with those files, since any command the policy allows can read them through
+// git's objects.
+func TestDoctorWarnsOfSecretsInGitHistory(t *testing.T) {
+	t.Parallel()
+	raw, err := os.ReadFile("examples/coder.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, ws := t.TempDir(), t.TempDir()
+	git := func(args ...string) {
+		cmd := exec.Command("git", append([]string{"-C", ws, "-c", "user.name=t", "-c", "user.email=t@t", "-c", "init.defaultBranch=main"}, args...)...)
+		cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + dir, "GIT_CONFIG_NOSYSTEM=1"}
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	git("init", "-q")
+	os.WriteFile(filepath.Join(ws, ".env"), []byte("TOKEN=sk-live"), 0o644)
+	os.MkdirAll(filepath.Join(ws, "deploy"), 0o755)
+	os.WriteFile(filepath.Join(ws, "deploy", "id_rsa"), []byte("key"), 0o644)
+	os.WriteFile(filepath.Join(ws, "main.go"), []byte("package main"), 0o644)
+	git("add", ".")
+	git("commit", "-qm", "first")
+	git("rm", "-q", ".env", "deploy/id_rsa")
+	git("commit", "-qm", "oops")
+	cfg := filepath.Join(dir, "agent.yaml")
+	yaml := strings.Replace(string(raw), "      mode: network-off\n", "      mode: network-off\n      workspace: "+ws+"\n      workspace_scope: shared\n", 1)
+	os.WriteFile(cfg, []byte(strings.ReplaceAll(yaml, "skills: [skills]", "skills: []")), 0o644)
+	out, _, err := runCLI(t, "doctor", "--config", cfg)
+	if err != nil || !strings.Contains(out, "the git history of "+ws+" holds .env, deploy/id_rsa") || strings.Contains(out, "main.go") {
+		t.Fatalf("doctor: %v\n%s", err, out)
 	}
 }

@@ -9,10 +9,13 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/turnlog/turnlog/fsm"
+	"github.com/turnlog/turnlog/policy"
 	"github.com/turnlog/turnlog/sandbox"
 )
 
@@ -167,23 +170,9 @@ func pathName(id string) string {
 // whose result recorded says never reached the log, is taken back. It says what it
 // did, and what it could not.
 func (w *Workspaces) Recover(recorded sandbox.Recorded) ([]string, error) {
-	dirs := []string{w.root.Dir()}
-	if w.scope != ScopeShared {
-		for _, sub := range []string{"users", "sessions"} {
-			entries, err := os.ReadDir(filepath.Join(w.root.Dir(), sub))
-			if err != nil {
-				continue
-			}
-			for _, e := range entries {
-				if e.IsDir() && e.Type()&os.ModeSymlink == 0 {
-					dirs = append(dirs, filepath.Join(w.root.Dir(), sub, e.Name()))
-				}
-			}
-		}
-	}
 	var did []string
 	var errs []error
-	for _, d := range dirs {
+	for _, d := range w.dirs() {
 		if _, err := os.Lstat(filepath.Join(d, ".turnlog")); err != nil {
 			continue // the common case: nothing was left
 		}
@@ -196,4 +185,75 @@ func (w *Workspaces) Recover(recorded sandbox.Recorded) ([]string, error) {
 		}
 	}
 	return did, errors.Join(errs...)
+}
+
+// dirs are the workspaces made under the root so far: the root itself, and for
+// the per-user and per-session scopes each folder of users/ and sessions/.
+func (w *Workspaces) dirs() []string {
+	dirs := []string{w.root.Dir()}
+	if w.scope == ScopeShared {
+		return dirs
+	}
+	for _, sub := range []string{"users", "sessions"} {
+		entries, err := os.ReadDir(filepath.Join(w.root.Dir(), sub))
+		if err != nil {
+			continue
+		}
+		for _, e := range entries {
+			if e.IsDir() && e.Type()&os.ModeSymlink == 0 {
+				dirs = append(dirs, filepath.Join(w.root.Dir(), sub, e.Name()))
+			}
+		}
+	}
+	return dirs
+}
+
+// CommittedSecrets lists, by workspace, the files its git history holds that the
+// default-deny list masks: their contents stay readable through git's objects (git
+// show HEAD:.env) to any command the policy allows. git runs in the sandbox, the
+// workspace read-only, so nothing of a repository's can act on the host. spec is the
+// app's sandbox.
+func (w *Workspaces) CommittedSecrets(ctx context.Context, spec sandbox.Spec) (map[string][]string, error) {
+	out := map[string][]string{}
+	var errs []error
+	for _, d := range w.dirs() {
+		if _, err := os.Lstat(filepath.Join(d, ".git")); err != nil {
+			continue
+		}
+		files, err := committedSecrets(ctx, spec, d)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", d, err))
+			continue
+		}
+		if len(files) > 0 {
+			out[d] = files
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
+// committedSecrets is CommittedSecrets for one workspace.
+func committedSecrets(ctx context.Context, spec sandbox.Spec, dir string) ([]string, error) {
+	spec.Workspace, spec.WorkspaceReadOnly, spec.Network, spec.AllowHost = dir, true, false, nil
+	spec.MaskCache, spec.Home = nil, ""
+	spec.Timeout, spec.OutputBytes = time.Minute, 16<<20
+	res, err := sandbox.Run(ctx, spec, "git log --all --format= --name-only --no-renames -z")
+	if err != nil {
+		return nil, err
+	}
+	if res.ExitCode != 0 {
+		return nil, fmt.Errorf("git log: exit %d: %s", res.ExitCode, strings.TrimSpace(res.Stderr))
+	}
+	seen := map[string]bool{}
+	var files []string
+	for _, name := range strings.Split(res.Stdout, "\x00") {
+		name = strings.TrimSpace(name)
+		if name == "" || seen[name] || policy.DeniedBy(name) == "" {
+			continue
+		}
+		seen[name] = true
+		files = append(files, name)
+	}
+	sort.Strings(files)
+	return files, nil
 }

@@ -83,7 +83,9 @@ func (b builder) builtinTools(at string, c config.App, access *policy.Engine, to
 	}
 	access.Workspace = wss.Root().Dir()
 	*b.roots = append(*b.roots, workspaceRoot{app: strings.TrimPrefix(at, "apps."), at: at + ".policy.workspace", dir: wss.Root().Dir(), scope: scope})
-	for _, t := range append(workspace.Tools(wss, b.recall()), workspace.Bash(workspace.SpecFor(wss.Root(), access, b.opts.NeverDial...), access, wss)) {
+	spec := workspace.SpecFor(wss.Root(), access, b.opts.NeverDial...)
+	*b.shells = append(*b.shells, appShell{app: strings.TrimPrefix(at, "apps."), wss: wss, spec: spec})
+	for _, t := range append(workspace.Tools(wss, b.recall()), workspace.Bash(spec, access, wss)) {
 		name := t.Spec().Name
 		if _, declared := tools[name]; declared {
 			continue

@@ -14,6 +14,7 @@ import (
 	"github.com/turnlog/turnlog/adapters/mcpclient"
 	"github.com/turnlog/turnlog/adapters/openai"
 	"github.com/turnlog/turnlog/adapters/webhook"
+	"github.com/turnlog/turnlog/adapters/workspace"
 	"github.com/turnlog/turnlog/config"
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/fsm"
@@ -32,6 +33,40 @@ type Apps struct {
 	// Webhooks are every app's webhooks.
 	Webhooks []webhook.Hook
 	mcp      *mcpclient.Pool
+	shells   []appShell // the apps with the built-in tools
+}
+
+// appShell is an app's workspaces and the sandbox its commands run in.
+type appShell struct {
+	app  string
+	wss  *workspace.Workspaces
+	spec sandbox.Spec
+}
+
+// CommittedSecret is a workspace whose git history holds files the default-deny
+// list masks.
+type CommittedSecret struct {
+	App, Workspace string
+	Files          []string
+}
+
+// CommittedSecrets lists, for every app with the built-in tools, the workspaces
+// whose git history holds files the default-deny list masks: any command the
+// policy allows can read them through git's objects (git show HEAD:.env). git runs
+// in each app's sandbox, the workspace read-only.
+func (a *Apps) CommittedSecrets(ctx context.Context) ([]CommittedSecret, error) {
+	var out []CommittedSecret
+	var errs []error
+	for _, sh := range a.shells {
+		found, err := sh.wss.CommittedSecrets(ctx, sh.spec)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("app %s: %w", sh.app, err))
+		}
+		for _, dir := range config.SortedKeys(found) {
+			out = append(out, CommittedSecret{App: sh.app, Workspace: dir, Files: found[dir]})
+		}
+	}
+	return out, errors.Join(errs...)
 }
 
 // Close ends the apps' MCP servers.
@@ -60,7 +95,7 @@ func LoadApps(ctx context.Context, opts Options) (*Apps, error) {
 			opts.Protected = append(append([]string{}, opts.Protected...), filepath.Join(state, "homes"))
 		}
 	}
-	b := builder{ctx: ctx, doc: doc, opts: opts, mcp: &mcpclient.Pool{}, sandboxed: new(bool), roots: &[]workspaceRoot{}}
+	b := builder{ctx: ctx, doc: doc, opts: opts, mcp: &mcpclient.Pool{}, sandboxed: new(bool), roots: &[]workspaceRoot{}, shells: &[]appShell{}}
 	policy, err := doc.GuardrailPolicy()
 	if err != nil {
 		return nil, err
@@ -84,6 +119,7 @@ func LoadApps(ctx context.Context, opts Options) (*Apps, error) {
 			return nil, err
 		}
 	}
+	apps.shells = *b.shells
 	// A folder named for one run (turnlog run --workspace) serves the app it runs.
 	if opts.Workspace == "" {
 		if err := b.rootsApart(*b.roots); err != nil {
@@ -123,6 +159,8 @@ type builder struct {
 	sandboxed *bool
 	// roots are the apps' workspace roots, which may not overlap (rootsApart).
 	roots *[]workspaceRoot
+	// shells are the apps with the built-in tools.
+	shells *[]appShell
 }
 
 // sandboxFolder is a folder a program of the app runs from, and where the config

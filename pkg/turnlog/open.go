@@ -166,6 +166,11 @@ func (t *Turnlog) startDelivery(ctx context.Context) (wait func()) {
 // Apps are the apps it runs.
 func (t *Turnlog) Apps() []*fsm.App { return t.apps.List }
 
+// CommittedSecrets is Apps.CommittedSecrets of the apps it serves.
+func (t *Turnlog) CommittedSecrets(ctx context.Context) ([]CommittedSecret, error) {
+	return t.apps.CommittedSecrets(ctx)
+}
+
 // Close ends the apps' MCP servers and closes the log.
 func (t *Turnlog) Close() error {
 	t.deliveryMu.Lock()
