@@ -59,6 +59,15 @@ func applyLayers(l *layers, spec Spec) (helperReport, error) {
 	if err != nil {
 		return rep, failed(&rep, err)
 	}
+	if p.grows() && (spec.WorkspaceBytes > 0 || spec.WorkspaceEntries > 0) {
+		bytes, entries, err := workspaceUsage(wsfd)
+		if err == nil {
+			err = checkWorkspaceCaps(p, bytes, entries, int64(spec.WorkspaceBytes), int64(spec.WorkspaceEntries))
+		}
+		if err != nil {
+			return rep, failed(&rep, err)
+		}
+	}
 	rep.Changes = Changes{Paths: p.changed, Count: p.count, Refused: p.refused, RefusedCount: p.refusedCount, Modes: p.modes, ModesCount: p.modesCount}
 	if len(p.ops) == 0 {
 		return rep, nil

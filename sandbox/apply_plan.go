@@ -139,10 +139,6 @@ type planRules struct {
 	since        unix.Timespec
 	writeBytes   int64 // the write quota, counted again at apply time
 	writeEntries int64
-	// used is what the workspace held before the apply; capBytes and capEntries
-	// are its caps (0: none).
-	usedBytes, usedEntries int64
-	capBytes, capEntries   int64
 }
 
 // maxApplyDepth is the deepest a path of an apply may lie: an executor keeps a
@@ -192,13 +188,23 @@ func makePlan(upper *upperEntry, ws *wsEntry, rules planRules) (*plan, error) {
 	if rules.writeEntries > 0 && p.entries > rules.writeEntries {
 		return nil, &PlanError{fmt.Sprintf("the command made %d files, directories and links, past its quota of %d entries: nothing was applied", p.entries, rules.writeEntries)}
 	}
-	if b := rules.usedBytes + p.bytes - p.removedBytes; rules.capBytes > 0 && p.bytes > p.removedBytes && b > rules.capBytes {
-		return nil, &PlanError{fmt.Sprintf("the workspace would hold %d bytes, past its cap of %d: nothing was applied", b, rules.capBytes)}
-	}
-	if n := rules.usedEntries + p.entries - p.removedEntries; rules.capEntries > 0 && p.entries > p.removedEntries && n > rules.capEntries {
-		return nil, &PlanError{fmt.Sprintf("the workspace would hold %d entries, past its cap of %d: nothing was applied", n, rules.capEntries)}
-	}
 	return p, nil
+}
+
+// grows says whether the plan leaves the workspace holding more, in bytes or in
+// entries, than it does.
+func (p *plan) grows() bool { return p.bytes > p.removedBytes || p.entries > p.removedEntries }
+
+// checkWorkspaceCaps refuses a plan that grows a workspace holding usedBytes and
+// usedEntries past its caps (0: none).
+func checkWorkspaceCaps(p *plan, usedBytes, usedEntries, capBytes, capEntries int64) error {
+	if b := usedBytes + p.bytes - p.removedBytes; capBytes > 0 && p.bytes > p.removedBytes && b > capBytes {
+		return &PlanError{fmt.Sprintf("the workspace would hold %d bytes, past its cap of %d: nothing was applied", b, capBytes)}
+	}
+	if n := usedEntries + p.entries - p.removedEntries; capEntries > 0 && p.entries > p.removedEntries && n > capEntries {
+		return &PlanError{fmt.Sprintf("the workspace would hold %d entries, past its cap of %d: nothing was applied", n, capEntries)}
+	}
+	return nil
 }
 
 func (pl *planner) change(rel string) {

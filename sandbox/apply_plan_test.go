@@ -317,13 +317,18 @@ func TestAPlanPastAQuotaFailsWhole(t *testing.T) {
 		t.Fatalf("within the quota: %v", err)
 	}
 	// The workspace's own caps count what it holds already, less what goes.
-	if _, err := makePlan(up, wsTree(), planRules{usedBytes: 9000, capBytes: 10000}); !errors.As(err, &pe) {
+	p := mustPlan(t, up, wsTree(), planRules{})
+	if err := checkWorkspaceCaps(p, 9000, 0, 10000, 0); !errors.As(err, &pe) {
 		t.Fatalf("workspace bytes: %v", err)
 	}
-	if _, err := makePlan(up, wsTree(), planRules{usedEntries: 10, capEntries: 12}); !errors.As(err, &pe) {
+	if err := checkWorkspaceCaps(p, 0, 10, 0, 12); !errors.As(err, &pe) {
 		t.Fatalf("workspace entries: %v", err)
 	}
-	if _, err := makePlan(upperTree("big w", "a f:10"), wsTree("big f"), planRules{usedEntries: 12, capEntries: 12}); err != nil {
+	same := mustPlan(t, upperTree("big w", "a f:10"), wsTree("big f"), planRules{})
+	if same.grows() {
+		t.Fatalf("a plan that replaces an entry with one grows: %+v", same)
+	}
+	if err := checkWorkspaceCaps(same, 0, 12, 0, 12); err != nil {
 		t.Fatalf("a plan that does not grow the workspace: %v", err)
 	}
 }

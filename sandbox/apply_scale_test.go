@@ -217,3 +217,29 @@ func digest(t testing.TB, dir string) string {
 	}
 	return fmt.Sprintf("%d entries, %x", n, h.Sum(nil))
 }
+
+// TestAWorkspaceHasACap: what a workspace holds in all is capped too — in entries
+// and in bytes: an apply that would grow it past its cap lands nothing, one that
+// stays within lands.
+func TestAWorkspaceHasACap(t *testing.T) {
+	t.Parallel()
+	s, _ := spec(t)
+	for i := range 90 {
+		os.WriteFile(filepath.Join(s.Workspace, fmt.Sprintf("f%02d", i)), []byte("x"), 0o644)
+	}
+	s.WorkspaceEntries, s.WorkspaceBytes = 100, 64<<20
+	res := run(t, s, "for i in $(seq 1 20); do echo y > new$i; done")
+	if _, err := os.Stat(filepath.Join(s.Workspace, "new1")); err == nil || res.Changes == nil || !strings.Contains(res.Changes.Failed, "past its cap of 100") {
+		t.Fatalf("an apply past the workspace's cap of entries landed: %+v", res.Changes)
+	}
+	res = run(t, s, "head -c 70000000 /dev/urandom > big")
+	if _, err := os.Stat(filepath.Join(s.Workspace, "big")); err == nil || res.Changes == nil || !strings.Contains(res.Changes.Failed, "bytes, past its cap") {
+		t.Fatalf("an apply past the workspace's cap of bytes landed: %+v", res.Changes)
+	}
+	if res := run(t, s, "for i in $(seq 1 5); do echo y > new$i; done; rm f00"); res.Changes == nil || res.Changes.Failed != "" {
+		t.Fatalf("an apply within the cap: %+v", res.Changes)
+	}
+	if _, err := os.Stat(filepath.Join(s.Workspace, "new5")); err != nil {
+		t.Fatal("an apply within the cap did not land")
+	}
+}

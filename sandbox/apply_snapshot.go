@@ -228,3 +228,43 @@ func statEntry(fd int, name string) (*wsEntry, error) {
 	}
 	return e, nil
 }
+
+// workspaceUsage is what the workspace below its root's descriptor holds: bytes on
+// the disk and entries, turnlog's own .turnlog left out.
+func workspaceUsage(root int) (bytes, entries int64, err error) {
+	buf := make([]byte, 64<<10)
+	var walk func(fd int, top bool, depth int) error
+	walk = func(fd int, top bool, depth int) error {
+		if depth > maxApplyDepth {
+			return nil
+		}
+		ents, err := readDir(fd, buf)
+		if err != nil {
+			return err
+		}
+		for _, de := range ents {
+			if top && de.name == stagingDirName {
+				continue
+			}
+			var st unix.Stat_t
+			if unix.Fstatat(fd, de.name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
+				continue
+			}
+			entries++
+			bytes += st.Blocks * 512
+			if de.dir {
+				cfd, err := unix.Openat(fd, de.name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+				if err != nil {
+					continue
+				}
+				err = walk(cfd, false, depth+1)
+				unix.Close(cfd)
+				if err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	return bytes, entries, walk(root, true, 0)
+}

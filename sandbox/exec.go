@@ -83,6 +83,10 @@ type Spec struct {
 	// at apply time (each name of a hard link is a file of its own there).
 	WriteBytes   uint64 `json:"write_bytes"`
 	WriteEntries uint64 `json:"write_entries"`
+	// WorkspaceBytes and WorkspaceEntries cap what the workspace holds in all: an
+	// apply that would grow it past either fails whole. 0: the defaults.
+	WorkspaceBytes   uint64 `json:"workspace_bytes"`
+	WorkspaceEntries uint64 `json:"workspace_entries"`
 	// ApplyTag names the tool call whose result the apply of the command's writes
 	// is, in its journal: a start after a crash asks whether that result was
 	// recorded (RecoverApplies) to keep a finished apply or take it back.
@@ -124,9 +128,13 @@ const (
 	// DefaultWriteEntries admits a command that makes 100,000 files in 10,000
 	// directories, or removes a tree of 100,000 (npm install, git clone, tar x).
 	DefaultWriteEntries = 250_000
-	DefaultTreeMemory   = 2 << 30
-	DefaultProcesses    = 512
-	DefaultOutputBytes  = 32 << 10
+	// DefaultWorkspaceBytes and DefaultWorkspaceEntries cap what commands may
+	// grow a workspace to, on the host's disk.
+	DefaultWorkspaceBytes   = 20 << 30
+	DefaultWorkspaceEntries = 2_000_000
+	DefaultTreeMemory       = 2 << 30
+	DefaultProcesses        = 512
+	DefaultOutputBytes      = 32 << 10
 )
 
 // SystemDirs are what a command may read outside the workspace by default.
@@ -551,6 +559,12 @@ func withDefaults(s Spec) Spec {
 	}
 	if s.WriteEntries == 0 {
 		s.WriteEntries = DefaultWriteEntries
+	}
+	if s.WorkspaceBytes == 0 {
+		s.WorkspaceBytes = DefaultWorkspaceBytes
+	}
+	if s.WorkspaceEntries == 0 {
+		s.WorkspaceEntries = DefaultWorkspaceEntries
 	}
 	if s.MaxProcesses == 0 {
 		s.MaxProcesses = DefaultProcesses
