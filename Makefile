@@ -4,18 +4,21 @@ DB       ?= turnlog.db
 CONFIG   ?=
 ADDR     ?= 127.0.0.1:8080
 
-.PHONY: help run build test vet lint fmt bench bench-scale api-examples fuzz clean screenshots
+.PHONY: help run build helper test vet lint fmt bench bench-scale api-examples fuzz clean screenshots
 
 help: ## list the targets
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
 
-build: ## build ./turnlog
+build: helper ## build ./turnlog (the sandbox's helper embedded)
 	$(GO) build -o turnlog .
+
+helper: ## build the sandbox's helper alone, which turnlog embeds and runs from memory
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags=-s -o sandbox/helperbin/bin/turnlog-helper ./sandbox/helper
 
 run: build ## serve the offline demo app on an embedded SQLite file (no network, no API key)
 	./turnlog serve --dev --db $(DB) --addr $(ADDR) $(if $(CONFIG),--config $(CONFIG))
 
-test: vet ## gofmt check, go vet, and every test with the race detector (the sandbox's boundary tests again with bubblewrap; the apply's kill -9 test without the detector, which only slows its processes)
+test: vet helper ## gofmt check, go vet, and every test with the race detector (the sandbox's boundary tests again with bubblewrap; the apply's kill -9 test without the detector, which only slows its processes)
 	$(GO) test -race -timeout 15m ./...
 	TURNLOG_TEST_MECHANISM=bubblewrap $(GO) test -race -timeout 5m ./sandbox ./adapters/workspace
 	$(GO) test -timeout 10m -run 'TestAKilledApply' ./sandbox
@@ -28,7 +31,7 @@ vet: ## gofmt and go vet
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))" || { gofmt -l .; echo "gofmt needed"; exit 1; }
 	$(GO) vet ./...
 
-bench: ## the SPEC §10 benchmarks: engine step, storage, rebuild, appends/s (SQLite and PostgreSQL), engine step and HTTP turns/s by store and nodes, branch, history read, HTTP turns, sandbox overhead, context build and token counting, HTTP and command tools, cancel latency, the inspector's session page, serve's resident memory
+bench: helper ## the SPEC §10 benchmarks: engine step, storage, rebuild, appends/s (SQLite and PostgreSQL), engine step and HTTP turns/s by store and nodes, branch, history read, HTTP turns, sandbox overhead (by step) and the apply beside cp -a, context build and token counting, HTTP and command tools, cancel latency, the inspector's session page, serve's resident memory
 	$(GO) test -run '^$$' -bench 'EngineStep|Rebuild' -benchtime 1x -p 1 -timeout 30m ./fsm ./adapters/sqlite
 	$(GO) test -run '^$$' -bench 'AppendConcurrent' -benchtime 20000x -timeout 30m ./adapters/sqlite
 	$(GO) test -run '^$$' -bench 'AppendVsRawInsert' -benchtime 20000x -timeout 30m ./adapters/sqlite
@@ -38,7 +41,8 @@ bench: ## the SPEC §10 benchmarks: engine step, storage, rebuild, appends/s (SQ
 	$(GO) test -run '^$$' -bench 'Branch|HistoryRead|ApprovalRoundTrip|EnqueueStart' -benchtime 200x -timeout 30m ./fsm
 	$(GO) test -run '^$$' -bench 'HTTPTurn|HTTPApprovalRoundTrip|IdempotentReplay' -benchtime 300x -timeout 30m ./httpapi
 	$(GO) test -run '^$$' -bench 'Canonicalize' -benchmem ./events
-	$(GO) test -run '^$$' -bench 'SandboxOverhead' -benchtime 50x ./sandbox
+	$(GO) test -run '^$$' -bench 'SandboxOverhead' -benchtime 50x -timeout 30m ./sandbox
+	$(GO) test -run '^$$' -bench 'Apply' -benchtime 1x -timeout 60m ./sandbox # 100,000 files on this disk: minutes
 	$(GO) test -run '^$$' -bench 'ContextBuild|TokenCount' ./contextmgr
 	$(GO) test -run '^$$' -bench 'HTTPToolOverhead' -benchtime 5000x ./adapters/httptool
 	$(GO) test -run '^$$' -bench 'SessionPage' -benchtime 50x ./inspector

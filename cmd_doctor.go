@@ -30,6 +30,7 @@ func cmdDoctor(ctx context.Context, c *cliContext, args []string) error {
 		works[ch.Mechanism] = ch.Works
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", ch.Mechanism, status, ch.Detail)
 	}
+	fmt.Fprintf(tw, "%s\t%s\t%s\n", "helper", "works", sandbox.HelperInUse())
 	tw.Flush()
 	loaded, err := turnlog.LoadApps(ctx, c.options(f.config, commonFlags{}))
 	if err != nil {

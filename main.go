@@ -11,11 +11,16 @@ import (
 	"syscall"
 
 	"github.com/turnlog/turnlog/sandbox"
+	"github.com/turnlog/turnlog/sandbox/helperbin"
 )
 
 func main() {
 	if sandbox.IsHelper() { // started by the sandbox to become a confined command
 		sandbox.HelperMain()
+	}
+	if err := sandbox.UseHelper(helperbin.Binary()); err != nil {
+		fmt.Fprintln(os.Stderr, "turnlog:", err)
+		os.Exit(1)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

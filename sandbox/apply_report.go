@@ -45,5 +45,6 @@ const (
 type helperReport struct {
 	Changes    Changes `json:"changes"`
 	ApplyNanos int64   `json:"apply_ns"`
-	Moved      int     `json:"moved"` // entries moved to the staging directory
+	Moved      int     `json:"moved"`  // entries moved to the staging directory
+	Phases     []Phase `json:"phases"` // how long each of its steps took
 }

@@ -116,6 +116,7 @@ type Spec struct {
 	testShare   string
 	testStarted func(pid int)
 	testEnded   func()
+	testHelper  string // another binary to start as the helper (the benchmark's turnlog)
 }
 
 // Defaults for a Spec's zero fields.
@@ -164,8 +165,10 @@ type Result struct {
 	// Changes are what the command changed in the workspace (applied after it ended),
 	// and what of it was refused; nil when it changed nothing.
 	Changes *Changes `json:"changes,omitempty"`
-	// ApplyDuration is how long applying the changes took the helper.
+	// ApplyDuration is how long applying the changes took the helper; Phases how
+	// long each step of the run took (turnlog's and the helper's).
 	ApplyDuration time.Duration `json:"-"`
+	Phases        []Phase       `json:"-"`
 
 	staged *staging // kept for Settle (Spec.SettleLater)
 }
@@ -219,12 +222,14 @@ func run(ctx context.Context, spec Spec, argv []string, stdin []byte) (*Result, 
 	case <-ctx.Done():
 		return nil, &Error{Msg: fmt.Sprintf("stopped while waiting for one of the %d commands running at once to end: %v", MaxCommands, context.Cause(ctx))}
 	}
+	ph := phases{began: time.Now()}
 	spec = withDefaults(spec)
 	groups, err := commandCgroups(spec, "")
 	if err != nil {
 		return nil, err
 	}
 	defer cgroupPool.giveBack(groups)
+	ph.mark("turnlog: the command's cgroups")
 	spec.CgroupProcs = groups.procs()
 	var st *staging
 	if !spec.WorkspaceReadOnly {
@@ -238,12 +243,14 @@ func run(ctx context.Context, spec Spec, argv []string, stdin []byte) (*Result, 
 			}
 		}()
 	}
+	ph.mark("turnlog: the staging directory")
 	behindProxy := !spec.Network && spec.AllowHost != nil
 	// Behind the proxy the helper is started inside the proxy's network namespace.
 	cmd, err := helperCommand(spec, argv, !spec.Network && !behindProxy, st)
 	if err != nil {
 		return nil, err
 	}
+	ph.mark("turnlog: the masks found, the helper set up")
 	if stdin != nil {
 		cmd.Stdin = bytes.NewReader(stdin)
 	}
@@ -279,6 +286,7 @@ func run(ctx context.Context, spec Spec, argv []string, stdin []byte) (*Result, 
 		}
 	}
 	closeExtraFiles(cmd) // the report pipe's writer among them: the helper's copy is the only one left
+	ph.mark("turnlog: the helper started (fork, exec, namespaces)")
 	if spec.testStarted != nil {
 		spec.testStarted(cmd.Process.Pid)
 	}
@@ -326,6 +334,14 @@ func run(ctx context.Context, spec Spec, argv []string, stdin []byte) (*Result, 
 		res.Changes = &c
 	}
 	res.ApplyDuration = time.Duration(rep.ApplyNanos)
+	helperWall := time.Since(ph.list[len(ph.list)-1].since)
+	var helperSum time.Duration
+	for _, p := range rep.Phases {
+		helperSum += p.Took
+	}
+	ph.list = append(ph.list, Phase{Name: "helper: the binary's own start (the Go runtime, package init), its exit, the report", Took: max(0, helperWall-helperSum)})
+	ph.list = append(ph.list, rep.Phases...)
+	settling := time.Now()
 	if st != nil {
 		st.moved = rep.Moved
 		if err := res.keep(st, spec.SettleLater); err != nil {
@@ -333,6 +349,7 @@ func run(ctx context.Context, spec Spec, argv []string, stdin []byte) (*Result, 
 		}
 		st = nil
 	}
+	res.Phases = append(ph.list, Phase{Name: "turnlog: the staging directory settled", Took: time.Since(settling)})
 	var exit *exec.ExitError
 	switch {
 	case err == nil:
@@ -459,9 +476,12 @@ func stopHelper(cmd *exec.Cmd, done chan error, ended <-chan struct{}) error {
 // namespaces — and a network namespace of its own when ownNetwork. The caller adds
 // the spec to its environment (specEnv) before starting it.
 func helperCommand(spec Spec, argv []string, ownNetwork bool, st *staging) (*exec.Cmd, error) {
-	exe, err := os.Executable()
+	exe, err := helperPath()
 	if err != nil {
 		return nil, &Error{Msg: "cannot find the turnlog binary to start the sandbox: " + err.Error()}
+	}
+	if spec.testHelper != "" {
+		exe = spec.testHelper
 	}
 	if err := checkMechanism(spec); err != nil {
 		return nil, err

@@ -28,3 +28,10 @@ func WithEnded(s Spec, ended func()) Spec {
 
 // WaitForGroups waits until every command's cgroup is back in the pool (or gone).
 func WaitForGroups() { cgroupPool.pending.Wait() }
+
+// WithHelper is s whose helper is the binary at path (a built turnlog) rather than
+// this test binary.
+func WithHelper(s Spec, path string) Spec {
+	s.testHelper = path
+	return s
+}

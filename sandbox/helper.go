@@ -57,6 +57,7 @@ func BecomeHelperIfAsked() {
 // process left, applies what the command wrote to the workspace and reports it. Any step that fails ends the process with status 125 and the reason,
 // so the command never runs unconfined.
 func HelperMain() {
+	ph := phases{began: time.Now()}
 	var spec Spec
 	if err := json.Unmarshal([]byte(os.Getenv(specEnv)), &spec); err != nil {
 		fail("unreadable spec: %v", err)
@@ -91,22 +92,27 @@ func HelperMain() {
 	workspace, staging, stagingID := handedDirs(stagingEnv)
 	afterOp := pauseAfter(os.Getenv(pauseEnv))
 	os.Unsetenv(pauseEnv)
+	ph.mark("helper: read its spec and masks")
 	if err := joinCgroups(spec.CgroupProcs); err != nil {
 		fail("cannot join the command's cgroups: %v", err)
 	}
+	ph.mark("helper: joined the cgroups")
 	if spec.Unavailable == "pid_max" {
 		fail("no per-namespace process limit here, and this sandbox requires one")
 	}
 	if err := limitProcesses(spec.MaxProcesses); err != nil {
 		fail("cannot limit the number of processes: %v", err)
 	}
+	ph.mark("helper: limited processes")
 	lay, err := enterPrivateRoot(spec, userns)
 	if err != nil {
 		fail("cannot set the command's filesystem up: %v", err)
 	}
+	ph.mark("helper: built the command's root")
 	if err := applyMasks(spec.Workspace, masks); err != nil {
 		fail("cannot hide the workspace's denied files: %v", err)
 	}
+	ph.mark("helper: masked")
 	if _, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, syscall.PR_SET_DUMPABLE, 0, 0); errno != 0 {
 		fail("not dumpable: %v", errno)
 	}
@@ -117,6 +123,7 @@ func HelperMain() {
 	if err != nil {
 		fail("cannot start the command: %v", err)
 	}
+	ph.mark("helper: confined and started the command")
 	go func() {
 		<-stop
 		syscall.Kill(-1, syscall.SIGKILL) // every process of the namespace but this one
@@ -125,23 +132,49 @@ func HelperMain() {
 	syscall.Kill(-1, syscall.SIGKILL)
 	reapUntil(-1)
 	close(done)
+	ph.mark("command: ran (and every process it left was killed)")
 	if report != nil {
 		report.WriteString(endedLine) // the command is over: turnlog's timeout no longer runs
 	}
+	var rep helperReport
 	if lay != nil {
 		lay.workspace, lay.staging, lay.stagingID, lay.afterOp = workspace, staging, stagingID, afterOp
-		rep, err := applyLayers(lay, spec)
+		rep, err = applyLayers(lay, spec)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "turnlog: the command's changes were not applied to the workspace: %v\n", err)
 			if code == 0 {
 				code = helperFail
 			}
 		}
-		if report != nil {
-			json.NewEncoder(report).Encode(rep)
-		}
+		ph.mark("helper: applied the command's writes")
+	}
+	if report != nil {
+		rep.Phases = ph.list
+		json.NewEncoder(report).Encode(rep)
 	}
 	os.Exit(code)
+}
+
+// phases times the steps of a command's run, for the benchmark that reports each.
+type phases struct {
+	began time.Time
+	list  []Phase
+}
+
+// Phase is one step of a sandboxed command's run, and how long it took.
+type Phase struct {
+	Name  string        `json:"name"`
+	Took  time.Duration `json:"took"`
+	since time.Time
+}
+
+func (p *phases) mark(name string) {
+	now := time.Now()
+	last := p.began
+	if n := len(p.list); n > 0 {
+		last = p.list[n-1].since
+	}
+	p.list = append(p.list, Phase{Name: name, Took: now.Sub(last), since: now})
 }
 
 // handedDirs are the workspace and staging directories whose descriptors the
