@@ -13,11 +13,12 @@ import (
 
 // The executor carries a plan out, deciding nothing. It works through descriptors of
 // both layers held for the whole apply (each directory opened one component at a
-// time, never following a symlink), writes every new file or link to a temporary
-// beside its place and moves it there in one rename — exchanging it with what it
-// replaces, which goes on to the staging directory, as every removed entry does —,
-// and stops at the first error, which it returns. It runs in the helper, under the
-// workspace's lock.
+// time, never following a symlink), writes every file or link that replaces an
+// entry to a temporary beside its place and exchanges the two in one rename — what
+// it replaced goes on to the staging directory, as every removed entry does —, makes
+// one that replaces nothing where it goes (O_EXCL: a rollback removes it all the
+// same), and stops at the first error, which it returns. It runs in the helper,
+// under the workspace's lock.
 
 // dirChain opens the directories of one tree by their relative paths, below a root
 // descriptor, keeping the chain to the last one open: consecutive steps of a plan
@@ -152,7 +153,12 @@ func (x *executor) do(i int, o *op) error {
 	case opTimes:
 		return unix.UtimesNanoAt(fd, name, []unix.Timespec{{Nsec: unix.UTIME_OMIT}, {Sec: o.MtimeSec, Nsec: o.MtimeNs}}, unix.AT_SYMLINK_NOFOLLOW)
 	case opPut:
-		if err := x.writeTemp(fd, dir, name, tempName(x.id, i), o); err != nil {
+		if o.OldIno == 0 {
+			// Nothing is replaced: written where it goes (O_EXCL), which a rollback
+			// removes as it would have the temporary.
+			return x.writeFile(fd, dir, name, name, o)
+		}
+		if err := x.writeFile(fd, dir, name, tempName(x.id, i), o); err != nil {
 			return err
 		}
 	case opSymlink:
@@ -185,10 +191,11 @@ func (x *executor) place(fd int, name string, i int, o *op) error {
 	return unix.Renameat(fd, tmp, x.stage, stagedName(i))
 }
 
-// writeTemp writes the upper layer's file to the temporary tmp in the workspace's
-// directory fd: its content (holes kept holes), owner, mode and modification time.
-// The helper's umask is 0 while it applies, so the file is made with its mode.
-func (x *executor) writeTemp(fd int, dir, name, tmp string, o *op) error {
+// writeFile writes the upper layer's file name to dst in the workspace's directory
+// fd (a temporary, or its place when it replaces nothing): its content (holes kept
+// holes), owner, mode and modification time. The helper's umask is 0 while it
+// applies, so the file is made with its mode.
+func (x *executor) writeFile(fd int, dir, name, dst string, o *op) error {
 	ufd, err := x.upper.open(dir)
 	if err != nil {
 		return err
@@ -198,20 +205,20 @@ func (x *executor) writeTemp(fd int, dir, name, tmp string, o *op) error {
 		return err
 	}
 	defer unix.Close(src)
-	dst, err := unix.Openat(fd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, o.Mode)
+	out, err := unix.Openat(fd, dst, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, o.Mode)
 	if err != nil {
 		return err
 	}
-	err = x.copyContent(dst, src, o.Size, o.Sparse)
+	err = x.copyContent(out, src, o.Size, o.Sparse)
 	if err == nil && (o.UID != 0 || o.GID != 0) { // the helper, root, made it root's
-		if err = unix.Fchown(dst, int(o.UID), int(o.GID)); err != nil {
+		if err = unix.Fchown(out, int(o.UID), int(o.GID)); err != nil {
 			err = fmt.Errorf("chown: %w", err)
 		}
 	}
 	if err == nil {
-		err = futimens(dst, unix.Timespec{Nsec: unix.UTIME_NOW}, unix.Timespec{Sec: o.MtimeSec, Nsec: o.MtimeNs})
+		err = futimens(out, unix.Timespec{Nsec: unix.UTIME_NOW}, unix.Timespec{Sec: o.MtimeSec, Nsec: o.MtimeNs})
 	}
-	if cerr := unix.Close(dst); err == nil {
+	if cerr := unix.Close(out); err == nil {
 		err = cerr
 	}
 	return err

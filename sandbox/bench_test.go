@@ -151,7 +151,7 @@ func BenchmarkApply(b *testing.B) {
 			var applies, copies []time.Duration
 			for i := 0; i < b.N; i++ {
 				ws := b.TempDir()
-				res, err := sandbox.Run(context.Background(), sandbox.Spec{Workspace: ws, Timeout: 10 * time.Minute}, c.make)
+				res, err := sandbox.Run(context.Background(), sandbox.Spec{Workspace: ws, Timeout: 10 * time.Minute, FileBytes: 1 << 30}, c.make)
 				if err != nil || res.ExitCode != 0 || res.Changes == nil || res.Changes.Failed != "" {
 					b.Fatalf("%+v %v", res, err)
 				}
