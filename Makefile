@@ -42,7 +42,7 @@ bench: helper ## the SPEC §10 benchmarks: engine step, storage, rebuild, append
 	$(GO) test -run '^$$' -bench 'HTTPTurn|HTTPApprovalRoundTrip|IdempotentReplay' -benchtime 300x -timeout 30m ./httpapi
 	$(GO) test -run '^$$' -bench 'Canonicalize' -benchmem ./events
 	$(GO) test -run '^$$' -bench 'SandboxOverhead' -benchtime 50x -timeout 30m ./sandbox
-	$(GO) test -run '^$$' -bench 'Apply' -benchtime 1x -timeout 60m ./sandbox # 100,000 files on this disk: minutes
+	$(GO) test -run '^$$' -bench 'Apply' -benchtime 4x -timeout 60m ./sandbox # 100,000 files on this disk: minutes
 	$(GO) test -run '^$$' -bench 'ContextBuild|TokenCount' ./contextmgr
 	$(GO) test -run '^$$' -bench 'HTTPToolOverhead' -benchtime 5000x ./adapters/httptool
 	$(GO) test -run '^$$' -bench 'SessionPage' -benchtime 50x ./inspector
