@@ -46,6 +46,19 @@ func TestAHundredThousandFilesLand(t *testing.T) {
 	if c := res.Changes; c == nil || c.Count != 110_001 || len(c.Paths) != sandbox.MaxListedChanges || c.RefusedCount != 0 {
 		t.Fatalf("changes: %+v", c)
 	}
+	// The whole plan reaches turnlog through the apply's journal, kept until Settle.
+	s.SettleLater = true
+	res = run(t, s, `mkdir -p more/d{0..999} && for d in {0..999}; do for f in {0..99}; do : > more/d$d/f$f; done; done`)
+	applied, err := res.Applied()
+	if err != nil || len(applied) != 101_001 {
+		t.Fatalf("the journal lists %d steps (%v), want 101,001", len(applied), err)
+	}
+	if err := res.Settle(true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(filepath.Join(s.Workspace, ".turnlog")); err == nil {
+		t.Fatal("settling left .turnlog")
+	}
 }
 
 // TestRebuildingADirectoryKeepsEveryRow: a command that renames the 3,000 files of

@@ -173,6 +173,29 @@ type Result struct {
 	staged *staging // kept for Settle (Spec.SettleLater)
 }
 
+// Applied lists every path the apply changed, one entry a step (a removed tree is
+// one), from its journal — the full plan, which reaches turnlog through a file
+// rather than the helper's report — while Run keeps it for Settle.
+func (r *Result) Applied() ([]string, error) {
+	if r == nil || r.staged == nil {
+		return nil, nil
+	}
+	_, ops, _, err := readJournal(int(r.staged.dir.Fd()))
+	if errors.Is(err, errNoJournal) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, 0, len(ops))
+	for _, o := range ops {
+		if o.Kind != opTimes {
+			out = append(out, o.Rel)
+		}
+	}
+	return out, nil
+}
+
 // Settle ends what Run kept of the apply (Spec.SettleLater): with recorded — the
 // call's result is durable — what the apply replaced goes; without, the apply is
 // taken back (the result never reached the log, so the workspace must not show it).

@@ -310,3 +310,24 @@ os.rename("/tmp/t/x", "/tmp/u/x")
 		t.Error("a/moved is still there")
 	}
 }
+
+// TestAppliedModesAreNeverMoreOpen: a command that makes its files world-writable
+// and a directory sticky and world-writable leaves, on the host, nothing another
+// local user may write, the sticky bit kept, and each lowered mode reported.
+func TestAppliedModesAreNeverMoreOpen(t *testing.T) {
+	t.Parallel()
+	s, _ := spec(t)
+	os.Chmod(s.Workspace, 0o755)
+	os.MkdirAll(filepath.Join(s.Workspace, "src"), 0o755)
+	os.WriteFile(filepath.Join(s.Workspace, "src", "Makefile"), []byte("all:\n"), 0o644)
+	res := run(t, s, "chmod 0777 src; chmod 0666 src/Makefile; mkdir -m 1777 pub; install -m 0666 /dev/null new.txt")
+	for rel, want := range map[string]os.FileMode{"src": 0o755 | os.ModeDir, "src/Makefile": 0o644, "pub": 0o755 | os.ModeDir | os.ModeSticky, "new.txt": 0o644} {
+		fi, err := os.Lstat(filepath.Join(s.Workspace, rel))
+		if err != nil || fi.Mode()&(os.ModePerm|os.ModeDir|os.ModeSticky) != want {
+			t.Errorf("%s: %v %v, want %v", rel, fi.Mode(), err, want)
+		}
+	}
+	if res.Changes == nil || res.Changes.ModesCount != 4 {
+		t.Fatalf("lowered modes reported: %+v", res.Changes)
+	}
+}
