@@ -585,33 +585,15 @@ func withDefaults(s Spec) Spec {
 	if s.Timeout <= 0 {
 		s.Timeout = DefaultTimeout
 	}
-	if s.CPUSeconds == 0 {
-		s.CPUSeconds = DefaultCPUSeconds
-	}
-	if s.MemoryBytes == 0 {
-		s.MemoryBytes = DefaultMemoryBytes
-	}
-	if s.FileBytes == 0 {
-		s.FileBytes = DefaultFileBytes
-	}
-	if s.TreeMemoryBytes == 0 {
-		s.TreeMemoryBytes = DefaultTreeMemory
-	}
-	if s.WriteBytes == 0 {
-		s.WriteBytes = DefaultWriteBytes
-	}
-	if s.WriteEntries == 0 {
-		s.WriteEntries = DefaultWriteEntries
-	}
-	if s.WorkspaceBytes == 0 {
-		s.WorkspaceBytes = DefaultWorkspaceBytes
-	}
-	if s.WorkspaceEntries == 0 {
-		s.WorkspaceEntries = DefaultWorkspaceEntries
-	}
-	if s.MaxProcesses == 0 {
-		s.MaxProcesses = DefaultProcesses
-	}
+	orDefault(&s.CPUSeconds, DefaultCPUSeconds)
+	orDefault(&s.MemoryBytes, DefaultMemoryBytes)
+	orDefault(&s.FileBytes, DefaultFileBytes)
+	orDefault(&s.TreeMemoryBytes, DefaultTreeMemory)
+	orDefault(&s.WriteBytes, DefaultWriteBytes)
+	orDefault(&s.WriteEntries, DefaultWriteEntries)
+	orDefault(&s.WorkspaceBytes, DefaultWorkspaceBytes)
+	orDefault(&s.WorkspaceEntries, DefaultWorkspaceEntries)
+	orDefault(&s.MaxProcesses, DefaultProcesses)
 	s.MaxProcesses = max(s.MaxProcesses, MinProcesses)
 	if s.OutputBytes <= 0 {
 		s.OutputBytes = DefaultOutputBytes
@@ -620,6 +602,14 @@ func withDefaults(s Spec) Spec {
 		s.ReadOnly = SystemDirs
 	}
 	return s
+}
+
+// orDefault sets a zero limit to its default.
+func orDefault[T comparable](v *T, def T) {
+	var zero T
+	if *v == zero {
+		*v = def
+	}
 }
 
 func allowedEnv() []string {
