@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/turnlog/turnlog/sandbox"
 	"golang.org/x/sys/unix"
@@ -254,5 +255,26 @@ func TestAWorkspaceHasACap(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(s.Workspace, "new5")); err != nil {
 		t.Fatal("an apply within the cap did not land")
+	}
+}
+
+// TestATimeoutNeverCutsAnApplyShort: a command killed by its timeout has what it
+// wrote applied whole, however long the apply takes — here longer than the grace a
+// stopped command's helper is given to end it.
+func TestATimeoutNeverCutsAnApplyShort(t *testing.T) {
+	t.Parallel()
+	s, _ := spec(t)
+	s.Timeout = time.Second
+	r, w, _ := os.Pipe()
+	defer r.Close()
+	defer w.Close()
+	res := run(t, sandbox.WithPause(s, w, "0/1+12s"), "for i in $(seq 1 50); do echo $i > f$i; done; sleep 60")
+	if !res.TimedOut {
+		t.Fatalf("the command was not stopped by its timeout: %+v", res)
+	}
+	for i := 1; i <= 50; i++ {
+		if raw, err := os.ReadFile(filepath.Join(s.Workspace, fmt.Sprintf("f%d", i))); err != nil || string(raw) != fmt.Sprintf("%d\n", i) {
+			t.Fatalf("f%d: %q %v (%+v)", i, raw, err, res.Changes)
+		}
 	}
 }

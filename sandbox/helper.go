@@ -27,9 +27,9 @@ const (
 	// stagingEnv is "<workspace descriptor>:<staging descriptor>:<id>": the
 	// workspace and the command's staging directory there (see staging.go).
 	stagingEnv = "TURNLOG_SANDBOX_STAGING"
-	// pauseEnv, set only by tests, is "<num>/<den>:<descriptor>": once the apply
-	// has done that share of its steps the helper writes "paused" there and waits to
-	// be killed.
+	// pauseEnv, set only by tests, is "<num>/<den>[+<duration>]:<descriptor>": once
+	// the apply has done that share of its steps the helper writes "paused" there and
+	// waits (to be killed, or that long).
 	pauseEnv = "TURNLOG_SANDBOX_TEST_PAUSE"
 )
 
@@ -196,10 +196,19 @@ func handedDirs(env string) (*os.File, *os.File, string) {
 	return os.NewFile(uintptr(ws), "workspace"), os.NewFile(uintptr(st), "staging"), parts[2]
 }
 
-// pauseAfter is a test's pause (pauseEnv: "<num>/<den>:<descriptor>", after that
-// share of the apply's steps), or nil.
+// pauseAfter is a test's pause (pauseEnv: "<num>/<den>[+<duration>]:<descriptor>",
+// after that share of the apply's steps, for that long — an hour, to be killed —),
+// or nil.
 func pauseAfter(v string) func(done, all int) {
 	share, fdText, ok := strings.Cut(v, ":")
+	pause := time.Hour
+	if s, d, timed := strings.Cut(share, "+"); timed {
+		var err error
+		if pause, err = time.ParseDuration(d); err != nil {
+			return nil
+		}
+		share = s
+	}
 	numText, denText, ok2 := strings.Cut(share, "/")
 	num, err1 := strconv.Atoi(numText)
 	den, err2 := strconv.Atoi(denText)
@@ -212,7 +221,7 @@ func pauseAfter(v string) func(done, all int) {
 	return func(done, all int) {
 		if done == all*num/den {
 			w.WriteString("paused\n")
-			time.Sleep(time.Hour) // killed here
+			time.Sleep(pause)
 		}
 	}
 }
