@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -219,4 +220,40 @@ func openDescriptors(t *testing.T) int {
 		t.Fatal(err)
 	}
 	return len(entries)
+}
+
+// TestAProxiedCommandLeavesOtherProcessesAlone: the thread a proxied command starts
+// from goes back to turnlog's network namespace when the command ends, rather than
+// ending — which would kill, by their parent-death signal, the processes it had
+// started before: here a long-lived program started from the very thread the
+// proxied commands then start from (one processor, one goroutine: the runtime hands
+// the proxy's goroutine the thread the test's own waits on). Not parallel: it sets
+// GOMAXPROCS while it runs.
+func TestAProxiedCommandLeavesOtherProcessesAlone(t *testing.T) {
+	s, _ := spec(t)
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	runtime.LockOSThread()
+	server, err := sandbox.Command(s, []string{"sleep", "60"})
+	if err == nil {
+		err = server.Start()
+	}
+	runtime.UnlockOSThread()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { server.Process.Kill(); server.Wait() }()
+	exited := make(chan struct{})
+	go func() { server.Wait(); close(exited) }()
+	proxied := s
+	proxied.AllowHost = func(context.Context, string) error { return errors.New("nothing allowed") }
+	for range 20 {
+		if _, err := sandbox.Run(context.Background(), proxied, "true"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case <-exited:
+		t.Fatalf("a program started before the proxied commands died with them: %v", server.ProcessState)
+	case <-time.After(100 * time.Millisecond): // its parent-death signal would have come at once
+	}
 }

@@ -66,58 +66,91 @@ func (s *staging) open() error {
 	if err := unix.Fstat(wsfd, &wst); err != nil {
 		return err
 	}
+	// Another command's settle removes .turnlog once it is empty, and a recovery
+	// removes a staging directory nobody holds the lock of: either may catch this
+	// one between its making and its locking. Then again, under a new name.
+	const tries = 100
+	for try := 1; ; try++ {
+		err := s.make(wsfd, wst.Dev)
+		if err == nil {
+			return nil
+		}
+		if s.dir != nil {
+			s.dir.Close()
+			s.dir = nil
+		}
+		if s.own != nil {
+			s.own.Close()
+			s.own = nil
+		}
+		if !errors.Is(err, errRaced) || try == tries {
+			return err
+		}
+	}
+}
+
+// errRaced: the staging directory went while it was being made.
+var errRaced = errors.New("removed while it was made")
+
+// make makes and locks one staging directory under a new name.
+func (s *staging) make(wsfd int, dev uint64) error {
 	var b [6]byte
 	rand.Read(b[:])
 	s.id = hex.EncodeToString(b[:])
-	for try := 0; ; try++ {
-		if err := unix.Mkdirat(wsfd, stagingDirName, 0o700); err != nil && !errors.Is(err, unix.EEXIST) {
-			return err
-		}
-		own, err := unix.Openat(wsfd, stagingDirName, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-		if err != nil {
-			return fmt.Errorf("not a directory of turnlog's: %w", err)
-		}
-		s.own = os.NewFile(uintptr(own), stagingDirName)
-		var st unix.Stat_t
-		if err := unix.Fstat(own, &st); err != nil {
-			return err
-		}
-		if st.Dev != wst.Dev || st.Uid != uint32(os.Geteuid()) {
-			return errors.New("it lies on another file system, or belongs to someone else")
-		}
-		err = unix.Mkdirat(own, applyPrefix+s.id, 0o700)
-		if errors.Is(err, unix.ENOENT) && try < 3 {
-			s.own.Close() // another apply's settle removed .turnlog in between
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		break
+	name := applyPrefix + s.id
+	if err := unix.Mkdirat(wsfd, stagingDirName, 0o700); err != nil && !errors.Is(err, unix.EEXIST) {
+		return err
 	}
-	dir, err := unix.Openat(int(s.own.Fd()), applyPrefix+s.id, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	own, err := unix.Openat(wsfd, stagingDirName, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.ENOENT) {
+		return errRaced
+	}
+	if err != nil {
+		return fmt.Errorf("not a directory of turnlog's: %w", err)
+	}
+	s.own = os.NewFile(uintptr(own), stagingDirName)
+	var st unix.Stat_t
+	if err := unix.Fstat(own, &st); err != nil {
+		return err
+	}
+	if st.Dev != dev || st.Uid != uint32(os.Geteuid()) {
+		return errors.New("it lies on another file system, or belongs to someone else")
+	}
+	if err := unix.Mkdirat(own, name, 0o700); errors.Is(err, unix.ENOENT) {
+		return errRaced
+	} else if err != nil {
+		return err
+	}
+	dir, err := unix.Openat(own, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.ENOENT) {
+		return errRaced
+	}
 	if err != nil {
 		return err
 	}
-	s.dir = os.NewFile(uintptr(dir), applyPrefix+s.id)
+	s.dir = os.NewFile(uintptr(dir), name)
 	if err := unix.Flock(dir, unix.LOCK_EX); err != nil {
 		return err
+	}
+	// Locked: nobody removes it from now on; but it must still be the one there.
+	var mine, there unix.Stat_t
+	if err := unix.Fstat(dir, &mine); err != nil {
+		return err
+	}
+	if err := unix.Fstatat(own, name, &there, unix.AT_SYMLINK_NOFOLLOW); err != nil || there.Ino != mine.Ino {
+		return errRaced
 	}
 	// The directory's change time, read, then changed again: on a file system with
 	// fine-grained timestamps the second change takes one finer than any before it
 	// (a query asks for that), so every entry changed after this moment has a change
 	// time not before it, and every one changed before, an earlier one.
-	var st unix.Stat_t
-	if err := unix.Fstat(dir, &st); err != nil {
-		return err
-	}
 	if err := unix.Fchmod(dir, 0o700); err != nil {
 		return err
 	}
-	if err := unix.Fstat(dir, &st); err != nil {
+	if err := unix.Fstat(dir, &mine); err != nil {
 		return err
 	}
-	s.since = st.Ctim
+	s.since = mine.Ctim
 	return nil
 }
 
