@@ -219,6 +219,9 @@ func removeTree(parent int, name string) error {
 		return err
 	}
 	fd, err := unix.Openat(parent, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.ENOENT) {
+		return nil // someone else removed it meanwhile
+	}
 	if err != nil {
 		return err
 	}
@@ -267,9 +270,7 @@ func recoverApplies(wsRoot int, recorded Recorded) ([]string, error) {
 	for _, e := range ents {
 		switch {
 		case strings.HasPrefix(e.name, trashPrefix):
-			if err := removeTree(own, e.name); err != nil {
-				errs = append(errs, err)
-			}
+			removeTrash(own, e.name) // best effort: its owner may be removing it still
 		case strings.HasPrefix(e.name, applyPrefix):
 			what, err := recoverOne(wsRoot, own, e.name, recorded)
 			if err != nil {
@@ -342,4 +343,18 @@ func journalState(stage int) (applied, complete bool, err error) {
 	tail := make([]byte, len(journalComplete)+1)
 	n, _ := unix.Pread(fd, tail, max(0, st.Size-int64(len(tail))))
 	return true, n == len(tail) && string(tail[1:]) == journalComplete && tail[0] == '\n', nil
+}
+
+// removeTrash removes a settled apply's staging directory unless its owner still
+// holds its lock (it is removing it in the background).
+func removeTrash(own int, name string) {
+	fd, err := unix.Openat(own, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return
+	}
+	defer unix.Close(fd)
+	if unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB) != nil {
+		return
+	}
+	removeTree(own, name)
 }

@@ -300,8 +300,8 @@ func (pl *planner) entry(rel string, up *upperEntry, cur *wsEntry, depth int) {
 			pl.times(rel, up, cur)
 			return
 		}
-		if cur != nil {
-			pl.remove(rel, cur)
+		if cur != nil && !pl.remove(rel, cur) {
+			return // what is there stays (refused): nothing can take its place
 		}
 		pl.p.ops = append(pl.p.ops, op{Kind: opMkdir, Rel: rel, Mode: pl.mode(rel, up.mode, true, nil), UID: pl.ws.uid, GID: pl.ws.gid})
 		pl.p.entries++
@@ -318,7 +318,9 @@ func (pl *planner) entry(rel string, up *upperEntry, cur *wsEntry, depth int) {
 		}
 		switch {
 		case cur != nil && cur.kind == kindDir:
-			pl.remove(rel, cur)
+			if !pl.remove(rel, cur) {
+				return
+			}
 		case cur != nil:
 			o.OldIno, o.OldKind, o.OldMode, o.UID, o.GID = cur.ino, cur.kind, cur.mode, cur.uid, cur.gid
 			pl.p.removedBytes += cur.bytes
@@ -343,20 +345,22 @@ func (pl *planner) times(rel string, up *upperEntry, cur *wsEntry) {
 }
 
 // remove plans the removal of the workspace's entry at rel and all below it, but for
-// what must stay (and the directories that hold it).
-func (pl *planner) remove(rel string, e *wsEntry) {
+// what must stay (and the directories that hold it). It says whether rel itself
+// goes.
+func (pl *planner) remove(rel string, e *wsEntry) bool {
 	if why := pl.keepReason(rel, e); why != "" {
 		pl.refuse(rel, why)
-		return
+		return false
 	}
 	if e.kind == kindDir && pl.keptBelow(rel, e) {
 		for _, name := range sortedNames(e.children) {
 			pl.remove(join(rel, name), e.children[name])
 		}
-		return
+		return false
 	}
 	pl.p.ops = append(pl.p.ops, op{Kind: opRemove, Rel: rel, OldIno: e.ino, OldKind: e.kind, OldMode: e.mode})
 	pl.removed(rel, e)
+	return true
 }
 
 // removed counts every path of a removed tree.

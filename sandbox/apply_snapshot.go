@@ -38,7 +38,9 @@ func readUpperDir(fd int, e *upperEntry, buf []byte, depth int) error {
 			if err != nil {
 				return fmt.Errorf("the write layer's %s: %w", de.name, err)
 			}
-			c.opaque = opaqueDir(cfd)
+			// Below an opaque directory nothing has a lower layer: overlayfs marks only
+			// the top one, and each below replaces its workspace namesake whole too.
+			c.opaque = e.opaque || opaqueDir(cfd)
 			err = readUpperDir(cfd, c, buf, depth+1)
 			unix.Close(cfd)
 			if err != nil {

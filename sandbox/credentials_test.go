@@ -85,6 +85,18 @@ func TestCredentialStoresAreClosed(t *testing.T) {
 		}
 		f.Close()
 	}
+	// Through a symlink of a credential file's name, to a file of another name.
+	os.MkdirAll(filepath.Join(s.Workspace, "conf"), 0o755)
+	os.WriteFile(filepath.Join(s.Workspace, "conf", "npm-settings"), []byte("//r/:_authToken=sk-live-linked\n"), 0o600)
+	os.MkdirAll(filepath.Join(s.Workspace, "app"), 0o755)
+	os.Symlink("../conf/npm-settings", filepath.Join(s.Workspace, "app", ".npmrc"))
+	if res := run(t, s, "cat app/.npmrc conf/npm-settings; true"); strings.Contains(res.Stdout, "sk-live") {
+		t.Fatalf("a credential file reached through a symlink was readable: %s", res.Stdout)
+	}
+	if f, _, err := ws.Open("app/.npmrc"); err == nil {
+		f.Close()
+		t.Fatal("the file tools opened a credential file through a symlink")
+	}
 	// A token added to a settled directory's .npmrc later is closed too.
 	os.WriteFile(filepath.Join(s.Workspace, "web/.npmrc"), []byte("//r/:_authToken=sk-live-later\n"), 0o644)
 	if res := run(t, s, "cat web/.npmrc; true"); strings.Contains(res.Stdout, "sk-live") {

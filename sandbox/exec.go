@@ -180,6 +180,11 @@ func (r *Result) Applied() ([]string, error) {
 	if r == nil || r.staged == nil {
 		return nil, nil
 	}
+	r.staged.mu.Lock()
+	defer r.staged.mu.Unlock()
+	if r.staged.settled {
+		return nil, errors.New("the apply was settled: its journal is gone")
+	}
 	_, ops, _, err := readJournal(int(r.staged.dir.Fd()))
 	if errors.Is(err, errNoJournal) {
 		return nil, nil

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path"
 	"path/filepath"
@@ -64,7 +65,8 @@ type cachedDir struct {
 	subdirs []string // names of the directories walked into
 	// credentialFiles are files denied only when they hold credentials
 	// (policy.CredentialFile): read again every time, since their content changes
-	// without their directory's.
+	// without their directory's — through a symlink of that name too, whose target
+	// is masked then.
 	credentialFiles []string
 }
 
@@ -169,7 +171,7 @@ func (c *MaskCache) scan(root int, rel string, buf []byte, out *[]Mask, seen map
 					continue // read-only, all of it
 				}
 			}
-			if e.regular && policy.CredentialFile(e.name) {
+			if !e.dir && policy.CredentialFile(e.name) {
 				d.credentialFiles = append(d.credentialFiles, e.name)
 				continue
 			}
@@ -209,8 +211,8 @@ func (c *MaskCache) scan(root int, rel string, buf []byte, out *[]Mask, seen map
 func (c *MaskCache) descend(root int, rel string, d cachedDir, buf []byte, out *[]Mask, seen map[string]bool) error {
 	*out = append(*out, d.masks...)
 	for _, name := range d.credentialFiles {
-		r := path.Join(rel, name)
-		if holdsCredentials(root, r) != "" {
+		r := credentialTarget(root, path.Join(rel, name))
+		if r != "" && holdsCredentials(root, r, name) != "" {
 			*out = append(*out, Mask{r, maskFile})
 		}
 	}
@@ -257,6 +259,9 @@ func withLinks(dir string, masks []Mask) ([]Mask, error) {
 	}
 	var walk func(rel string) error
 	walk = func(rel string) error {
+		if rel == stagingDirName {
+			return nil // turnlog's own: masked whole
+		}
 		fd, err := unix.Open(filepath.Join(dir, rel), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
 		if err != nil {
 			return nil
@@ -289,10 +294,11 @@ func withLinks(dir string, masks []Mask) ([]Mask, error) {
 // credentialHead is how much of a credential file is read for its credentials.
 const credentialHead = 64 << 10
 
-// holdsCredentials says why the file rel (below root) holds credentials, or "": it
-// is a credential file (policy.CredentialFile) whose content says so. One that
-// cannot be read is taken to: it cannot be shown either.
-func holdsCredentials(root int, rel string) string {
+// holdsCredentials says why the file rel (below root) holds credentials, or "": its
+// content says so by the rules of the credential file name (policy.CredentialFile)
+// it is, or is reached as. One that cannot be read is taken to: it cannot be shown
+// either.
+func holdsCredentials(root int, rel, name string) string {
 	fd, err := unix.Openat(root, rel, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if err != nil {
 		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ELOOP) {
@@ -301,7 +307,7 @@ func holdsCredentials(root int, rel string) string {
 		return "may hold credentials (unreadable: " + err.Error() + ")"
 	}
 	defer unix.Close(fd)
-	return contentCredentials(fd, path.Base(rel))
+	return contentCredentials(fd, name)
 }
 
 // contentCredentials is holdsCredentials for an open file.
@@ -312,4 +318,30 @@ func contentCredentials(fd int, name string) string {
 		return "may hold credentials (unreadable: " + err.Error() + ")"
 	}
 	return policy.HoldsCredentials(name, buf[:max(n, 0)])
+}
+
+// credentialTarget is the credential file rel (below root) itself, or, when it is a
+// symlink, the file it resolves to inside the workspace ("" when outside, or
+// nowhere: the sandbox shows nothing outside anyway).
+func credentialTarget(root int, rel string) string {
+	var st unix.Stat_t
+	if unix.Fstatat(root, rel, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
+		return ""
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFLNK {
+		return rel
+	}
+	top, err := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", root))
+	if err != nil {
+		return ""
+	}
+	real, err := filepath.EvalSymlinks(filepath.Join(top, rel))
+	if err != nil {
+		return ""
+	}
+	in, ok := within(top, real)
+	if !ok {
+		return ""
+	}
+	return filepath.ToSlash(in)
 }

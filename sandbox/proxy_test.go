@@ -241,12 +241,12 @@ func TestAProxiedCommandLeavesOtherProcessesAlone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { server.Process.Kill(); server.Wait() }()
 	exited := make(chan struct{})
 	go func() { server.Wait(); close(exited) }()
+	defer func() { server.Process.Kill(); <-exited }()
 	proxied := s
 	proxied.AllowHost = func(context.Context, string) error { return errors.New("nothing allowed") }
-	for range 20 {
+	for range 10 {
 		if _, err := sandbox.Run(context.Background(), proxied, "true"); err != nil {
 			t.Fatal(err)
 		}

@@ -180,14 +180,13 @@ func (s *staging) settle(recorded bool) error {
 		return nil
 	}
 	s.settled = true
-	var err error
 	if !recorded {
-		err = s.rollback()
+		if err := s.rollback(); err != nil {
+			s.close() // its lock let go: the next apply or start tries again
+			return err
+		}
 	}
-	if err == nil {
-		err = s.discard()
-	}
-	return err
+	return s.discard()
 }
 
 // rollback takes the apply back under the workspace's lock; the journal goes once
@@ -216,6 +215,12 @@ func (s *staging) rollback() error {
 // background.
 func (s *staging) discard() error {
 	own, name := int(s.own.Fd()), applyPrefix+s.id
+	// The journal first: a crash in the middle leaves nothing a recovery would take
+	// for an apply to take back with half of what it replaced.
+	if err := unix.Unlinkat(int(s.dir.Fd()), journalName, 0); err != nil && !errors.Is(err, unix.ENOENT) {
+		s.close()
+		return err
+	}
 	if s.moved < bigStaging {
 		err := removeTree(own, name)
 		s.close()

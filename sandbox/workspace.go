@@ -199,9 +199,12 @@ func (w *Workspace) checkOpened(f *os.File, p string, check func(string) (string
 	if err != nil {
 		return err
 	}
-	if fi.Mode().IsRegular() && policy.CredentialFile(filepath.Base(rel)) {
-		if why := contentCredentials(int(f.Fd()), filepath.Base(rel)); why != "" {
-			return &PathError{Path: p, Reason: why + ", which no tool reads"}
+	// By the name asked for too: a credential file's name as a symlink to another.
+	for _, name := range []string{filepath.Base(rel), filepath.Base(p)} {
+		if fi.Mode().IsRegular() && policy.CredentialFile(name) {
+			if why := contentCredentials(int(f.Fd()), name); why != "" {
+				return &PathError{Path: p, Reason: why + ", which no tool reads"}
+			}
 		}
 	}
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok && fi.Mode().IsRegular() && st.Nlink > 1 {
@@ -245,7 +248,7 @@ func (w *Workspace) credentials(rel string) string {
 		return ""
 	}
 	defer unix.Close(fd)
-	return holdsCredentials(fd, rel)
+	return holdsCredentials(fd, rel, filepath.Base(rel))
 }
 
 // MkdirAll makes the directories of a path inside the workspace, checked as a path
