@@ -78,7 +78,13 @@ func applyLayers(l *layers, spec Spec) (helperReport, error) {
 		return rep, failed(&rep, err)
 	}
 	defer j.Close()
-	x := &executor{id: l.stagingID, ws: dirChain{root: wsfd}, upper: dirChain{root: upfd}, stage: stage, afterOp: l.afterOp}
+	prog, err := openProgress(stage)
+	if err != nil {
+		unix.Unlinkat(stage, journalName, 0) // no step ran
+		return rep, failed(&rep, err)
+	}
+	defer prog.Close()
+	x := &executor{id: l.stagingID, ws: dirChain{root: wsfd}, upper: dirChain{root: upfd}, stage: stage, progress: prog, afterOp: l.afterOp}
 	mask := unix.Umask(0) // entries are made with the plan's modes as they are
 	err = x.run(p.ops)
 	unix.Umask(mask)
@@ -90,9 +96,13 @@ func applyLayers(l *layers, spec Spec) (helperReport, error) {
 		}
 	}
 	if err != nil {
-		if rerr := rollback(wsfd, stage, l.stagingID, p.ops); rerr != nil {
-			err = fmt.Errorf("%w; taking back what was applied failed too (turnlog takes it back at its next start): %v", err, rerr)
-		} else {
+		conflicts, rerr := rollback(wsfd, stage, l.stagingID, p.ops)
+		switch {
+		case rerr != nil:
+			err = fmt.Errorf("%w; taking back what was applied failed too (turnlog tries again): %v", err, rerr)
+		case len(conflicts) > 0:
+			err = fmt.Errorf("%w; what was applied was taken back but for %d paths changed since (turnlog keeps what it replaced there)", err, len(conflicts))
+		default:
 			unix.Unlinkat(stage, journalName, 0) // taken back: nothing is left to recover
 		}
 		return rep, failed(&rep, err)

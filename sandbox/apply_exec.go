@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 	"unsafe"
@@ -96,6 +97,9 @@ type executor struct {
 	ws, upper dirChain
 	stage     int
 	buf       []byte
+	// progress hears, after each step, its index and the inode of what it placed
+	// (a rollback removes only what is still that): see apply_journal.go.
+	progress *os.File
 	// afterOp, set by tests, runs before the first step and after each, with the
 	// number of steps done and of all.
 	afterOp func(done, all int)
@@ -107,8 +111,15 @@ func (x *executor) run(ops []op) error {
 		x.afterOp(0, len(ops))
 	}
 	for i := range ops {
-		if err := x.do(i, &ops[i]); err != nil {
+		placed, err := x.do(i, &ops[i])
+		if err != nil {
 			return fmt.Errorf("%s: %w", ops[i].Rel, err)
+		}
+		if x.progress != nil {
+			// A write, not a sync: what a kill -9 must not lose is in the page cache.
+			if _, err := x.progress.WriteString(strconv.Itoa(i) + " " + strconv.FormatUint(placed, 10) + "\n"); err != nil {
+				return fmt.Errorf("the apply's progress: %w", err)
+			}
 		}
 		if x.afterOp != nil {
 			x.afterOp(i+1, len(ops))
@@ -117,65 +128,82 @@ func (x *executor) run(ops []op) error {
 	return nil
 }
 
-func (x *executor) do(i int, o *op) error {
+// do carries op i out; it returns the inode of what it placed (0: it placed
+// nothing).
+func (x *executor) do(i int, o *op) (uint64, error) {
 	dir, name := splitRel(o.Rel)
 	fd, err := x.ws.open(dir)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	switch o.Kind {
 	case opRemove:
 		x.ws.forget(o.Rel)
-		return unix.Renameat(fd, name, x.stage, stagedName(i))
+		return 0, unix.Renameat(fd, name, x.stage, stagedName(i))
 	case opMkdir:
 		if err := unix.Mkdirat(fd, name, o.Mode&0o777); err != nil {
-			return err
-		}
-		if o.UID == 0 && o.GID == 0 && o.Mode&0o7000 == 0 {
-			return nil // made as it should be
+			return 0, err
 		}
 		d, err := unix.Openat(fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		defer unix.Close(d)
-		if err := unix.Fchown(d, int(o.UID), int(o.GID)); err != nil {
-			return fmt.Errorf("chown: %w", err)
+		if o.UID != 0 || o.GID != 0 || o.Mode&0o7000 != 0 { // else made as it should be
+			if err := unix.Fchown(d, int(o.UID), int(o.GID)); err != nil {
+				return 0, fmt.Errorf("chown: %w", err)
+			}
+			if err := unix.Fchmod(d, o.Mode); err != nil {
+				return 0, err
+			}
 		}
-		return unix.Fchmod(d, o.Mode)
+		return inodeOf(d)
 	case opChmod:
 		d, err := unix.Openat(fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		defer unix.Close(d)
-		return unix.Fchmod(d, o.Mode)
+		return 0, unix.Fchmod(d, o.Mode)
 	case opTimes:
-		return unix.UtimesNanoAt(fd, name, []unix.Timespec{{Nsec: unix.UTIME_OMIT}, {Sec: o.MtimeSec, Nsec: o.MtimeNs}}, unix.AT_SYMLINK_NOFOLLOW)
+		return 0, unix.UtimesNanoAt(fd, name, []unix.Timespec{{Nsec: unix.UTIME_OMIT}, {Sec: o.MtimeSec, Nsec: o.MtimeNs}}, unix.AT_SYMLINK_NOFOLLOW)
 	case opPut:
 		if o.OldIno == 0 {
 			// Nothing is replaced: written where it goes (O_EXCL), which a rollback
 			// removes as it would have the temporary.
 			return x.writeFile(fd, dir, name, name, o)
 		}
-		if err := x.writeFile(fd, dir, name, tempName(x.id, i), o); err != nil {
-			return err
+		ino, err := x.writeFile(fd, dir, name, tempName(x.id, i), o)
+		if err != nil {
+			return 0, err
 		}
+		return ino, x.place(fd, name, i, o)
 	case opSymlink:
 		tmp := tempName(x.id, i)
 		if err := unix.Symlinkat(o.Target, fd, tmp); err != nil {
-			return err
+			return 0, err
 		}
 		if err := unix.Fchownat(fd, tmp, int(o.UID), int(o.GID), unix.AT_SYMLINK_NOFOLLOW); err != nil {
-			return fmt.Errorf("chown: %w", err)
+			return 0, fmt.Errorf("chown: %w", err)
 		}
 		if err := unix.UtimesNanoAt(fd, tmp, []unix.Timespec{{Nsec: unix.UTIME_OMIT}, {Sec: o.MtimeSec, Nsec: o.MtimeNs}}, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-			return err
+			return 0, err
 		}
-	default:
-		return fmt.Errorf("unknown step %d", o.Kind)
+		st, ok := lstatAt(fd, tmp)
+		if !ok {
+			return 0, fmt.Errorf("the link just made is gone")
+		}
+		return st.Ino, x.place(fd, name, i, o)
 	}
-	return x.place(fd, name, i, o)
+	return 0, fmt.Errorf("unknown step %d", o.Kind)
+}
+
+func inodeOf(fd int) (uint64, error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return 0, err
+	}
+	return st.Ino, nil
 }
 
 // place moves op i's temporary to its name: in one rename where nothing was, else
@@ -195,21 +223,24 @@ func (x *executor) place(fd int, name string, i int, o *op) error {
 // fd (a temporary, or its place when it replaces nothing): its content (holes kept
 // holes), owner, mode and modification time. The helper's umask is 0 while it
 // applies, so the file is made with its mode.
-func (x *executor) writeFile(fd int, dir, name, dst string, o *op) error {
+func (x *executor) writeFile(fd int, dir, name, dst string, o *op) (uint64, error) {
 	ufd, err := x.upper.open(dir)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	src, err := unix.Openat(ufd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer unix.Close(src)
 	out, err := unix.Openat(fd, dst, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, o.Mode)
 	if err != nil {
-		return err
+		return 0, err
 	}
-	err = x.copyContent(out, src, o.Size, o.Sparse)
+	ino, err := inodeOf(out)
+	if err == nil {
+		err = x.copyContent(out, src, o.Size, o.Sparse)
+	}
 	if err == nil && (o.UID != 0 || o.GID != 0) { // the helper, root, made it root's
 		if err = unix.Fchown(out, int(o.UID), int(o.GID)); err != nil {
 			err = fmt.Errorf("chown: %w", err)
@@ -221,7 +252,7 @@ func (x *executor) writeFile(fd int, dir, name, dst string, o *op) error {
 	if cerr := unix.Close(out); err == nil {
 		err = cerr
 	}
-	return err
+	return ino, err
 }
 
 // futimens sets an open file's times (utimensat with no path).

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sort"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -110,85 +111,186 @@ func readJournal(stage int) (journalHeader, []op, bool, error) {
 	return h, ops, string(rest) == journalComplete, nil
 }
 
-// rollback undoes the plan's steps in the workspace (its root's descriptor), newest
-// first, moving back what they moved to the staging directory. A step whose place
-// something else took since is left undone and named in the error.
-func rollback(wsRoot, stage int, id string, ops []op) error {
+// progressName is the file the executor appends a line to after each step: its
+// index and the inode of what it placed. A rollback takes back only the steps it
+// names, and the one after (which may have run in part); it removes only an entry
+// that is still what the step placed.
+const progressName = "progress"
+
+// openProgress makes the apply's progress file in the staging directory.
+func openProgress(stage int) (*os.File, error) {
+	fd, err := unix.Openat(stage, progressName, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_APPEND|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("the apply's progress: %w", err)
+	}
+	return os.NewFile(uintptr(fd), progressName), nil
+}
+
+// readProgress says how many steps ran to their end (the first so many), and the
+// inode each placed.
+func readProgress(stage int) (int, []uint64) {
+	fd, err := unix.Openat(stage, progressName, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return 0, nil
+	}
+	f := os.NewFile(uintptr(fd), progressName)
+	defer f.Close()
+	var placed []uint64
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var i int
+		var ino uint64
+		if n, _ := fmt.Sscan(sc.Text(), &i, &ino); n != 2 || i != len(placed) {
+			break // a line cut short by a kill: that step counts as not ended
+		}
+		placed = append(placed, ino)
+	}
+	return len(placed), placed
+}
+
+// rollback takes the plan's steps back in the workspace (its root's descriptor),
+// newest first, moving back what they moved to the staging directory: the steps
+// the progress file says ended, and the one after, which may have run in part. A
+// step whose place something else took since is left as it is — what it had moved
+// aside stays in the staging directory — and named among the conflicts; err is
+// what could not be done for another reason.
+func rollback(wsRoot, stage int, id string, ops []op) (conflicts []string, err error) {
+	done, placed := readProgress(stage)
 	ws := dirChain{root: wsRoot}
 	defer ws.close()
 	var errs []error
-	for i := len(ops) - 1; i >= 0; i-- {
-		if err := undo(&ws, stage, id, i, &ops[i]); err != nil {
+	for i := min(done, len(ops)-1); i >= 0; i-- {
+		var ino uint64
+		if i < done {
+			ino = placed[i]
+		}
+		conflict, err := undo(&ws, stage, id, i, &ops[i], i < done, ino)
+		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", ops[i].Rel, err))
 		}
+		if conflict != "" {
+			conflicts = append(conflicts, ops[i].Rel+": "+conflict)
+		}
 	}
-	return errors.Join(errs...)
+	return conflicts, errors.Join(errs...)
 }
 
-func undo(ws *dirChain, stage int, id string, i int, o *op) error {
+// undo takes op i back: one that ended (placed: the inode of what it placed), or
+// the one that may have run in part, found out by the state it left.
+func undo(ws *dirChain, stage int, id string, i int, o *op, ended bool, placed uint64) (conflict string, err error) {
 	dir, name := splitRel(o.Rel)
 	staged, tmp := stagedName(i), tempName(id, i)
 	fd, err := ws.open(dir)
 	if err != nil {
-		if errors.Is(err, unix.ENOENT) && !exists(stage, staged) {
-			return nil // its directory was never made: the step never ran
+		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP) {
+			if !ended && !exists(stage, staged) {
+				return "", nil // its directory is not there: it never ran
+			}
+			return "its directory is not what the apply left there", nil
 		}
-		return err
+		return "", err
 	}
 	switch o.Kind {
 	case opRemove:
 		if !exists(stage, staged) {
-			return nil
+			if ended {
+				return "what it moved aside is gone", nil
+			}
+			return "", nil
 		}
 		ws.forget(o.Rel)
-		return unix.Renameat2(stage, staged, fd, name, unix.RENAME_NOREPLACE)
+		if err := unix.Renameat2(stage, staged, fd, name, unix.RENAME_NOREPLACE); errors.Is(err, unix.EEXIST) {
+			return "something else is there now", nil
+		} else if err != nil {
+			return "", err
+		}
+		return "", nil
 	case opMkdir:
-		ws.forget(o.Rel)
-		if err := unix.Unlinkat(fd, name, unix.AT_REMOVEDIR); err != nil && !errors.Is(err, unix.ENOENT) {
-			return err
+		st, there := lstatAt(fd, name)
+		if !there || ended && st.Ino != placed {
+			if ended && there {
+				return "something else is there now", nil
+			}
+			return "", nil
 		}
-		return nil
+		ws.forget(o.Rel)
+		if err := unix.Unlinkat(fd, name, unix.AT_REMOVEDIR); errors.Is(err, unix.ENOTEMPTY) || errors.Is(err, unix.EEXIST) {
+			return "something was put in the directory since", nil
+		} else if err != nil && !errors.Is(err, unix.ENOENT) && !errors.Is(err, unix.ENOTDIR) {
+			return "", err
+		}
+		return "", nil
 	case opChmod:
 		if st, ok := lstatAt(fd, name); ok && st.Ino == o.OldIno {
 			d, err := unix.Openat(fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 			if err != nil {
-				return err
+				return "", err
 			}
 			defer unix.Close(d)
-			return unix.Fchmod(d, o.OldMode)
+			return "", unix.Fchmod(d, o.OldMode)
 		}
-		return nil
+		return "", nil
 	case opTimes:
 		if st, ok := lstatAt(fd, name); ok && o.OldIno != 0 && st.Ino == o.OldIno {
-			return unix.UtimesNanoAt(fd, name, []unix.Timespec{{Nsec: unix.UTIME_OMIT}, {Sec: o.OldSec, Nsec: o.OldNs}}, unix.AT_SYMLINK_NOFOLLOW)
+			return "", unix.UtimesNanoAt(fd, name, []unix.Timespec{{Nsec: unix.UTIME_OMIT}, {Sec: o.OldSec, Nsec: o.OldNs}}, unix.AT_SYMLINK_NOFOLLOW)
 		}
-		return nil
+		return "", nil
 	case opPut, opSymlink:
-		switch {
-		case exists(stage, staged): // done: what it replaced is in the staging directory
-			if err := unix.Unlinkat(fd, name, 0); err != nil && !errors.Is(err, unix.ENOENT) {
-				return err
-			}
-			return unix.Renameat2(stage, staged, fd, name, unix.RENAME_NOREPLACE)
-		case o.OldIno != 0:
-			if st, ok := lstatAt(fd, name); ok && st.Ino == o.OldIno { // not yet exchanged
-				return removeIfThere(fd, tmp)
-			}
-			if st, ok := lstatAt(fd, tmp); ok && st.Ino == o.OldIno { // exchanged, not yet moved
-				if err := unix.Renameat2(fd, tmp, fd, name, unix.RENAME_EXCHANGE); err != nil {
-					return err
-				}
-				return removeIfThere(fd, tmp)
-			}
-			return errors.New("what the apply replaced there is gone")
-		default:
-			if _, ok := lstatAt(fd, tmp); ok { // not yet placed
-				return removeIfThere(fd, tmp)
-			}
-			return removeIfThere(fd, name)
+		if ended {
+			return undoPlaced(fd, stage, name, staged, o, placed)
+		}
+		return undoPart(fd, stage, name, staged, tmp, o)
+	}
+	return "", fmt.Errorf("unknown step %d", o.Kind)
+}
+
+// undoPlaced takes back a put or link that ended: what it placed goes, if it is
+// still there, and what it replaced comes back.
+func undoPlaced(fd, stage int, name, staged string, o *op, placed uint64) (string, error) {
+	if st, ok := lstatAt(fd, name); ok {
+		if st.Ino != placed {
+			return "something else is there now", nil
+		}
+		if err := removeIfThere(fd, name); err != nil {
+			return "", err
 		}
 	}
-	return fmt.Errorf("unknown step %d", o.Kind)
+	if o.OldIno == 0 {
+		return "", nil
+	}
+	if !exists(stage, staged) {
+		return "what it replaced is gone from the staging directory", nil
+	}
+	return "", unix.Renameat2(stage, staged, fd, name, unix.RENAME_NOREPLACE)
+}
+
+// undoPart takes back a put or link that may have run in part, by the state it
+// left: its temporary made, exchanged, or moved on.
+func undoPart(fd, stage int, name, staged, tmp string, o *op) (string, error) {
+	switch {
+	case exists(stage, staged): // done: what it replaced is in the staging directory
+		if err := removeIfThere(fd, name); err != nil {
+			return "", err
+		}
+		return "", unix.Renameat2(stage, staged, fd, name, unix.RENAME_NOREPLACE)
+	case o.OldIno != 0:
+		if st, ok := lstatAt(fd, name); ok && st.Ino == o.OldIno { // not yet exchanged
+			return "", removeIfThere(fd, tmp)
+		}
+		if st, ok := lstatAt(fd, tmp); ok && st.Ino == o.OldIno { // exchanged, not yet moved
+			if err := unix.Renameat2(fd, tmp, fd, name, unix.RENAME_EXCHANGE); err != nil {
+				return "", err
+			}
+			return "", removeIfThere(fd, tmp)
+		}
+		return "what the apply replaced there is gone", nil
+	default:
+		if _, ok := lstatAt(fd, tmp); ok { // not yet placed
+			return "", removeIfThere(fd, tmp)
+		}
+		// Written where it goes, by this very step, under the workspace's lock.
+		return "", removeIfThere(fd, name)
+	}
 }
 
 func exists(dir int, name string) bool {
@@ -265,6 +367,12 @@ func recoverApplies(wsRoot int, recorded Recorded) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Newest first: a later apply's steps are taken back before an earlier one's.
+	ctime := func(name string) int64 {
+		st, _ := lstatAt(own, name)
+		return st.Ctim.Sec*1e9 + st.Ctim.Nsec
+	}
+	sort.SliceStable(ents, func(i, j int) bool { return ctime(ents[i].name) > ctime(ents[j].name) })
 	var did []string
 	var errs []error
 	for _, e := range ents {
@@ -311,10 +419,25 @@ func recoverOne(wsRoot, own int, name string, recorded Recorded) (string, error)
 			return fmt.Sprintf("kept the finished apply %s (%d steps): its result was recorded", h.ID, len(ops)), renameTrash(own, name, h.ID)
 		}
 	}
-	if err := rollback(wsRoot, fd, h.ID, ops); err != nil {
+	conflicts, err := rollback(wsRoot, fd, h.ID, ops)
+	if err != nil {
 		return "", fmt.Errorf("taking back the apply %s: %w", h.ID, err)
 	}
+	if len(conflicts) > 0 {
+		return fmt.Sprintf("took back the apply %s but for %d paths changed since (%s); what it had replaced there is kept in %s/%s%s",
+			h.ID, len(conflicts), strings.Join(conflicts[:min(len(conflicts), 5)], "; "), stagingDirName, leftPrefix, h.ID), keepLeft(own, name, h.ID)
+	}
 	return fmt.Sprintf("took back the apply %s (%d steps), which did not finish or whose result was not recorded", h.ID, len(ops)), removeTree(own, name)
+}
+
+// leftPrefix names what a rollback could not put back: kept for a person, never
+// recovered again.
+const leftPrefix = "left-"
+
+// keepLeft sets a taken-back apply's staging directory aside as left-<id>.
+func keepLeft(own int, name, id string) error {
+	unix.Unlinkat(own, name+"/"+journalName, 0)
+	return unix.Renameat(own, name, own, leftPrefix+id)
 }
 
 func renameTrash(own int, name, id string) error {

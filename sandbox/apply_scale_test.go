@@ -147,8 +147,9 @@ func TestAFailedStepTakesTheWholeApplyBack(t *testing.T) {
 	}
 	os.MkdirAll(filepath.Join(s.Workspace, "gone"), 0o755)
 	os.WriteFile(filepath.Join(s.Workspace, "gone", "x"), []byte("before"), 0o644)
+	os.WriteFile(filepath.Join(s.Workspace, "zzz"), []byte("a file, made a directory by steps after the one that fails"), 0o644)
 	before := digest(t, s.Workspace)
-	res := run(t, s, "rm -rf gone; for f in f*; do head -c 4096 /dev/zero > $f; done; head -c 600000 /dev/zero > zz-big")
+	res := run(t, s, "rm -rf gone; for f in f*; do head -c 4096 /dev/zero > $f; done; head -c 600000 /dev/zero > zz-big; rm zzz; mkdir zzz; echo y > zzz/c")
 	if got := digest(t, s.Workspace); got != before {
 		t.Fatalf("the workspace changed though the apply failed: %+v", res.Changes)
 	}
@@ -276,5 +277,43 @@ func TestATimeoutNeverCutsAnApplyShort(t *testing.T) {
 		if raw, err := os.ReadFile(filepath.Join(s.Workspace, fmt.Sprintf("f%d", i))); err != nil || string(raw) != fmt.Sprintf("%d\n", i) {
 			t.Fatalf("f%d: %q %v (%+v)", i, raw, err, res.Changes)
 		}
+	}
+}
+
+// TestARollbackNeverUndoesALaterChange: an apply kept for its result that is then
+// taken back (its result never reached the log) puts back what it replaced only
+// where nothing changed since: a later command's change of the same file stays,
+// and what the first replaced there is kept aside in .turnlog/left-<id>.
+func TestARollbackNeverUndoesALaterChange(t *testing.T) {
+	t.Parallel()
+	s, _ := spec(t)
+	os.WriteFile(filepath.Join(s.Workspace, "f"), []byte("original\n"), 0o644)
+	os.WriteFile(filepath.Join(s.Workspace, "g"), []byte("original\n"), 0o644)
+	first := s
+	first.SettleLater = true
+	a := run(t, first, "echo first > f; echo first > g")
+	run(t, s, "echo second > f")
+	if err := a.Settle(false); err != nil {
+		t.Fatal(err)
+	}
+	if raw, _ := os.ReadFile(filepath.Join(s.Workspace, "f")); string(raw) != "second\n" {
+		t.Fatalf("taking the first apply back undid the second's change: f is %q", raw)
+	}
+	if raw, _ := os.ReadFile(filepath.Join(s.Workspace, "g")); string(raw) != "original\n" {
+		t.Fatalf("g was not taken back: %q", raw)
+	}
+	left, _ := filepath.Glob(filepath.Join(s.Workspace, ".turnlog", "left-*"))
+	if len(left) != 1 {
+		t.Fatalf("what could not be put back was not kept: %v", left)
+	}
+	found := false
+	filepath.WalkDir(left[0], func(p string, d fs.DirEntry, err error) error {
+		if raw, _ := os.ReadFile(p); err == nil && !d.IsDir() && string(raw) == "original\n" {
+			found = true
+		}
+		return nil
+	})
+	if !found {
+		t.Fatalf("f's original content is not in %s", left[0])
 	}
 }

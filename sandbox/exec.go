@@ -464,12 +464,22 @@ func (res *Result) keep(st *staging, later bool) error {
 		st.settle(false)
 		return err
 	case applied && !complete:
-		if err := st.rollback(); err != nil {
-			st.close() // left for the next start (or apply) to take back
-			res.Changes = &Changes{Failed: "the helper ended in the middle of applying the command's changes, and taking them back failed (turnlog takes them back at its next start): " + err.Error()}
-			return nil
+		why := "the helper ended in the middle of applying the command's changes"
+		if res.Changes != nil && res.Changes.Failed != "" {
+			why = res.Changes.Failed // the helper's own account
 		}
-		res.Changes = &Changes{Failed: "nothing was applied: the helper ended in the middle of applying the command's changes; what it had applied was taken back"}
+		conflicts, err := st.rollback()
+		switch {
+		case err != nil:
+			st.close() // left for the next start (or apply) to take back
+			res.Changes = &Changes{Failed: why + "; taking what was applied back failed (turnlog tries again at its next start): " + err.Error()}
+			return nil
+		case len(conflicts) > 0:
+			res.Changes = &Changes{Failed: fmt.Sprintf("%s; what was applied was taken back but for %d paths changed since, whose earlier content is kept in %s/%s%s: %s",
+				why, len(conflicts), stagingDirName, leftPrefix, st.id, strings.Join(conflicts[:min(len(conflicts), 5)], "; "))}
+		default:
+			res.Changes = &Changes{Failed: "nothing was applied: " + strings.TrimPrefix(why, "nothing was applied: ") + "; what had been applied was taken back"}
+		}
 		return st.settle(true)
 	case applied && later:
 		res.staged = st

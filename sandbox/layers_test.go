@@ -331,3 +331,23 @@ func TestAppliedModesAreNeverMoreOpen(t *testing.T) {
 		t.Fatalf("lowered modes reported: %+v", res.Changes)
 	}
 }
+
+// TestARebuiltTreeKeepsNothingOfTheOld: a tree removed and made again (rm -rf d &&
+// mkdir -p d/x) holds afterwards only what the command put in it, at every depth.
+func TestARebuiltTreeKeepsNothingOfTheOld(t *testing.T) {
+	t.Parallel()
+	s, _ := spec(t)
+	os.MkdirAll(filepath.Join(s.Workspace, "d", "x", "y"), 0o755)
+	for _, rel := range []string{"d/top", "d/x/stale", "d/x/y/deeper"} {
+		os.WriteFile(filepath.Join(s.Workspace, rel), []byte("old"), 0o644)
+	}
+	run(t, s, "rm -rf d && mkdir -p d/x/y && echo new > d/x/new")
+	for _, rel := range []string{"d/top", "d/x/stale", "d/x/y/deeper"} {
+		if _, err := os.Lstat(filepath.Join(s.Workspace, rel)); err == nil {
+			t.Errorf("%s came back", rel)
+		}
+	}
+	if raw, _ := os.ReadFile(filepath.Join(s.Workspace, "d/x/new")); string(raw) != "new\n" {
+		t.Fatalf("d/x/new: %q", raw)
+	}
+}

@@ -181,7 +181,7 @@ func (s *staging) settle(recorded bool) error {
 	}
 	s.settled = true
 	if !recorded {
-		if err := s.rollback(); err != nil {
+		if _, err := s.rollback(); err != nil {
 			s.close() // its lock let go: the next apply or start tries again
 			return err
 		}
@@ -190,24 +190,29 @@ func (s *staging) settle(recorded bool) error {
 }
 
 // rollback takes the apply back under the workspace's lock; the journal goes once
-// it is.
-func (s *staging) rollback() error {
+// it is. What could not be put back, because its place changed since, is kept as
+// .turnlog/left-<id> (its conflicts are returned).
+func (s *staging) rollback() ([]string, error) {
 	h, ops, _, err := readJournal(int(s.dir.Fd()))
 	if errors.Is(err, errNoJournal) {
-		return nil
+		return nil, nil
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
 	unlock, err := lockDir(s.ws.Name())
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer unlock()
-	if err := rollback(int(s.ws.Fd()), int(s.dir.Fd()), h.ID, ops); err != nil {
-		return err
+	conflicts, err := rollback(int(s.ws.Fd()), int(s.dir.Fd()), h.ID, ops)
+	if err != nil {
+		return nil, err
 	}
-	return unix.Unlinkat(int(s.dir.Fd()), journalName, 0)
+	if len(conflicts) > 0 {
+		return conflicts, keepLeft(int(s.own.Fd()), applyPrefix+s.id, s.id)
+	}
+	return nil, unix.Unlinkat(int(s.dir.Fd()), journalName, 0)
 }
 
 // discard removes the staging directory: at once when it holds little, else renamed
