@@ -43,7 +43,11 @@ func cmdServe(ctx context.Context, c *cliContext, args []string) error {
 			return events.FieldError(events.CodeInvalid, "TURNLOG_CACHE_SESSIONS", "must be a number of sessions, got %q", v)
 		}
 	}
+	limits := requestLimitFlags(fs)
 	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if err := limits.check(); err != nil {
 		return err
 	}
 	if *cacheSessions < 1 {
@@ -129,7 +133,7 @@ func cmdServe(ctx context.Context, c *cliContext, args []string) error {
 	fmt.Fprintf(c.stderr, "turnlog: serving on http://%s (database %s)\n", ln.Addr(), shownDB(f.db))
 	fmt.Fprintf(c.stderr, "turnlog: the inspector is at http://%s/ui/\n", ln.Addr())
 	if err := tl.Serve(ctx, ln, turnlog.ServeOptions{Keys: keys, AdminKeys: admins, Dev: *dev, Logger: c.logger, PublicURL: *publicURL,
-		ShutdownGrace: *grace}); err != nil {
+		ShutdownGrace: *grace, BodyLimit: limits.body, Limits: &limits.json}); err != nil {
 		return err
 	}
 	fmt.Fprintln(c.stderr, "turnlog: stopped")

@@ -20,6 +20,9 @@ const (
 	CodeToolCallCap        Code = "tool_call_cap_exceeded"
 	CodeLoopDetected       Code = "loop_detected"
 	CodeModelFailed        Code = "model_failed"
+	// CodeInvalidModelOutput: the model answered what turnlog's log cannot keep
+	// (see StoreLimits); nothing of the answer was recorded.
+	CodeInvalidModelOutput Code = "invalid_model_output"
 	CodeCorruptLog         Code = "corrupt_log"
 	CodeSchemaTooNew       Code = "schema_too_new"
 	CodeCanceled           Code = "canceled"
@@ -56,6 +59,21 @@ func (e *Error) Error() string {
 }
 
 func (e *Error) Unwrap() error { return e.Err }
+
+// Public is the message as a client may read it: the field and message, and what
+// a typed cause says, but never the text of an untyped cause (a driver's error, SQL,
+// a path inside turnlog), which stays in Error for the server's log.
+func (e *Error) Public() string {
+	msg := e.Message
+	if e.Field != "" {
+		msg = e.Field + ": " + msg
+	}
+	var inner *Error
+	if e.Err != nil && errors.As(e.Err, &inner) {
+		msg += ": " + inner.Public()
+	}
+	return msg
+}
 
 // Errorf builds an *Error with a formatted message.
 func Errorf(code Code, format string, args ...any) *Error {

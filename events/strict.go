@@ -24,26 +24,9 @@ func CheckStrict(raw []byte, into any) error {
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
-	type frame struct {
-		object    bool
-		t         reflect.Type // the container's type (nil: anything)
-		expectKey bool
-		key       string
-		index     int
-		path      string
-	}
-	var stack []frame
-	// childType is the type of the value about to be read in the top frame.
-	childType := func() (reflect.Type, string) {
-		if len(stack) == 0 {
-			return t, ""
-		}
-		f := &stack[len(stack)-1]
-		if f.object {
-			return fieldType(f.t, f.key), joinPath(f.path, f.key)
-		}
-		return elemType(f.t), f.path + "[" + strconv.Itoa(f.index) + "]"
-	}
+	// The path of the value being read is rendered only for an error, so a deep or
+	// wide document costs no more than its tokens.
+	var stack []strictFrame
 	for {
 		start := dec.InputOffset()
 		tok, err := dec.Token()
@@ -57,28 +40,29 @@ func CheckStrict(raw []byte, into any) error {
 		top := len(stack) - 1
 		if s, ok := tok.(string); ok {
 			isKey := top >= 0 && stack[top].object && stack[top].expectKey
-			where := ""
-			if isKey {
-				where = joinPath(stack[top].path, s)
-			} else {
-				_, where = childType()
-			}
 			if why := badString(segment); why != "" {
-				return FieldError(CodeInvalid, orBody(where), "%s", why)
+				if isKey {
+					return FieldError(CodeInvalid, orBody(joinPath(strictPath(stack[:top]), s)), "%s", why)
+				}
+				return FieldError(CodeInvalid, orBody(strictPath(stack)), "%s", why)
 			}
 			if isKey {
 				f := &stack[top]
 				if exact, folded := fieldNamed(f.t, s); !exact && folded != "" {
-					return FieldError(CodeInvalid, orBody(where), "unknown field %q: field names are case-sensitive (%q is one)", s, folded)
+					return FieldError(CodeInvalid, orBody(joinPath(strictPath(stack[:top]), ShortenForMessage(s, 64))),
+						"unknown field %q: field names are case-sensitive (%q is one)", ShortenForMessage(s, 64), folded)
 				}
-				f.key, f.expectKey = s, false
+				f.key, f.expectKey, f.keyed = s, false, true
 				continue
 			}
 		}
 		switch tok {
 		case json.Delim('{'), json.Delim('['):
-			ct, where := childType()
-			stack = append(stack, frame{object: tok == json.Delim('{'), t: ct, expectKey: true, path: where})
+			ct := t
+			if top >= 0 {
+				ct = stack[top].childType()
+			}
+			stack = append(stack, strictFrame{object: tok == json.Delim('{'), t: ct, expectKey: true})
 			continue
 		case json.Delim('}'), json.Delim(']'):
 			stack = stack[:top]
@@ -92,6 +76,43 @@ func CheckStrict(raw []byte, into any) error {
 			}
 		}
 	}
+}
+
+// strictFrame is one open object or array while CheckStrict reads.
+type strictFrame struct {
+	object    bool
+	t         reflect.Type // the container's type (nil: anything)
+	expectKey bool
+	keyed     bool // key holds the member being read
+	key       string
+	index     int
+}
+
+// childType is the type of the value about to be read in f.
+func (f *strictFrame) childType() reflect.Type {
+	if f.object {
+		return fieldType(f.t, f.key)
+	}
+	return elemType(f.t)
+}
+
+// strictPath renders the path of the value being read in the innermost frame.
+func strictPath(stack []strictFrame) string {
+	var b strings.Builder
+	for _, f := range stack {
+		if !f.object {
+			b.WriteString("[" + strconv.Itoa(f.index) + "]")
+			continue
+		}
+		if !f.keyed {
+			break
+		}
+		if b.Len() > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(ShortenForMessage(f.key, 64))
+	}
+	return b.String()
 }
 
 func orBody(where string) string {

@@ -198,6 +198,9 @@ func (e *Engine) CreateSession(ctx context.Context, app, owner string, metadata 
 
 // canonicalMetadata checks that metadata is a JSON object and canonicalizes it.
 func canonicalMetadata(metadata json.RawMessage) (json.RawMessage, error) {
+	if err := storableJSON("metadata", metadata); err != nil {
+		return nil, err
+	}
 	canon, err := events.Canonicalize(metadata)
 	if err != nil {
 		if ce, ok := err.(*events.CanonicalError); ok {
@@ -385,6 +388,9 @@ func (t *StartedTurn) Wait() (*Result, error) {
 func (e *Engine) StartTurn(ctx context.Context, session, input string) (*StartedTurn, error) {
 	if strings.TrimSpace(input) == "" {
 		return nil, events.FieldError(events.CodeInvalid, "input", "is empty")
+	}
+	if err := storableText("input", input); err != nil {
+		return nil, err
 	}
 	ctx = context.WithoutCancel(ctx)
 	h, unlock, err := e.lock(session)
@@ -611,6 +617,9 @@ func (e *Engine) recoverTurn(ctx context.Context, t projection.Turn) (*Result, e
 func (e *Engine) Cancel(ctx context.Context, session, turn, reason string) (projection.Turn, error) {
 	if reason == "" {
 		reason = DefaultCancelReason
+	}
+	if err := storableText("reason", reason); err != nil {
+		return projection.Turn{}, err
 	}
 	e.mu.Lock()
 	h := e.running[session]

@@ -110,5 +110,9 @@ func (r *run) judge(g Guardrail, path, text string) (string, []events.Event, *Re
 	r.usage = r.usage.Add(resp.Usage)
 	ev := events.MustNew(r.turn, path, &events.ModelCalled{Agent: g.Name, LLM: g.LLM, RequestHash: hash,
 		Parts: events.RequestParts{Items: 1}, NewItems: items, Response: events.ModelResponse{Text: resp.Text}, Usage: resp.Usage})
+	if err := events.StoreLimits.Check(ev.Data); err != nil {
+		return "", nil, &ResultError{Code: events.CodeInvalidModelOutput, Path: path,
+			Message: fmt.Sprintf("judge %s answered what turnlog's log cannot keep: %v", g.Name, err)}
+	}
 	return resp.Text, []events.Event{ev}, nil
 }

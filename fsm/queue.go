@@ -101,6 +101,9 @@ func (e *Engine) Enqueue(ctx context.Context, session, user, input string, inter
 	if strings.TrimSpace(input) == "" {
 		return Queued{}, events.FieldError(events.CodeInvalid, "input", "is empty")
 	}
+	if err := storableText("input", input); err != nil {
+		return Queued{}, err
+	}
 	ctx = context.WithoutCancel(ctx)
 	s, err := e.store.Session(ctx, session)
 	if err != nil {

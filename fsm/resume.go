@@ -33,6 +33,11 @@ func (e *Engine) Resume(ctx context.Context, session, user string, answers map[s
 	if len(answers) == 0 {
 		return nil, events.FieldError(events.CodeInvalid, "resume_map", "is empty")
 	}
+	for id, a := range answers {
+		if err := storableAnswer(id, a); err != nil {
+			return nil, err
+		}
+	}
 	ctx = context.WithoutCancel(ctx)
 	h, unlock, err := e.lock(session)
 	if err != nil {

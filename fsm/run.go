@@ -335,11 +335,16 @@ func (r *run) modelStep() (events.ModelResponse, []events.Event, *ResultError) {
 	r.claimCallIDs(&resp.ModelResponse, true)
 	for i, c := range resp.ToolCalls {
 		canon, err := events.Canonicalize(c.Arguments)
+		if err == nil {
+			err = events.StoreLimits.Check(canon) // the model reads why, as for malformed arguments
+		}
 		if err != nil {
 			canon = events.MustMarshal(map[string]string{"unparsed_arguments": string(c.Arguments)})
 			resp.ToolCalls[i].Invalid = err.Error()
 			if ce := (*events.CanonicalError)(nil); errors.As(err, &ce) {
 				resp.ToolCalls[i].Invalid = ce.Path + ": " + ce.Reason
+			} else if te := (*events.Error)(nil); errors.As(err, &te) {
+				resp.ToolCalls[i].Invalid = "arguments." + te.Error()
 			}
 		}
 		if canon, policy, err = r.app.Policy.transformJSON(TargetToolInput, canon, policy); err != nil {
@@ -349,8 +354,12 @@ func (r *run) modelStep() (events.ModelResponse, []events.Event, *ResultError) {
 	}
 	ev, err := events.New(r.turn, path, &events.ModelCalled{Agent: ag.Name, LLM: ag.LLM, RequestHash: hash,
 		Parts: parts, NewItems: newItems, Response: resp.ModelResponse, Usage: resp.Usage, Policy: mergeMatches(policy)})
+	if err == nil {
+		err = events.StoreLimits.Check(ev.Data)
+	}
 	if err != nil {
-		return events.ModelResponse{}, nil, &ResultError{Code: events.CodeModelFailed, Path: path, Message: err.Error()}
+		return events.ModelResponse{}, nil, &ResultError{Code: events.CodeInvalidModelOutput, Path: path,
+			Message: fmt.Sprintf("model %s answered what turnlog's log cannot keep: %v", ag.LLM, err)}
 	}
 	r.usage = r.usage.Add(resp.Usage)
 	return resp.ModelResponse, append(compacted, ev), nil

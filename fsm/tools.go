@@ -295,7 +295,7 @@ func (r *run) runSlots(slots []*toolSlot) error {
 		err := r.app.Policy.redactResult(d.tr)
 		var ev events.Event
 		if err == nil {
-			ev, err = events.New(r.turn, d.s.path, d.tr)
+			ev, err = storableResult(r.turn, d.s.path, d.tr)
 		}
 		switch {
 		case err != nil:
@@ -442,6 +442,20 @@ func toolErrorText(kind string) string {
 		return "the tool's outcome is unknown: it may have acted; do not call it again for the same purpose without checking"
 	}
 	return ""
+}
+
+// storableResult is tr's event, or, when tr holds what turnlog's log cannot keep
+// (see events.StoreLimits), an invalid_output error the model reads instead.
+func storableResult(turn, path string, tr *events.ToolResulted) (events.Event, error) {
+	ev, err := events.New(turn, path, tr)
+	if err != nil {
+		return ev, err
+	}
+	if err := events.StoreLimits.Check(ev.Data); err != nil {
+		setToolError(tr, ToolErrInvalidOutput, fmt.Sprintf("the tool's result cannot be kept in turnlog's log: %v", err), true)
+		return events.New(turn, path, tr)
+	}
+	return ev, nil
 }
 
 func setToolError(tr *events.ToolResulted, kind, detail string, show bool) {

@@ -12,8 +12,9 @@ import (
 	"github.com/turnlog/turnlog/events"
 )
 
-// readBody reads a request's body whole, within the body limit.
-func readBody(c echo.Context) ([]byte, error) {
+// readBody reads a request's body whole, within the body limit, and checks it
+// against the request limits before anything decodes it.
+func (s *Server) readBody(c echo.Context) ([]byte, error) {
 	raw, err := io.ReadAll(c.Request().Body)
 	if err != nil {
 		var maxErr *http.MaxBytesError
@@ -21,6 +22,9 @@ func readBody(c echo.Context) ([]byte, error) {
 			return nil, echo.NewHTTPError(http.StatusRequestEntityTooLarge, "request body is too large")
 		}
 		return nil, events.FieldError(events.CodeInvalid, "body", "could not be read: %v", err)
+	}
+	if err := s.limits.Check(raw); err != nil {
+		return nil, err
 	}
 	return raw, nil
 }

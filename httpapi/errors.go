@@ -48,10 +48,12 @@ func errorHandler(err error, c echo.Context) {
 	var te *events.Error
 	switch {
 	case errors.As(err, &te):
-		status, body = statusOf(te.Code), errorDetail{Code: string(te.Code), Message: te.Error()}
+		status, body = statusOf(te.Code), errorDetail{Code: string(te.Code), Message: te.Public()}
 		if te.Code == events.CodeInternal {
 			body.Message = "internal error"
-			c.Logger().Error(err)
+		}
+		if te.Code == events.CodeInternal || status >= 500 {
+			c.Logger().Error(err) // the whole chain, driver text included, for the operator
 		}
 	case errors.As(err, &he):
 		status = he.Code

@@ -70,6 +70,9 @@ type Config struct {
 	Dev bool
 	// BodyLimit caps request bodies (default "1M").
 	BodyLimit string
+	// Limits bound the nesting, members, strings and arrays of a JSON body (nil:
+	// events.DefaultLimits).
+	Limits *events.Limits
 	// Ready reports whether the store is reachable and current (for /readyz).
 	Ready func(context.Context) error
 	// Metrics serves /metrics; Meter hears requests and streams (both optional).
@@ -92,6 +95,7 @@ type Config struct {
 // Server is the HTTP API.
 type Server struct {
 	cfg      Config
+	limits   events.Limits
 	inflight inflight // Idempotency-Keys claimed by requests running here
 	meter    Meter
 	e        *echo.Echo
@@ -108,7 +112,10 @@ func New(cfg Config) *Server {
 	e.HideBanner, e.HidePort = true, true
 	e.IPExtractor = echo.ExtractIPDirect()
 	e.HTTPErrorHandler = errorHandler
-	s := &Server{cfg: cfg, e: e, stopping: make(chan struct{}), meter: cfg.Meter}
+	s := &Server{cfg: cfg, e: e, stopping: make(chan struct{}), meter: cfg.Meter, limits: events.DefaultLimits}
+	if cfg.Limits != nil {
+		s.limits = *cfg.Limits
+	}
 	if s.meter == nil {
 		s.meter = noMeter{}
 	}

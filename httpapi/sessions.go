@@ -22,7 +22,7 @@ type createSessionRequest struct {
 
 func (s *Server) createSession(c echo.Context) error {
 	var req createSessionRequest
-	raw, err := readBody(c)
+	raw, err := s.readBody(c)
 	if err != nil {
 		return err
 	}
@@ -254,7 +254,7 @@ type branchRequest struct {
 
 func (s *Server) createBranch(c echo.Context) error {
 	var req branchRequest
-	raw, err := readBody(c)
+	raw, err := s.readBody(c)
 	if err != nil {
 		return err
 	}

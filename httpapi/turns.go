@@ -45,7 +45,7 @@ func wantsStream(c echo.Context, req turnRequest) bool {
 
 func (s *Server) runTurn(c echo.Context) error {
 	var req turnRequest
-	raw, err := readBody(c)
+	raw, err := s.readBody(c)
 	if err != nil {
 		return err
 	}
@@ -245,7 +245,7 @@ func (s *Server) listTurns(c echo.Context) error {
 // conversation not summarised yet. The response is the turn's, its one item the
 // summary.
 func (s *Server) compact(c echo.Context) error {
-	raw, err := readBody(c)
+	raw, err := s.readBody(c)
 	if err != nil {
 		return err
 	}
@@ -283,7 +283,7 @@ type cancelRequest struct {
 
 func (s *Server) cancelTurn(c echo.Context) error {
 	var req cancelRequest
-	raw, err := readBody(c)
+	raw, err := s.readBody(c)
 	if err != nil {
 		return err
 	}

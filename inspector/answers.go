@@ -35,7 +35,7 @@ func (s *Server) answer(c echo.Context) error {
 	}
 	answers := map[string]fsm.Answer{}
 	for _, p := range pending {
-		a, err := answerOf(form, p.ID, p.Kind)
+		a, err := answerOf(form, p.ID, p.Kind, s.limits())
 		if err != nil {
 			return s.sessionPageWith(c, http.StatusBadRequest, err, form)
 		}
@@ -56,7 +56,7 @@ func (s *Server) answer(c echo.Context) error {
 }
 
 // answerOf is one interrupt's answer from the form.
-func answerOf(form url.Values, id, kind string) (fsm.Answer, error) {
+func answerOf(form url.Values, id, kind string, limits events.Limits) (fsm.Answer, error) {
 	choice := form.Get("choice." + id)
 	field := func(name string) string { return "answer " + id + ": " + name }
 	yes, no := true, false
@@ -83,10 +83,25 @@ func answerOf(form url.Values, id, kind string) (fsm.Answer, error) {
 		return a, nil
 	case "edit":
 		raw := strings.TrimSpace(form.Get("arguments." + id))
+		if err := limits.Check([]byte(raw)); err != nil {
+			var te *events.Error
+			if asError(err, &te) {
+				te.Field = field("arguments") + strings.TrimPrefix("."+te.Field, ".body")
+			}
+			return fsm.Answer{}, err
+		}
 		if !json.Valid([]byte(raw)) || !strings.HasPrefix(raw, "{") {
 			return fsm.Answer{}, events.FieldError(events.CodeInvalid, field("arguments"), "must be a JSON object, as the tool takes")
 		}
 		return fsm.Answer{Confirmed: &yes, Arguments: json.RawMessage(raw)}, nil
 	}
 	return fsm.Answer{}, events.FieldError(events.CodeInvalid, field("choice"), "choose approve, reject or edit")
+}
+
+// limits are the bounds of the JSON a form sends.
+func (s *Server) limits() events.Limits {
+	if s.cfg.Limits != nil {
+		return *s.cfg.Limits
+	}
+	return events.DefaultLimits
 }

@@ -32,3 +32,13 @@ func stringOf(v any) string {
 	}
 	return fmt.Sprint(v)
 }
+
+// publicText is what a page may show of err: a typed error's public message (see
+// events.Error.Public), never a cause's internals.
+func publicText(err error) string {
+	var te *events.Error
+	if asError(err, &te) && te.Code != events.CodeInternal {
+		return te.Public()
+	}
+	return "internal error"
+}

@@ -250,7 +250,7 @@ func (s *Server) sessionPageWith(c echo.Context, status int, refused error, form
 	data := map[string]any{"Session": sess, "Status": st, "Items": items, "Pages": pages, "LastSeq": lastSeq, "LiveAfter": liveAfter, "Turns": turns, "Pending": questions, "Message": notices[c.QueryParam("done")], "Branches": mine,
 		"Ancestors": ancestors, "BranchedAt": branchedAt}
 	if refused != nil {
-		data["Refused"] = refused.Error()
+		data["Refused"] = publicText(refused)
 	}
 	return s.render(c, status, "session", "Session "+sess.ID, data)
 }

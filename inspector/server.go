@@ -72,6 +72,9 @@ type Config struct {
 	// Replay replays a recording on a throwaway store with an engine that acts on
 	// nothing (turnlog's ReplayOnly); nil: the replay page refuses.
 	Replay func(ctx context.Context, recorded []events.Event) (*fsm.ReplayReport, error)
+	// Limits bound the JSON a form sends (an answer's edited arguments; nil:
+	// events.DefaultLimits).
+	Limits *events.Limits
 	// SignInTTL is how long a sign-in lasts (default 12h).
 	SignInTTL time.Duration
 	Clock     func() time.Time
@@ -252,7 +255,7 @@ func (s *Server) errorPage(err error, c echo.Context) {
 	switch {
 	case asError(err, &te) && te.Code == events.CodeInternal: // its details are the server's, as in the API
 	case asError(err, &te):
-		status, msg = statusOf(te.Code), te.Error()
+		status, msg = statusOf(te.Code), te.Public()
 	default:
 		if he, ok := err.(*echo.HTTPError); ok {
 			status, msg = he.Code, strings.TrimSpace(stringOf(he.Message))

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -146,8 +147,12 @@ func (s *Store) insert(ctx context.Context, tx *sql.Tx, ev events.Event) error {
 	_, err := tx.ExecContext(ctx, `INSERT INTO events (session_id, seq, turn_id, type, path, v, data, blob_hash, at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
 		ev.Session, ev.Seq, ev.Turn, ev.Type, ev.Path, ev.V, string(data), blobHash, sqlrows.FormatTime(ev.At))
 	if err != nil {
-		if sqlState(err) == "23505" {
+		switch state := sqlState(err); {
+		case state == "23505" && constraintName(err) == "events_session_id_seq_key":
 			return &events.Error{Code: events.CodeConflict, Field: "seq", Message: fmt.Sprintf("event %s/%d already exists: another writer appended first", ev.Session, ev.Seq), Err: err}
+		case state == "23514" || strings.HasPrefix(state, "22"):
+			// A check, or data the json type or a view's function cannot take.
+			return &events.Error{Code: events.CodeInvalid, Field: "data", Message: fmt.Sprintf("event %s/%d holds what the store cannot keep", ev.Session, ev.Seq), Err: err}
 		}
 		return fmt.Errorf("insert event %s/%d: %w", ev.Session, ev.Seq, err)
 	}
@@ -178,6 +183,15 @@ func (s *Store) enqueueWebhooks(ctx context.Context, tx *sql.Tx, ev events.Event
 		}
 	}
 	return app, nil
+}
+
+// constraintName is the constraint a PostgreSQL error names, or "".
+func constraintName(err error) string {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return pe.ConstraintName
+	}
+	return ""
 }
 
 func sqlState(err error) string {

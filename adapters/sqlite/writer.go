@@ -492,18 +492,33 @@ func (w *writer) insert(ctx context.Context, ev events.Event) error {
 	_, err := w.insEvent.ExecContext(ctx, ev.Session, ev.Seq, ev.Turn, ev.Type, ev.Path, ev.V,
 		string(data), blobHash, sqlrows.FormatTime(ev.At))
 	if err != nil {
-		if isConstraint(err) {
+		switch constraintOf(err) {
+		case sqliteConstraintUnique, sqliteConstraintPrimaryKey:
 			return &events.Error{Code: events.CodeConflict, Field: "seq",
-				Message: fmt.Sprintf("event %s/%d already exists", ev.Session, ev.Seq), Err: err}
+				Message: fmt.Sprintf("event %s/%d already exists: another writer appended first", ev.Session, ev.Seq), Err: err}
+		case sqliteConstraintCheck:
+			return &events.Error{Code: events.CodeInvalid, Field: "data",
+				Message: fmt.Sprintf("event %s/%d holds what the store cannot keep", ev.Session, ev.Seq), Err: err}
 		}
 		return fmt.Errorf("insert event %s/%d: %w", ev.Session, ev.Seq, err)
 	}
 	return nil
 }
 
-func isConstraint(err error) bool {
+// SQLite's extended result codes of the constraints an insert can fail.
+const (
+	sqliteConstraintCheck      = 275
+	sqliteConstraintPrimaryKey = 1555
+	sqliteConstraintUnique     = 2067
+)
+
+// constraintOf is the extended code of a constraint failure, or 0.
+func constraintOf(err error) int {
 	var se *sqlite3.Error
-	return errors.As(err, &se) && se.Code()&0xff == 19
+	if errors.As(err, &se) && se.Code()&0xff == 19 {
+		return se.Code()
+	}
+	return 0
 }
 
 // commitProgressing commits the open transaction and folds its counters into

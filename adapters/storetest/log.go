@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -92,6 +93,34 @@ func staleAppendConflicts(t *testing.T, h Harness) {
 	}
 	if evs, _ := s.Events(ctx, "s1", 0); len(evs) != 2 {
 		t.Fatalf("conflicting appends wrote: %d events", len(evs))
+	}
+}
+
+// refusedDataIsInvalidNotAConflict: data a store's own checks refuse (JSON nested
+// past SQLite's depth, a NUL PostgreSQL's JSON functions cannot read) is either kept
+// or refused as invalid naming the data — never a conflict, never with SQL shown —
+// and the session can go on.
+func refusedDataIsInvalidNotAConflict(t *testing.T, h Harness) {
+	s, ctx := h.Open(t), context.Background()
+	deep := strings.Repeat("[", 1200) + strings.Repeat("]", 1200)
+	for i, meta := range []string{`{"deep":` + deep + `}`, `{"nul":"a\u0000b"}`} {
+		id := fmt.Sprintf("s%d", i)
+		ev := events.MustNew("", "", &events.SessionCreated{App: "demo", Owner: "alice", Agent: "main", Metadata: json.RawMessage(meta)})
+		_, err := s.Append(ctx, id, 0, []events.Event{ev})
+		t.Logf("%s…: %v", meta[:8], err)
+		if err == nil {
+			continue
+		}
+		var te *events.Error
+		if !errors.As(err, &te) || te.Code != events.CodeInvalid || te.Field != "data" {
+			t.Fatalf("%s: %v, want an invalid error about data", meta[:10], err)
+		}
+		for _, word := range []string{"constraint", "CHECK", "SQL", "json_valid", "sqlite", "pq:"} {
+			if strings.Contains(te.Public(), word) {
+				t.Fatalf("the public message %q names %q", te.Public(), word)
+			}
+		}
+		newSession(t, s, id, "alice")
 	}
 }
 

@@ -63,6 +63,7 @@ func Exercise(t *testing.T, h Harness) {
 	}{
 		{"AppendAndRead", appendAndRead},
 		{"StaleAppendConflicts", staleAppendConflicts},
+		{"RefusedDataIsInvalidNotAConflict", refusedDataIsInvalidNotAConflict},
 		{"ConcurrentAppendsAtOneSeq", concurrentAppendsAtOneSeq},
 		{"GroupCommitOfManySessions", groupCommitOfManySessions},
 		{"FailingMemberOfAGroupCommit", failingMemberOfAGroupCommit},

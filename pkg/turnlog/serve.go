@@ -41,6 +41,10 @@ type ServeOptions struct {
 	// PublicURL is where people reach turnlog (behind a TLS proxy, its https URL):
 	// with https the inspector's cookie is Secure.
 	PublicURL string
+	// BodyLimit caps a request's body (default "1M"); Limits bound the shape of its
+	// JSON (nil: events.DefaultLimits), in the API and the inspector alike.
+	BodyLimit string
+	Limits    *events.Limits
 }
 
 // Handler is the REST API (docs/api.md) over this log, with /metrics, and the web
@@ -52,10 +56,11 @@ func (t *Turnlog) Handler(s ServeOptions) (http.Handler, func()) {
 		claimHold = 2 * t.Engine.LeaseTTL() // a node that claimed a key and went away holds it no longer
 	}
 	api := httpapi.New(httpapi.Config{Engine: t.Engine, Reader: t.Store, Idempotency: t.Store, IdempotencyTTL: s.IdempotencyTTL, ClaimHold: claimHold, Keys: s.Keys, AdminKeys: s.AdminKeys, Dev: s.Dev,
+		BodyLimit: s.BodyLimit, Limits: s.Limits,
 		Deliveries: deliveries{t.Store, t.webhooks}, Erasures: t.Store,
 		Ready: t.ready, Metrics: t.metrics.Handler(), Meter: t.metrics, Logger: s.Logger})
 	ui, err := inspector.New(inspector.Config{Engine: t.Engine, Reader: t.Store, SignIns: t.Store, Keys: s.Keys, AdminKeys: s.AdminKeys,
-		Dev: s.Dev, PublicURL: s.PublicURL, Replay: t.ReplayOnly})
+		Dev: s.Dev, PublicURL: s.PublicURL, Replay: t.ReplayOnly, Limits: s.Limits})
 	if err != nil {
 		panic(err) // the embedded templates parse: a test renders every page
 	}
