@@ -104,7 +104,7 @@ func cmdServe(ctx context.Context, c *cliContext, args []string) error {
 	}
 	// What the server's connections, the sandbox's commands and their proxies may
 	// hold at once must fit the descriptor limit, with room for the store.
-	if err := sandbox.CheckDescriptors(0); err != nil {
+	if err := sandbox.CheckDescriptors(limits.conns.Total); err != nil {
 		return err
 	}
 	// Listening first tells the sandbox which address its commands must never reach.
@@ -133,7 +133,7 @@ func cmdServe(ctx context.Context, c *cliContext, args []string) error {
 	fmt.Fprintf(c.stderr, "turnlog: serving on http://%s (database %s)\n", ln.Addr(), shownDB(f.db))
 	fmt.Fprintf(c.stderr, "turnlog: the inspector is at http://%s/ui/\n", ln.Addr())
 	if err := tl.Serve(ctx, ln, turnlog.ServeOptions{Keys: keys, AdminKeys: admins, Dev: *dev, Logger: c.logger, PublicURL: *publicURL,
-		ShutdownGrace: *grace, BodyLimit: limits.body, Limits: &limits.json}); err != nil {
+		ShutdownGrace: *grace, BodyLimit: limits.body, Limits: &limits.json, Conns: &limits.conns}); err != nil {
 		return err
 	}
 	fmt.Fprintln(c.stderr, "turnlog: stopped")

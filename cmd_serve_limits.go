@@ -3,14 +3,19 @@ package main
 import (
 	"flag"
 	"regexp"
+	"time"
 
 	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/pkg/turnlog"
+	"github.com/turnlog/turnlog/sandbox"
 )
 
-// requestLimits are serve's bounds on what one request may send.
+// requestLimits are serve's bounds on what one request may send and what its
+// clients may hold.
 type requestLimits struct {
-	body string
-	json events.Limits
+	body  string
+	json  events.Limits
+	conns turnlog.ConnLimits
 }
 
 // requestLimitFlags registers the request limits' flags on fs, with turnlog's
@@ -22,6 +27,15 @@ func requestLimitFlags(fs *flag.FlagSet) *requestLimits {
 	fs.IntVar(&l.json.Keys, "max-json-keys", l.json.Keys, "how many members one object of a request's JSON may have")
 	fs.IntVar(&l.json.String, "max-json-string", l.json.String, "how many bytes one string of a request's JSON may take")
 	fs.IntVar(&l.json.Array, "max-json-array", l.json.Array, "how many elements one array of a request's JSON may have")
+	d := turnlog.DefaultConnLimits
+	l.conns = d
+	l.conns.Total = 0
+	fs.IntVar(&l.conns.Total, "max-connections", 0, "how many HTTP connections may be open at once (0: as many as the descriptor limit leaves room for, at most 8192); past it, 503 overloaded")
+	fs.IntVar(&l.conns.PerAddress, "max-connections-per-address", d.PerAddress, "how many of them one client address may hold (0: no cap, for a server behind a proxy)")
+	fs.DurationVar(&l.conns.HeaderTimeout, "header-timeout", d.HeaderTimeout, "how long a request's head may take to arrive")
+	fs.DurationVar(&l.conns.BodyTimeout, "body-timeout", d.BodyTimeout, "how long a request's body may take to arrive (past it, 408)")
+	fs.DurationVar(&l.conns.IdleTimeout, "idle-timeout", d.IdleTimeout, "how long a kept-alive connection may wait for its next request")
+	fs.DurationVar(&l.conns.WriteTimeout, "write-timeout", d.WriteTimeout, "how long one write of an answer may wait for a client that does not read (streams live as long as they write)")
 	return l
 }
 
@@ -40,5 +54,23 @@ func (l *requestLimits) check() error {
 			return events.FieldError(events.CodeInvalid, name, "must be at least 1, got %d", v)
 		}
 	}
+	if l.conns.Total < 0 || l.conns.PerAddress < 0 {
+		return events.FieldError(events.CodeInvalid, "max-connections", "must be a number of connections, not negative")
+	}
+	if l.conns.Total == 0 {
+		l.conns.Total = min(turnlog.DefaultConnLimits.Total, sandbox.HTTPConnsThatFit())
+		if l.conns.Total < minConns {
+			l.conns.Total = minConns // and the descriptor check says what to raise
+		}
+	}
+	for name, v := range map[string]time.Duration{"header-timeout": l.conns.HeaderTimeout, "body-timeout": l.conns.BodyTimeout,
+		"idle-timeout": l.conns.IdleTimeout, "write-timeout": l.conns.WriteTimeout} {
+		if v <= 0 {
+			return events.FieldError(events.CodeInvalid, name, "must be a positive duration such as 10s, got %s", v)
+		}
+	}
 	return nil
 }
+
+// minConns is the fewest HTTP connections serve starts with.
+const minConns = 64

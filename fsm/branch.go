@@ -34,7 +34,7 @@ func (e *Engine) Branch(ctx context.Context, source, owner string, at BranchPoin
 	case at.Seq > 0:
 		t, err = e.store.TurnEndingAt(ctx, source, at.Seq)
 		if events.IsCode(err, events.CodeNotFound) {
-			return projection.Session{}, events.FieldError(events.CodeConflict, "at_seq",
+			return projection.Session{}, events.FieldError(events.CodeInvalid, "at_seq",
 				"seq %d of session %s is not a committed turn end; branch points are listed at /branch-points", at.Seq, source)
 		}
 	default:
@@ -44,8 +44,12 @@ func (e *Engine) Branch(ctx context.Context, source, owner string, at BranchPoin
 		return projection.Session{}, err
 	}
 	if t.Status != projection.TurnCommitted {
-		return projection.Session{}, events.Errorf(events.CodeConflict,
-			"turn %s of session %s is %s: only a committed turn end can be branched from", t.ID, source, t.Status)
+		code := events.CodeInvalid // a turn that ended otherwise never becomes a branch point
+		if t.Status == projection.TurnRunning || t.Status == projection.TurnSuspended {
+			code = events.CodeConflict // it may yet commit
+		}
+		return projection.Session{}, &events.Error{Code: code, Field: "at_turn",
+			Message: fmt.Sprintf("turn %s of session %s is %s: only a committed turn end can be branched from", t.ID, source, t.Status)}
 	}
 	if len(metadata) > 0 {
 		if metadata, err = canonicalMetadata(metadata); err != nil {

@@ -88,8 +88,8 @@ func TestBranchContinuesFromACommittedTurn(t *testing.T) {
 		at   fsm.BranchPoint
 		code events.Code
 	}{
-		{fsm.BranchPoint{Turn: failed.TurnID}, events.CodeConflict},
-		{fsm.BranchPoint{Seq: 2}, events.CodeConflict}, // TurnStarted, not a turn end
+		{fsm.BranchPoint{Turn: failed.TurnID}, events.CodeInvalid}, // it never commits
+		{fsm.BranchPoint{Seq: 2}, events.CodeInvalid},              // TurnStarted, not a turn end
 		{fsm.BranchPoint{Turn: "nope"}, events.CodeNotFound},
 		{fsm.BranchPoint{}, events.CodeInvalid},
 		{fsm.BranchPoint{Turn: first.TurnID, Seq: 3}, events.CodeInvalid},

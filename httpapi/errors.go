@@ -43,6 +43,11 @@ func errorHandler(err error, c echo.Context) {
 	if c.Response().Committed {
 		return
 	}
+	if r := c.Request(); r.ContentLength != 0 || len(r.TransferEncoding) > 0 {
+		// A refused request's body may never be read (a 401 does not wait for it):
+		// the connection ends with the answer rather than waiting to drain it.
+		c.Response().Header().Set(echo.HeaderConnection, "close")
+	}
 	status, body := http.StatusInternalServerError, errorDetail{Code: string(events.CodeInternal), Message: "internal error"}
 	var he *echo.HTTPError
 	var te *events.Error
@@ -87,6 +92,8 @@ func httpCode(status int) string {
 		return "unsupported_media_type"
 	case http.StatusMisdirectedRequest:
 		return "misdirected"
+	case http.StatusRequestTimeout:
+		return "request_timeout"
 	}
 	if status < 500 {
 		return string(events.CodeInvalid)

@@ -4,9 +4,11 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/labstack/echo/v4"
+	"github.com/turnlog/turnlog/events"
 )
 
 // requireJSON refuses a request that carries a body in anything but JSON (415): a
@@ -42,4 +44,50 @@ func loopbackHostOnly(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		return next(c)
 	}
+}
+
+// sameOriginOnly, in --dev (where a request needs no key), refuses a state-changing
+// request a browser sent from another site, with a body or without: its Origin, when
+// there is one, must be the server's own (scheme, host and port; "null" is not), and
+// its Sec-Fetch-Site, when there is one, same-origin or none. A client that is not a
+// browser (curl) sends neither and is let through.
+func sameOriginOnly(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		r := c.Request()
+		switch r.Method {
+		case http.MethodGet, http.MethodHead, http.MethodOptions:
+			return next(c)
+		}
+		if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "same-origin" && site != "none" {
+			return echo.NewHTTPError(http.StatusForbidden, "in --dev mode turnlog refuses a request another site's page sent (Sec-Fetch-Site: "+events.ShortenForMessage(site, 32)+")")
+		}
+		if origin := r.Header.Get(echo.HeaderOrigin); origin != "" && !sameOrigin(origin, r) {
+			return echo.NewHTTPError(http.StatusForbidden, "in --dev mode turnlog refuses a request another site's page sent (Origin: "+events.ShortenForMessage(origin, 64)+")")
+		}
+		return next(c)
+	}
+}
+
+// sameOrigin says whether origin is the origin r was sent to.
+func sameOrigin(origin string, r *http.Request) bool {
+	u, err := url.Parse(origin)
+	if err != nil || u.Host == "" || u.Path != "" || u.User != nil {
+		return false // "null", or not an origin at all
+	}
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return strings.EqualFold(u.Scheme, scheme) && strings.EqualFold(withPort(u.Host, u.Scheme), withPort(r.Host, scheme))
+}
+
+// withPort is host with its scheme's default port when it names none.
+func withPort(host, scheme string) string {
+	if _, _, err := net.SplitHostPort(host); err == nil {
+		return host
+	}
+	if strings.EqualFold(scheme, "https") {
+		return net.JoinHostPort(strings.Trim(host, "[]"), "443")
+	}
+	return net.JoinHostPort(strings.Trim(host, "[]"), "80")
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
+	"github.com/labstack/gommon/bytes"
 	"github.com/rs/zerolog"
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/fsm"
@@ -94,13 +95,15 @@ type Config struct {
 
 // Server is the HTTP API.
 type Server struct {
-	cfg      Config
-	limits   events.Limits
-	inflight inflight // Idempotency-Keys claimed by requests running here
-	meter    Meter
-	e        *echo.Echo
-	stopping chan struct{} // closed by Stop: live streams end
-	stopOnce sync.Once
+	cfg       Config
+	limits    events.Limits
+	bodyLimit int64 // BodyLimit in bytes
+	routes    routeTable
+	inflight  inflight // Idempotency-Keys claimed by requests running here
+	meter     Meter
+	e         *echo.Echo
+	stopping  chan struct{} // closed by Stop: live streams end
+	stopOnce  sync.Once
 }
 
 // New builds the API's echo instance with every route.
@@ -111,11 +114,12 @@ func New(cfg Config) *Server {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.IPExtractor = echo.ExtractIPDirect()
-	e.HTTPErrorHandler = errorHandler
 	s := &Server{cfg: cfg, e: e, stopping: make(chan struct{}), meter: cfg.Meter, limits: events.DefaultLimits}
 	if cfg.Limits != nil {
 		s.limits = *cfg.Limits
 	}
+	s.bodyLimit, _ = bytes.Parse(cfg.BodyLimit)
+	e.HTTPErrorHandler = func(err error, c echo.Context) { errorHandler(s.methodNotAllowed(err, c), c) }
 	if s.meter == nil {
 		s.meter = noMeter{}
 	}
@@ -125,7 +129,7 @@ func New(cfg Config) *Server {
 	e.Use(middleware.BodyLimit(cfg.BodyLimit))
 	e.Use(requireJSON)
 	if cfg.Dev {
-		e.Use(loopbackHostOnly)
+		e.Use(loopbackHostOnly, sameOriginOnly)
 	}
 	e.GET("/healthz", s.healthz)
 	e.GET("/readyz", s.readyz)
@@ -133,7 +137,7 @@ func New(cfg Config) *Server {
 	if cfg.Metrics != nil {
 		e.GET("/metrics", echo.WrapHandler(cfg.Metrics))
 	}
-	v1 := e.Group("/v1", s.authenticate)
+	v1 := e.Group("/v1", s.authenticate, checkIDs)
 	v1.POST("/sessions", s.createSession)
 	v1.GET("/sessions", s.listSessions)
 	v1.GET("/sessions/:id", s.getSession)
@@ -156,6 +160,7 @@ func New(cfg Config) *Server {
 	v1.GET("/webhooks/deliveries", s.listDeliveries, s.requireAdmin)
 	v1.GET("/webhooks/deliveries/:delivery_id", s.getDelivery, s.requireAdmin)
 	v1.POST("/webhooks/deliveries/:delivery_id/redeliver", s.redeliver, s.requireAdmin)
+	s.routes = newRouteTable(e.Routes())
 	return s
 }
 

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/labstack/echo/v4"
 	"github.com/tidwall/gjson"
@@ -19,6 +20,15 @@ import (
 type sse struct {
 	w http.ResponseWriter
 	f http.Flusher
+}
+
+// comment sends an SSE comment line, which clients ignore.
+func (s *sse) comment(text string) error {
+	if _, err := fmt.Fprintf(s.w, ": %s\n\n", text); err != nil {
+		return err
+	}
+	s.f.Flush()
+	return nil
 }
 
 func startSSE(c echo.Context) (*sse, error) {
@@ -120,6 +130,8 @@ func (s *Server) follow(c echo.Context, from int64, prelude []liveEvent, live <-
 		}
 	}
 	ctx := c.Request().Context()
+	keepAlive := time.NewTicker(sseKeepAlive)
+	defer keepAlive.Stop()
 	// A delta waits until the events it was computed after are sent (fsm.Delta.After):
 	// an answer's text never precedes the tool results it depends on.
 	var queued []fsm.Delta
@@ -200,6 +212,11 @@ func (s *Server) follow(c echo.Context, from int64, prelude []liveEvent, live <-
 				return nil
 			}
 			goto wait
+		case <-keepAlive.C:
+			if err := out.comment("keep-alive"); err != nil {
+				return nil // a client that does not read is cut by the write deadline
+			}
+			goto wait
 		case <-ctx.Done():
 			return nil
 		case <-s.stopping:
@@ -207,6 +224,10 @@ func (s *Server) follow(c echo.Context, from int64, prelude []liveEvent, live <-
 		}
 	}
 }
+
+// sseKeepAlive is how often a quiet stream sends a comment: proxies and clients see
+// it live, and one that stopped reading is found by the write deadline.
+const sseKeepAlive = 15 * time.Second
 
 // resumedLater says whether the turn that suspended at ev was resumed later in evs.
 func resumedLater(evs []events.Event, ev events.Event) bool {

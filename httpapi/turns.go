@@ -205,6 +205,10 @@ func decodeAnswers(raw map[string]json.RawMessage) (map[string]fsm.Answer, error
 		dec := json.NewDecoder(bytes.NewReader(body))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&a); err != nil {
+			var te *json.UnmarshalTypeError
+			if errors.As(err, &te) {
+				return nil, typeError(te, "resume_map."+id)
+			}
 			return nil, events.FieldError(events.CodeInvalid, "resume_map."+id, "must be an object such as {\"confirmed\": true}: %s", cleanJSONError(err))
 		}
 		out[id] = a

@@ -49,3 +49,17 @@ func CheckDescriptors(httpConns int) error {
 	}
 	return nil
 }
+
+// HTTPConnsThatFit is how many HTTP connections this process's descriptor limit
+// leaves room for beside the rest of what turnlog may need (0: none).
+func HTTPConnsThatFit() int {
+	var lim unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &lim); err != nil {
+		return 0
+	}
+	left := int64(lim.Cur) - int64(DescriptorsNeeded(0))
+	if left < 0 {
+		return 0
+	}
+	return int(min(left, 1<<30))
+}

@@ -29,6 +29,7 @@ type Metrics struct {
 	commitTime   prometheus.Histogram
 	sseClients   prometheus.Gauge
 	requests     *prometheus.HistogramVec
+	conns        connGauges
 }
 
 var _ fsm.Observer = (*Metrics)(nil)
@@ -70,6 +71,7 @@ func New() *Metrics {
 	m.reg.MustRegister(m.turns, m.turnSeconds, m.turnFailures, m.suspensions, m.brokenTurns, m.modelCalls, m.tokens, m.toolCalls,
 		m.appended, m.commits, m.batchEvents, m.commitTime, m.sseClients, m.requests,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.reg.MustRegister(m.conns.collectors()...)
 	return m
 }
 

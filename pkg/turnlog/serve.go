@@ -45,7 +45,17 @@ type ServeOptions struct {
 	// JSON (nil: events.DefaultLimits), in the API and the inspector alike.
 	BodyLimit string
 	Limits    *events.Limits
+	// Conns bound the connections clients may hold and for how long (nil:
+	// DefaultConnLimits).
+	Conns *ConnLimits
 }
+
+// ConnLimits bound the connections clients may hold of Serve and for how long (see
+// httpapi.ConnLimits).
+type ConnLimits = httpapi.ConnLimits
+
+// DefaultConnLimits are Serve's connection limits unless told otherwise.
+var DefaultConnLimits = httpapi.DefaultConnLimits
 
 // Handler is the REST API (docs/api.md) over this log, with /metrics, and the web
 // inspector under /ui/; and a function that ends their live streams (call it before
@@ -88,9 +98,14 @@ func (t *Turnlog) Serve(ctx context.Context, ln net.Listener, s ServeOptions) er
 		go recoverOrphans(ctx, t.Engine, s.Logger)
 	}
 	defer t.startDelivery(ctx)() // ends with ctx
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	conns := httpapi.DefaultConnLimits
+	if s.Conns != nil {
+		conns = *s.Conns
+	}
+	srv := httpapi.NewHTTPServer(handler, ln, conns)
+	t.metrics.WatchConnections(srv.Open, srv.Refused)
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	go func() { errc <- srv.Serve() }()
 	select {
 	case err := <-errc:
 		return err
