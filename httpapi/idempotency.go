@@ -4,11 +4,13 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"github.com/tidwall/gjson"
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/projection"
 )
@@ -108,7 +110,12 @@ func (s *Server) idempotency(c echo.Context, body []byte, adopt ...func(ctx cont
 			return nil, events.FieldError(events.CodeInvalid, "body", "%v", err)
 		}
 	}
-	sum := sha256.Sum256(canon)
+	// How a request asks for its answer is not part of what it asks: "stream" (like
+	// Accept) is left out of the hash. A key kept before that was hashed over the
+	// whole body, which still matches.
+	wholeSum := sha256.Sum256(canon)
+	whole := hex.EncodeToString(wholeSum[:])
+	sum := sha256.Sum256(withoutMember(canon, "stream"))
 	route := c.Request().Method + " " + c.Request().URL.Path
 	rec := projection.IdempotencyRecord{Owner: userOf(c), Key: key, Route: route, BodyHash: hex.EncodeToString(sum[:])}
 	ctx := c.Request().Context()
@@ -145,7 +152,7 @@ func (s *Server) idempotency(c echo.Context, body []byte, adopt ...func(ctx cont
 		case got.Route != route:
 			return nil, &events.Error{Code: CodeIdempotencyMismatch, Field: HeaderIdempotencyKey,
 				Message: "Idempotency-Key " + strconv.Quote(key) + " was used for " + got.Route + "; a key stands for one request"}
-		case got.BodyHash != rec.BodyHash:
+		case got.BodyHash != rec.BodyHash && got.BodyHash != whole:
 			return nil, &events.Error{Code: CodeIdempotencyMismatch, Field: HeaderIdempotencyKey,
 				Message: "Idempotency-Key " + strconv.Quote(key) + " was used with another body; a key stands for one request"}
 		case got.Session != "":
@@ -274,4 +281,22 @@ func (s *Server) now() time.Time {
 		return s.cfg.Clock()
 	}
 	return time.Now()
+}
+
+// withoutMember is canonical JSON canon without its top-level member name (canon
+// itself when it is not an object or has no such member), canonical still.
+func withoutMember(canon []byte, name string) []byte {
+	if !gjson.GetBytes(canon, name).Exists() || len(canon) == 0 || canon[0] != '{' {
+		return canon
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(canon, &m) != nil {
+		return canon
+	}
+	delete(m, name)
+	out, err := events.Marshal(m)
+	if err != nil {
+		return canon
+	}
+	return out
 }

@@ -189,7 +189,7 @@ func (s *Server) follow(c echo.Context, from int64, prelude []liveEvent, live <-
 			if last && ev.Type == events.TypeTurnSuspended && resumedLater(evs, ev) {
 				last = false // the turn went on: its stream does too
 			}
-			if last { // the client's next request must not find the session busy with it
+			if last && ev.Turn != "" { // the client's next request must not find the session busy with it
 				s.settledAt(ctx, session, ev.Turn, ev.Seq)
 			}
 			for _, o := range gate.pass(ev, name, data) {
@@ -259,6 +259,11 @@ func (s *Server) streamTurnFrom(c echo.Context, turn string, from int64, prelude
 		}
 	},
 		func(ev events.Event) (string, any, bool) {
+			if ev.Type == events.TypeQueuedInputDropped && gjson.GetBytes(ev.Data, "turn_id").String() == turn {
+				// A queued input taken out before it ran: its stream ends as a canceled turn's.
+				return "turn_failed", map[string]any{"turn_id": turn, "status": fsm.StatusFailed,
+					"error": map[string]string{"code": string(events.CodeCanceled), "message": gjson.GetBytes(ev.Data, "reason").String()}}, true
+			}
 			if ev.Turn != turn {
 				return "", nil, false
 			}

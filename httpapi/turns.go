@@ -63,6 +63,9 @@ func (s *Server) runTurn(c echo.Context) error {
 	}
 	if k.replayed() { // the same request again: the turn it started answers
 		if _, err := s.cfg.Reader.Turn(ctx, k.rec.Session, k.rec.Turn); events.IsCode(err, events.CodeNotFound) {
+			if wantsStream(c, req) { // a reconnect attaches to the queued input
+				return s.streamQueued(c, k.rec.Session, k.rec.Turn)
+			}
 			return s.queuedAnswer(c, k.rec.Session, k.rec.Turn) // queued, not started yet
 		}
 		if req.Background {
@@ -125,6 +128,9 @@ func (s *Server) runTurn(c echo.Context) error {
 			if err := k.made(ctx, c.Param("id"), q.TurnID, 0); err != nil {
 				return err
 			}
+			if deltas != nil {
+				return s.streamQueued(c, c.Param("id"), q.TurnID)
+			}
 			return s.queuedAnswer(c, c.Param("id"), q.TurnID)
 		}
 		return err
@@ -155,6 +161,30 @@ func (s *Server) onBusy(sess projection.Session, req turnRequest) string {
 		return app.OnBusy
 	}
 	return fsm.OnBusyReject
+}
+
+// streamQueued answers an input that waits in its session's queue and asked for a
+// stream: an SSE stream whose first event, queued (no id: it is not an event of the
+// log), says where it waits; then the turn, once it starts, as any turn's stream —
+// or turn_failed (canceled) if the input is taken out before it runs.
+func (s *Server) streamQueued(c echo.Context, session, turn string) error {
+	ctx := c.Request().Context()
+	queue, err := s.cfg.Engine.Queue(ctx, session)
+	if err != nil {
+		return err
+	}
+	i := slices.IndexFunc(queue, func(q projection.QueuedInput) bool { return q.Turn == turn })
+	if i < 0 { // it left the queue already: it started, or it was dropped
+		if _, err := s.cfg.Reader.Turn(ctx, session, turn); err == nil {
+			return s.answerTurn(c, session, turn, true, 0, 0)
+		}
+		return events.Errorf(events.CodeConflict, "the input queued as turn %s was canceled before it ran", turn)
+	}
+	sub, stop := s.cfg.Engine.Deltas(session)
+	defer stop()
+	queued := liveEvent{name: "queued", data: map[string]any{"turn_id": turn, "status": "queued", "position": i + 1,
+		"location": "/v1/sessions/" + session + "/turns/" + turn}}
+	return s.streamTurnFrom(c, turn, queue[i].Seq, []liveEvent{queued}, sub)
 }
 
 // queuedAnswer answers an input that waits in its session's queue: 202, its turn's
