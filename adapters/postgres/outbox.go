@@ -11,6 +11,14 @@ import (
 	"github.com/turnlog/turnlog/projection"
 )
 
+// qLineHead holds for a delivery of the outbox o that heads its line: no earlier
+// delivery of the same app, webhook and session is pending or being sent (or it was
+// sent again by hand, outside the order). A row another node holds locked is still
+// seen here, so its line waits: at most one delivery of a line is in flight.
+const qLineHead = `(o.manual OR NOT EXISTS (SELECT 1 FROM webhook_outbox e
+	WHERE e.app = o.app AND e.webhook = o.webhook AND e.session_id = o.session_id AND e.seq < o.seq
+	AND e.status IN ('pending', 'sending') AND NOT e.manual))`
+
 const (
 	deliveryCols  = `delivery_id, app, webhook, event, session_id, turn_id, seq, status, attempts, next_at_ms, created_at, coalesce(delivered_at, ''), coalesce(last_status, 0), coalesce(last_error, '')`
 	qDeliveryCols = `SELECT ` + deliveryCols + ` FROM webhook_outbox`
@@ -24,8 +32,8 @@ func (s *Store) ClaimDeliveries(ctx context.Context, now time.Time, lease time.D
 	var out []projection.Delivery
 	err := s.inTx(ctx, false, func(ctx context.Context, tx *sql.Tx) error {
 		rows, err := tx.QueryContext(ctx, `WITH due AS (
-				SELECT delivery_id FROM webhook_outbox WHERE status IN ('pending', 'sending') AND next_at_ms <= $1
-				ORDER BY next_at_ms LIMIT $2 FOR UPDATE SKIP LOCKED)
+				SELECT o.delivery_id FROM webhook_outbox o WHERE o.status IN ('pending', 'sending') AND o.next_at_ms <= $1 AND `+qLineHead+`
+				ORDER BY o.next_at_ms LIMIT $2 FOR UPDATE OF o SKIP LOCKED)
 			UPDATE webhook_outbox o SET status = 'sending', attempts = o.attempts + 1, next_at_ms = $3
 			FROM due WHERE o.delivery_id = due.delivery_id
 			RETURNING o.delivery_id, o.app, o.webhook, o.event, o.session_id, o.turn_id, o.seq, o.status, o.attempts, o.next_at_ms, o.created_at,
@@ -65,7 +73,7 @@ func (s *Store) ReleaseDeliveries(context.Context, time.Time) error { return nil
 // NextDelivery is when the earliest pending or held delivery is due (ok false: none).
 func (s *Store) NextDelivery(ctx context.Context) (time.Time, bool, error) {
 	var next sql.NullInt64
-	err := s.db.QueryRowContext(ctx, `SELECT min(next_at_ms) FROM webhook_outbox WHERE status IN ('pending', 'sending')`).Scan(&next)
+	err := s.db.QueryRowContext(ctx, `SELECT min(o.next_at_ms) FROM webhook_outbox o WHERE o.status IN ('pending', 'sending') AND `+qLineHead).Scan(&next)
 	if err != nil || !next.Valid {
 		return time.Time{}, false, err
 	}
@@ -112,7 +120,7 @@ func (s *Store) Redeliver(ctx context.Context, id string, now time.Time) (projec
 		if status != string(projection.DeliveryDead) {
 			return &events.Error{Code: events.CodeConflict, Field: "delivery_id", Message: fmt.Sprintf("delivery %s is %s; only a dead letter is sent again", id, status)}
 		}
-		_, err := tx.ExecContext(ctx, `UPDATE webhook_outbox SET status = 'pending', attempts = 0, next_at_ms = $1, last_error = NULL, last_status = NULL WHERE delivery_id = $2`, now.UnixMilli(), id)
+		_, err := tx.ExecContext(ctx, `UPDATE webhook_outbox SET status = 'pending', attempts = 0, next_at_ms = $1, last_error = NULL, last_status = NULL, manual = true WHERE delivery_id = $2`, now.UnixMilli(), id)
 		return err
 	})
 	if err != nil {

@@ -45,6 +45,13 @@ func (w *writer) enqueueWebhooks(ctx context.Context, ev events.Event) error {
 	return nil
 }
 
+// qLineHead holds for a delivery of the outbox o that heads its line: no earlier
+// delivery of the same app, webhook and session is pending or being sent (or it was
+// sent again by hand, outside the order).
+const qLineHead = `(o.manual = 1 OR NOT EXISTS (SELECT 1 FROM webhook_outbox AS e INDEXED BY webhook_outbox_line
+	WHERE e.app = o.app AND e.webhook = o.webhook AND e.session_id = o.session_id AND e.seq < o.seq
+	AND e.status IN ('pending', 'sending') AND e.manual = 0))`
+
 const qDeliveryCols = `SELECT delivery_id, app, webhook, event, session_id, turn_id, seq, status, attempts, next_at_ms, created_at, coalesce(delivered_at, ''), coalesce(last_status, 0), coalesce(last_error, '') FROM webhook_outbox`
 
 // ClaimDeliveries takes up to limit deliveries due at now (pending ones whose time
@@ -54,7 +61,8 @@ func (s *Store) ClaimDeliveries(ctx context.Context, now time.Time, lease time.D
 	var out []projection.Delivery
 	err := s.exclusive(ctx, func(ctx context.Context, w *writer) error {
 		out = nil // a batch that rolls back runs this again
-		rows, err := w.conn.QueryContext(ctx, qDeliveryCols+` INDEXED BY webhook_outbox_due WHERE status IN ('pending', 'sending') AND next_at_ms <= ? ORDER BY next_at_ms LIMIT ?`, now.UnixMilli(), limit)
+		rows, err := w.conn.QueryContext(ctx, qDeliveryCols+` AS o INDEXED BY webhook_outbox_due WHERE o.status IN ('pending', 'sending') AND o.next_at_ms <= ? AND `+qLineHead+`
+			ORDER BY o.next_at_ms LIMIT ?`, now.UnixMilli(), limit)
 		if err != nil {
 			return fmt.Errorf("read due deliveries: %w", err)
 		}
@@ -114,7 +122,7 @@ func (s *Store) ReleaseDeliveries(ctx context.Context, now time.Time) error {
 // NextDelivery is when the earliest pending or held delivery is due (ok false: none).
 func (s *Store) NextDelivery(ctx context.Context) (time.Time, bool, error) {
 	var next sql.NullInt64
-	err := s.read.QueryRowContext(ctx, `SELECT min(next_at_ms) FROM webhook_outbox INDEXED BY webhook_outbox_due WHERE status IN ('pending', 'sending')`).Scan(&next)
+	err := s.read.QueryRowContext(ctx, `SELECT min(o.next_at_ms) FROM webhook_outbox AS o INDEXED BY webhook_outbox_due WHERE o.status IN ('pending', 'sending') AND `+qLineHead).Scan(&next)
 	if err != nil || !next.Valid {
 		return time.Time{}, false, err
 	}
@@ -166,7 +174,7 @@ func (s *Store) Redeliver(ctx context.Context, id string, now time.Time) (projec
 		if status != string(projection.DeliveryDead) {
 			return &events.Error{Code: events.CodeConflict, Field: "delivery_id", Message: fmt.Sprintf("delivery %s is %s; only a dead letter is sent again", id, status)}
 		}
-		_, err := w.conn.ExecContext(ctx, `UPDATE webhook_outbox SET status = 'pending', attempts = 0, next_at_ms = ?, last_error = NULL, last_status = NULL WHERE delivery_id = ?`, now.UnixMilli(), id)
+		_, err := w.conn.ExecContext(ctx, `UPDATE webhook_outbox SET status = 'pending', attempts = 0, next_at_ms = ?, last_error = NULL, last_status = NULL, manual = 1 WHERE delivery_id = ?`, now.UnixMilli(), id)
 		return err
 	})
 	if err != nil {

@@ -127,3 +127,91 @@ func eachDeliveryClaimedOnce(t *testing.T, h Harness) {
 		}
 	}
 }
+
+// deliveriesGoInOrderPerSession: of one session's deliveries to one webhook only the
+// earliest not yet delivered or dead is claimed — even by claims made at once, as by
+// several nodes —, a failed attempt's backoff holds the later ones back (and
+// NextDelivery says when the line goes on, not when a held-back one was due), a
+// dead letter lets them go on, and a dead letter sent again by hand goes outside
+// the order. Another session's line is not held up.
+func deliveriesGoInOrderPerSession(t *testing.T, h Harness) {
+	w := newWorld(t, h)
+	routeAll(w)
+	a, b := w.session("alice"), w.session("bob")
+	for i := 0; i < 3; i++ {
+		w.run(a, fmt.Sprintf("hello %d", i))
+	}
+	w.run(b, "hello")
+	now := time.Now().Add(time.Second)
+	claimAll := func(at time.Time) []projection.Delivery {
+		t.Helper()
+		var mu sync.Mutex
+		var all []projection.Delivery
+		var wg sync.WaitGroup
+		for c := 0; c < 4; c++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				got, err := w.s.ClaimDeliveries(w.ctx, at, 48*time.Hour, 10)
+				if err != nil {
+					t.Error(err)
+				}
+				mu.Lock()
+				all = append(all, got...)
+				mu.Unlock()
+			}()
+		}
+		wg.Wait()
+		return all
+	}
+	first := claimAll(now)
+	var head projection.Delivery
+	for _, d := range first {
+		if d.Session == a {
+			if head.ID != "" {
+				t.Fatalf("two deliveries of one session claimed at once: %+v", first)
+			}
+			head = d
+		}
+	}
+	if len(first) != 2 || head.ID == "" {
+		t.Fatalf("claimed %+v, want the first of each session", first)
+	}
+	all, _ := w.s.Deliveries(w.ctx, projection.DeliveryFilter{Session: a})
+	for _, d := range all {
+		if d.Seq < head.Seq {
+			t.Fatalf("claimed seq %d before seq %d", head.Seq, d.Seq)
+		}
+	}
+	// The head fails; its backoff holds the line.
+	backoff := now.Add(time.Hour)
+	if err := w.s.RecordDelivery(w.ctx, head.ID, head.Attempts, projection.DeliveryOutcome{Status: projection.DeliveryPending, At: now, NextAt: backoff, HTTPStatus: 500}); err != nil {
+		t.Fatal(err)
+	}
+	if got := claimAll(now.Add(time.Minute)); len(got) != 0 {
+		t.Fatalf("claimed while the line's head waits out its backoff: %+v", got)
+	}
+	if next, ok, err := w.s.NextDelivery(w.ctx); err != nil || !ok || next.UnixMilli() != backoff.UnixMilli() {
+		t.Fatalf("next delivery %v %v %v, want the head's retry at %v", next, ok, err, backoff)
+	}
+	// It dies: the line goes on with the next seq.
+	retry := claimAll(backoff)
+	if len(retry) != 1 || retry[0].ID != head.ID {
+		t.Fatalf("the retry: %+v", retry)
+	}
+	if err := w.s.RecordDelivery(w.ctx, head.ID, retry[0].Attempts, projection.DeliveryOutcome{Status: projection.DeliveryDead, At: backoff}); err != nil {
+		t.Fatal(err)
+	}
+	second := claimAll(backoff)
+	if len(second) != 1 || second[0].Session != a || second[0].Seq <= head.Seq {
+		t.Fatalf("after the dead letter: %+v", second)
+	}
+	// Sent again by hand, the dead letter goes at once, beside the held second.
+	if _, err := w.s.Redeliver(w.ctx, head.ID, backoff); err != nil {
+		t.Fatal(err)
+	}
+	manual := claimAll(backoff)
+	if len(manual) != 1 || manual[0].ID != head.ID {
+		t.Fatalf("the redelivered letter: %+v", manual)
+	}
+}

@@ -82,6 +82,7 @@ func Exercise(t *testing.T, h Harness) {
 		{"RebuildFoldsTheSame", rebuildFoldsTheSame},
 		{"WatchHearsCommits", watchHearsCommits},
 		{"WebhookOutbox", webhookOutbox},
+		{"DeliveriesGoInOrderPerSession", deliveriesGoInOrderPerSession},
 		{"EachDeliveryClaimedOnce", eachDeliveryClaimedOnce},
 	} {
 		t.Run(c.name, func(t *testing.T) {
