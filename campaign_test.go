@@ -270,7 +270,7 @@ func TestThreeNodesSurviveKills(t *testing.T) {
 		"two terminal events": `SELECT session_id || ' ' || turn_id || ': ' || string_agg(type || '@' || seq || CASE WHEN type = 'TurnFailed' THEN data::text ELSE '' END, ' ' ORDER BY seq) FROM events
 			WHERE type IN ('TurnCommitted', 'TurnFailed', 'TurnCanceled') GROUP BY session_id, turn_id HAVING count(*) > 1`,
 		"a turn neither ended nor waiting": `SELECT session_id || ' ' || turn_id || ' ' || status FROM proj_turns
-			WHERE status NOT IN ('committed', 'failed', 'canceled', 'suspended')`,
+			WHERE status NOT IN ('completed', 'failed', 'canceled', 'suspended')`,
 		"an approval not answered exactly once": `SELECT r.session_id || ' ' || (r.data->>'interrupt_id') || ': ' || count(a.id) || ' answers'
 			FROM events r LEFT JOIN events a ON a.session_id = r.session_id AND a.type = 'ApprovalResolved' AND a.data->>'interrupt_id' = r.data->>'interrupt_id'
 			WHERE r.type = 'ApprovalRequested' GROUP BY r.session_id, r.data->>'interrupt_id' HAVING count(a.id) <> 1`,

@@ -285,7 +285,7 @@ func (b crashBundle) after(t *testing.T, wantStatus, wantCode string) []string {
 		rows.Scan(&s)
 		statuses = append(statuses, s)
 	}
-	if want := []string{"committed/", wantStatus + "/" + wantCode}; strings.Join(statuses, ",") != strings.Join(want, ",") {
+	if want := []string{"completed/", wantStatus + "/" + wantCode}; strings.Join(statuses, ",") != strings.Join(want, ",") {
 		t.Fatalf("turns = %v, want %v", statuses, want)
 	}
 	// The turns' counters (model and tool calls, tokens) are what the log says: a
@@ -373,7 +373,7 @@ func TestCrashAfterToolScheduledIdempotentReruns(t *testing.T) {
 	if models := b.count("model"); strings.Join(models, ",") != "1,3,5" {
 		t.Fatalf("model calls (items per request) = %v, want 1,3,5", models)
 	}
-	b.after(t, "committed", "")
+	b.after(t, "completed", "")
 }
 
 func TestCrashAfterToolResultedNeverRerunsTool(t *testing.T) {
@@ -400,7 +400,7 @@ func TestCrashAfterToolResultedNeverRerunsTool(t *testing.T) {
 	if models := b.count("model"); strings.Join(models, ",") != "1,3,5,5" {
 		t.Fatalf("model calls (items per request) = %v, want 1,3,5,5", models)
 	}
-	b.after(t, "committed", "")
+	b.after(t, "completed", "")
 }
 
 func TestCrashAfterNextModelCalledDoesNotRepeatIt(t *testing.T) {
@@ -425,5 +425,5 @@ func TestCrashAfterNextModelCalledDoesNotRepeatIt(t *testing.T) {
 	if models := b.count("model"); strings.Join(models, ",") != "1,3,5,7" {
 		t.Fatalf("model calls (items per request) = %v, want 1,3,5,7", models)
 	}
-	b.after(t, "committed", "")
+	b.after(t, "completed", "")
 }

@@ -85,7 +85,7 @@ func TestSIGTERMLetsARunningToolFinish(t *testing.T) {
 	if err := wait(); err != nil {
 		t.Fatalf("the server did not exit cleanly: %v", err)
 	}
-	if status, msg := turnRow(t, b.db, session); status != "committed" {
+	if status, msg := turnRow(t, b.db, session); status != "completed" {
 		t.Fatalf("after SIGTERM the turn is %s (%s)", status, msg)
 	}
 	cmd, base2 := serveChildOn(t, b.db, b.cfg, b.dir)

@@ -187,7 +187,7 @@ func TestHTTPToolExactlyOnceAcrossACrash(t *testing.T) {
 	if len(deliveries) != 2 || deliveries[0].key != deliveries[1].key || effects != 1 {
 		t.Fatalf("deliveries %v, effects %d: want the same key twice, applied once", deliveries, effects)
 	}
-	b.after(t, "committed", "")
+	b.after(t, "completed", "")
 	db, _ := sql.Open("sqlite", "file:"+b.db+"?mode=ro")
 	defer db.Close()
 	var output string

@@ -68,7 +68,7 @@ func TestQueueSurvivesASIGKILL(t *testing.T) {
 		}
 		got = append(got, input+":"+status)
 	}
-	if strings.Join(got, ", ") != "read it:committed, first after:committed, second after:committed" {
+	if strings.Join(got, ", ") != "read it:completed, first after:completed, second after:completed" {
 		t.Fatalf("turns after the restart: %v", got)
 	}
 }

@@ -49,7 +49,7 @@ func TestReadmePsqlTour(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the README's psql commands: %v\n%s", err, out)
 	}
-	for _, want := range []string{"TurnCommitted", "lookup_order", "committed", "ok"} {
+	for _, want := range []string{"TurnCommitted", "lookup_order", "completed", "ok"} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("the tour shows no %q:\n%s", want, out)
 		}

@@ -42,7 +42,7 @@ func TestReadmeSqliteTour(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the README's sqlite3 commands: %v\n%s", err, out)
 	}
-	for _, want := range []string{"TurnCommitted", "lookup_order", "committed", "ok"} {
+	for _, want := range []string{"TurnCommitted", "lookup_order", "completed", "ok"} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("the tour shows no %q:\n%s", want, out)
 		}

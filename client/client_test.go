@@ -103,7 +103,7 @@ func TestEveryRoute(t *testing.T) {
 	if page, err := c.ListSessions(ctx, "demo", 10, ""); err != nil || len(page.Sessions) != 1 || page.Sessions[0].ID != s.ID {
 		t.Fatalf("list: %+v %v", page, err)
 	}
-	if turns, err := c.Turns(ctx, s.ID); err != nil || len(turns) != 1 || turns[0].Status != "committed" {
+	if turns, err := c.Turns(ctx, s.ID); err != nil || len(turns) != 1 || turns[0].Status != "completed" {
 		t.Fatalf("turns: %+v %v", turns, err)
 	}
 	if tr, err := c.Turn(ctx, s.ID, first, 0); err != nil || tr.Status != "completed" || tr.Output != res.Output {

@@ -132,9 +132,19 @@ type TurnError struct {
 	Path    string `json:"path,omitempty"`
 }
 
-// TurnResult is a turn's outcome (status completed, suspended or failed; the turn
-// resource also says running or queued). A 202 answer (background, or a queued
-// input) fills TurnID, Status, Location and Position only.
+// Turn statuses: one vocabulary in every answer, stream and webhook.
+const (
+	StatusRunning   = "running"
+	StatusQueued    = "queued"
+	StatusSuspended = "suspended"
+	StatusCompleted = "completed"
+	StatusFailed    = "failed"
+	StatusCanceled  = "canceled"
+)
+
+// TurnResult is a turn's outcome (status completed, suspended, failed or canceled;
+// the turn resource also says running or queued). A 202 answer (background, or a
+// queued input) fills TurnID, Status, Location and Position only.
 type TurnResult struct {
 	TurnID         string      `json:"turn_id"`
 	Status         string      `json:"status"`
@@ -151,8 +161,9 @@ type TurnResult struct {
 
 // Turn is a turn as GET …/turns lists it.
 type Turn struct {
-	SessionID    string     `json:"session_id"`
-	TurnID       string     `json:"turn_id"`
+	SessionID string `json:"session_id"`
+	TurnID    string `json:"turn_id"`
+	// Status is running, suspended, completed, failed or canceled.
 	Status       string     `json:"status"`
 	Agent        string     `json:"agent"`
 	Agents       []string   `json:"agents"`

@@ -43,7 +43,7 @@ func (e *Engine) Branch(ctx context.Context, source, owner string, at BranchPoin
 	if err != nil {
 		return projection.Session{}, err
 	}
-	if t.Status != projection.TurnCommitted {
+	if t.Status != projection.TurnCompleted {
 		code := events.CodeInvalid // a turn that ended otherwise never becomes a branch point
 		if t.Status == projection.TurnRunning || t.Status == projection.TurnSuspended {
 			code = events.CodeConflict // it may yet commit

@@ -49,7 +49,7 @@ func TestCancelARunningTurn(t *testing.T) {
 		t.Fatalf("cancel: %+v %v", turn, err)
 	}
 	res := <-done
-	if res.Status != fsm.StatusFailed || res.Error.Code != events.CodeCanceled {
+	if res.Status != fsm.StatusCanceled || res.Error.Code != events.CodeCanceled {
 		t.Fatalf("canceled run result = %+v %+v", res, res.Error)
 	}
 	if h, _ := b.store.History(b.ctx, sid); len(h) != 2 {

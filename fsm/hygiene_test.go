@@ -56,7 +56,7 @@ func TestRecoverGoesOnPastAFailingTurn(t *testing.T) {
 		t.Fatalf("recovered %d turns, want the 2 that can be", len(results))
 	}
 	for _, id := range ids[1:] {
-		if turn, _ := b.store.LastTurn(b.ctx, id); turn.Status != projection.TurnCommitted {
+		if turn, _ := b.store.LastTurn(b.ctx, id); turn.Status != projection.TurnCompleted {
 			t.Fatalf("session %s: turn %s", id, turn.Status)
 		}
 	}
@@ -100,7 +100,7 @@ func TestExpiryGoesOnPastAFailingTurn(t *testing.T) {
 	}
 	for i, id := range ids {
 		turn, _ := store.LastTurn(ctx, id)
-		if want := map[bool]projection.TurnStatus{true: projection.TurnSuspended, false: projection.TurnCommitted}[i == 1]; turn.Status != want {
+		if want := map[bool]projection.TurnStatus{true: projection.TurnSuspended, false: projection.TurnCompleted}[i == 1]; turn.Status != want {
 			t.Fatalf("session %s: turn %s, want %s", id, turn.Status, want)
 		}
 	}

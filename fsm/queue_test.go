@@ -88,7 +88,7 @@ func TestQueueRunsInOrder(t *testing.T) {
 	for _, tr := range turns {
 		got = append(got, tr.Input+"/"+string(tr.Status))
 	}
-	if strings.Join(got, ",") != "slow/committed,one/committed,two/committed" || turns[1].ID != one.TurnID || turns[2].ID != two.TurnID {
+	if strings.Join(got, ",") != "slow/completed,one/completed,two/completed" || turns[1].ID != one.TurnID || turns[2].ID != two.TurnID {
 		t.Fatalf("turns %v (%s %s)", got, turns[1].ID, turns[2].ID)
 	}
 	if q, _ := b.engine.Queue(b.ctx, s.ID); len(q) != 0 {
@@ -114,7 +114,7 @@ func TestInterruptStopsAtTheNextSafePoint(t *testing.T) {
 	}
 	close(release)
 	turns := settled(t, b.store, s.ID, 2)
-	if turns[0].Status != projection.TurnCanceled || turns[0].ErrorMessage != fsm.InterruptReason || turns[1].Input != "urgent" || turns[1].Status != projection.TurnCommitted {
+	if turns[0].Status != projection.TurnCanceled || turns[0].ErrorMessage != fsm.InterruptReason || turns[1].Input != "urgent" || turns[1].Status != projection.TurnCompleted {
 		t.Fatalf("turns %+v", turns)
 	}
 	evs, _ := b.store.Events(b.ctx, s.ID, 0)

@@ -2,13 +2,13 @@ package fsm
 
 import "github.com/turnlog/turnlog/events"
 
-// Turn outcomes as the API reports them.
+// Turn outcomes as the API reports them, in the words of projection.TurnStatus.
 const (
 	StatusCompleted = "completed"
 	StatusSuspended = "suspended"
 	StatusFailed    = "failed"
-	// StatusCanceled is how an Observer hears of a canceled turn (a Result says
-	// failed, with the code canceled).
+	// StatusCanceled is a canceled turn's (its Result's Error has the code canceled
+	// and the reason).
 	StatusCanceled = "canceled"
 )
 

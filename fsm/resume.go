@@ -307,7 +307,7 @@ func (e *Engine) outcome(ctx context.Context, session string, t projection.Turn,
 		case *events.TurnFailed:
 			res.Status, res.Error = StatusFailed, &ResultError{Code: v.ErrorCode, Message: v.Message, Path: v.Path}
 		case *events.TurnCanceled:
-			res.Status, res.Error = StatusFailed, &ResultError{Code: events.CodeCanceled, Message: v.Reason}
+			res.Status, res.Error = StatusCanceled, &ResultError{Code: events.CodeCanceled, Message: v.Reason}
 		default:
 			return nil, events.Errorf(events.CodeConflict, "turn %s is %s: its outcome is not known yet", t.ID, t.Status)
 		}

@@ -137,7 +137,7 @@ func (r *run) cancelTurn(pending ...events.Event) (*Result, error) {
 		return nil, err
 	}
 	r.ended(StatusCanceled, events.CodeCanceled, reason)
-	return &Result{Session: r.session, TurnID: r.turn, Status: StatusFailed, Usage: r.usage, Agent: r.agent.Name,
+	return &Result{Session: r.session, TurnID: r.turn, Status: StatusCanceled, Usage: r.usage, Agent: r.agent.Name,
 		Error: &ResultError{Code: events.CodeCanceled, Message: reason}}, nil
 }
 

@@ -97,7 +97,7 @@ func TestIdempotentWrites(t *testing.T) {
 		t.Fatalf("cancel twice: %s / %s", c1.raw, c2.raw)
 	}
 	a, bb := <-answers, <-answers
-	if a.body["turn_id"] != turnID || bb.body["turn_id"] != turnID || a.body["status"] != "failed" || bb.body["status"] != "failed" {
+	if a.body["turn_id"] != turnID || bb.body["turn_id"] != turnID || a.body["status"] != "canceled" || bb.body["status"] != "canceled" {
 		t.Fatalf("two requests for one turn: %s / %s", a.raw, bb.raw)
 	}
 	if n := b.turnCount(t, gate); n != 1 {

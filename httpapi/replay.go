@@ -54,7 +54,7 @@ func (s *Server) turnFromLog(ctx context.Context, session, turn string) (turnRes
 		out.Status, out.Usage = fsm.StatusFailed, e.Usage
 		out.Error = &fsm.ResultError{Code: e.ErrorCode, Message: e.Message, Path: e.Path}
 	case *events.TurnCanceled:
-		out.Status, out.Usage = fsm.StatusFailed, e.Usage
+		out.Status, out.Usage = fsm.StatusCanceled, e.Usage
 		out.Error = &fsm.ResultError{Code: events.CodeCanceled, Message: e.Reason}
 	case *events.TurnSuspended:
 		out.Status, out.Usage = fsm.StatusSuspended, e.Usage

@@ -46,7 +46,7 @@ func TestEveryRoute(t *testing.T) {
 	if sum, err := c.Session(ctx, id); err != nil || sum.Status != "idle" || sum.TurnCount != 1 || sum.ActiveAgent != "support" || sum.Parent != nil {
 		t.Fatalf("summary: %+v %v", sum, err)
 	}
-	if turns, err := c.Turns(ctx, id); err != nil || len(turns) != 1 || turns[0].Status != "committed" || turns[0].ToolCalls != 1 {
+	if turns, err := c.Turns(ctx, id); err != nil || len(turns) != 1 || turns[0].Status != "completed" || turns[0].ToolCalls != 1 {
 		t.Fatalf("turns: %+v %v", turns, err)
 	}
 	if r := b.do(t, "GET", "/v1/sessions/"+id+"/interrupts", "key-alice", ""); r.status != 200 || !strings.Contains(r.raw, `"interrupts":[]`) {

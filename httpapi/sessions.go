@@ -230,7 +230,7 @@ func (s *Server) branchPoints(c echo.Context) error {
 	}
 	points := []branchPoint{}
 	for _, t := range turns {
-		if t.Status != projection.TurnCommitted {
+		if t.Status != projection.TurnCompleted {
 			continue
 		}
 		ids := bySeq[t.EndSeq]

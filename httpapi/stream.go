@@ -261,7 +261,7 @@ func (s *Server) streamTurnFrom(c echo.Context, turn string, from int64, prelude
 		func(ev events.Event) (string, any, bool) {
 			if ev.Type == events.TypeQueuedInputDropped && gjson.GetBytes(ev.Data, "turn_id").String() == turn {
 				// A queued input taken out before it ran: its stream ends as a canceled turn's.
-				return "turn_failed", map[string]any{"turn_id": turn, "status": fsm.StatusFailed,
+				return "turn_canceled", map[string]any{"turn_id": turn, "status": fsm.StatusCanceled,
 					"error": map[string]string{"code": string(events.CodeCanceled), "message": gjson.GetBytes(ev.Data, "reason").String()}}, true
 			}
 			if ev.Turn != turn {
@@ -389,7 +389,7 @@ func turnEvent(ev events.Event) (string, any, bool) {
 		}
 		return "turn_failed", with("status", fsm.StatusFailed, "usage", json.RawMessage(d.Get("usage").Raw), "error", failure), true
 	case events.TypeTurnCanceled:
-		return "turn_failed", with("status", fsm.StatusFailed, "usage", json.RawMessage(d.Get("usage").Raw),
+		return "turn_canceled", with("status", fsm.StatusCanceled, "usage", json.RawMessage(d.Get("usage").Raw),
 			"error", map[string]string{"code": string(events.CodeCanceled), "message": d.Get("reason").String()}), true
 	}
 	return "", nil, false

@@ -166,7 +166,7 @@ func (s *Server) onBusy(sess projection.Session, req turnRequest) string {
 // streamQueued answers an input that waits in its session's queue and asked for a
 // stream: an SSE stream whose first event, queued (no id: it is not an event of the
 // log), says where it waits; then the turn, once it starts, as any turn's stream —
-// or turn_failed (canceled) if the input is taken out before it runs.
+// or turn_canceled if the input is taken out before it runs.
 func (s *Server) streamQueued(c echo.Context, session, turn string) error {
 	ctx := c.Request().Context()
 	queue, err := s.cfg.Engine.Queue(ctx, session)
@@ -265,14 +265,25 @@ func (s *Server) listTurns(c echo.Context) error {
 	if _, err := s.ownedSession(c); err != nil {
 		return err
 	}
+	var only projection.TurnStatus
+	if v := c.QueryParam("status"); v != "" {
+		st, ok := projection.TurnStatusOf(v)
+		if !ok {
+			return events.FieldError(events.CodeInvalid, "status", "must be running, suspended, completed, failed or canceled, got %q", events.ShortenForMessage(v, 32))
+		}
+		only = st
+	}
 	turns, err := s.cfg.Reader.Turns(c.Request().Context(), c.Param("id"))
 	if err != nil {
 		return err
 	}
-	if turns == nil {
-		turns = []projection.Turn{}
+	out := []projection.Turn{}
+	for _, t := range turns {
+		if only == "" || t.Status == only {
+			out = append(out, t)
+		}
 	}
-	return c.JSON(http.StatusOK, map[string]any{"turns": turns})
+	return c.JSON(http.StatusOK, map[string]any{"turns": out})
 }
 
 // compact runs a compaction turn: the session's agent summarises the committed

@@ -145,7 +145,7 @@ func Changes(ev events.Event) ([]Change, error) {
 		agent := gjson.GetBytes(ev.Data, "agent").String()
 		return []Change{
 			HistoryAppended{Session: ev.Session, Turn: ev.Turn, Seq: ev.Seq, Items: items, Agent: agent},
-			TurnClosed{Session: ev.Session, Turn: ev.Turn, Status: TurnCommitted, Seq: ev.Seq, At: ev.At, EndAgent: agent},
+			TurnClosed{Session: ev.Session, Turn: ev.Turn, Status: TurnCompleted, Seq: ev.Seq, At: ev.At, EndAgent: agent},
 		}, nil
 	}
 	p, err := events.Decode(ev)

@@ -22,16 +22,34 @@ type Session struct {
 	ParentTurn    string          `json:"parent_turn,omitempty"`
 }
 
-// TurnStatus is where a turn stands in the read model.
+// TurnStatus is where a turn stands, in the one vocabulary every output of turnlog
+// uses (the API, streams, webhooks, SQL views, the inspector): running, queued (an
+// input waiting in its session's queue, which has no turn row yet), suspended
+// (waiting for people), completed, failed, canceled. The turn machine's own states
+// and the events' types keep their names (a completed turn ended with TurnCommitted).
 type TurnStatus string
 
 const (
 	TurnRunning   TurnStatus = "running"
-	TurnCommitted TurnStatus = "committed"
+	TurnQueued    TurnStatus = "queued"
+	TurnSuspended TurnStatus = "suspended"
+	TurnCompleted TurnStatus = "completed"
 	TurnFailed    TurnStatus = "failed"
 	TurnCanceled  TurnStatus = "canceled"
-	TurnSuspended TurnStatus = "suspended"
 )
+
+// TurnStatusOf reads a status a client names, taking the word turnlog used before
+// for a completed turn ("committed") too; ok is false for any other word.
+func TurnStatusOf(s string) (TurnStatus, bool) {
+	if s == "committed" {
+		return TurnCompleted, true
+	}
+	switch st := TurnStatus(s); st {
+	case TurnRunning, TurnQueued, TurnSuspended, TurnCompleted, TurnFailed, TurnCanceled:
+		return st, true
+	}
+	return "", false
+}
 
 // Turn is the read model of one turn.
 type Turn struct {

@@ -430,7 +430,7 @@ func queueRan(t *testing.T, s storetest.Store, session string) []projection.Turn
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(turns) >= 2 && turns[len(turns)-1].Status == projection.TurnCommitted {
+		if len(turns) >= 2 && turns[len(turns)-1].Status == projection.TurnCompleted {
 			return turns
 		}
 		if time.Now().After(deadline) {

@@ -25,7 +25,7 @@ func turnsAndTheirReadModels(t *testing.T, h Harness) {
 		t.Fatalf("turn: %+v", res)
 	}
 	turn, err := w.s.Turn(w.ctx, id, res.TurnID)
-	if err != nil || turn.Status != projection.TurnCommitted || turn.ModelCalls != 2 || turn.ToolCalls != 1 || turn.Input != "look it up" ||
+	if err != nil || turn.Status != projection.TurnCompleted || turn.ModelCalls != 2 || turn.ToolCalls != 1 || turn.Input != "look it up" ||
 		turn.Agent != "main" || turn.StartSeq == 0 || turn.EndSeq <= turn.StartSeq || turn.EndedAt == nil || turn.EndAgent != "main" {
 		t.Fatalf("committed turn: %+v %v", turn, err)
 	}
@@ -152,7 +152,7 @@ func queuedInputs(t *testing.T, h Harness) {
 	wake, stop := w.s.Watch(id)
 	defer stop()
 	for {
-		if turn, err := w.s.Turn(w.ctx, id, q.TurnID); err == nil && turn.Status == projection.TurnCommitted {
+		if turn, err := w.s.Turn(w.ctx, id, q.TurnID); err == nil && turn.Status == projection.TurnCompleted {
 			break
 		}
 		select {
