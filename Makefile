@@ -31,7 +31,7 @@ vet: ## gofmt and go vet
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))" || { gofmt -l .; echo "gofmt needed"; exit 1; }
 	$(GO) vet ./...
 
-bench: helper ## the SPEC §10 benchmarks: engine step, storage, rebuild, appends/s (SQLite and PostgreSQL), engine step and HTTP turns/s by store and nodes, branch, history read, HTTP turns, sandbox overhead (by step) and the apply beside cp -a, context build and token counting, HTTP and command tools, cancel latency, the inspector's session page, serve's resident memory
+bench: helper ## the SPEC §10 benchmarks: engine step, storage, rebuild, appends/s (SQLite and PostgreSQL), engine step and HTTP turns/s by store and nodes, branch, history read, HTTP turns, sandbox overhead (by step) and the apply beside cp -a, context build and token counting, HTTP and command tools, cancel latency, the inspector's session page, serve's resident memory, turns under hostile clients
 	$(GO) test -run '^$$' -bench 'EngineStep|Rebuild' -benchtime 1x -p 1 -timeout 30m ./fsm ./adapters/sqlite
 	$(GO) test -run '^$$' -bench 'AppendConcurrent' -benchtime 20000x -timeout 30m ./adapters/sqlite
 	$(GO) test -run '^$$' -bench 'AppendVsRawInsert' -benchtime 20000x -timeout 30m ./adapters/sqlite
@@ -49,6 +49,7 @@ bench: helper ## the SPEC §10 benchmarks: engine step, storage, rebuild, append
 	$(GO) test -run '^$$' -bench 'CommandToolVsBash' -benchtime 50x ./adapters/commandtool
 	$(GO) test -run '^$$' -bench 'CancelLatency' -benchtime 10x .
 	$(GO) test -run '^$$' -bench 'ServeMemory' -benchtime 1x .
+	$(GO) test -run '^$$' -bench 'TurnsUnderAttack' -benchtime 1x . # 50 clients' turns/s and p99 under nesting, slow-body and idle attacks, as ratios
 
 bench-scale: ## at scale: a database of 1M events over 10k sessions beside one of 10 sessions, in one run (a few GB of disk in TMPDIR, minutes; TURNLOG_SCALE_SESSIONS sets the size)
 	$(GO) test -run '^$$' -bench 'AtScale' -benchtime 1x -timeout 60m ./pkg/turnlog

@@ -33,7 +33,7 @@ func serveChildOn(t *testing.T, db, cfg, dir string, extra ...string) (*exec.Cmd
 }
 
 // startServing starts a serving child and returns its base URL once it serves.
-func startServing(t *testing.T, cmd *exec.Cmd) string {
+func startServing(t testing.TB, cmd *exec.Cmd) string {
 	t.Helper()
 	stderr, w := io.Pipe() // read here, so Wait never races a reader of StderrPipe
 	cmd.Stderr = w

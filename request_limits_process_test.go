@@ -5,12 +5,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -28,42 +24,15 @@ const nestingAttackers = 8
 // idle) grows by no more than 8 × the body limit + 64 MiB. A session made before
 // still answers.
 func TestNestingAttacksCostNoMoreThanTheirSize(t *testing.T) {
-	bin := turnlogBinary(t)
-	dir := t.TempDir()
-	cmd := exec.Command(bin, "serve", "--api-keys", "k-alice=alice", "--addr", "127.0.0.1:0", "--db", filepath.Join(dir, "t.db"))
-	cmd.Env = append(os.Environ(), "TURNLOG_STATE_DIR="+filepath.Join(dir, "state"))
-	base := startServing(t, cmd)
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	base, cmd := serveWithKey(t)
 	pid := cmd.Process.Pid
-
-	// call sends a request whole, then times its answer: from the body's last byte
-	// to the answer's, so the time is the server's and not this client's.
 	addr := strings.TrimPrefix(base, "http://")
 	call := func(method, path, body string) (int, string, time.Duration) {
-		c, err := net.Dial("tcp", addr)
+		status, raw, took, err := postRaw(nil, addr, method, path, body)
 		if err != nil {
 			t.Error(err)
-			return 0, "", 0
 		}
-		defer c.Close()
-		_ = c.SetDeadline(time.Now().Add(time.Minute))
-		w := bufio.NewWriterSize(c, 64<<10)
-		fmt.Fprintf(w, "%s %s HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer k-alice\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s",
-			method, path, addr, len(body), body)
-		if err := w.Flush(); err != nil {
-			t.Error(err)
-			return 0, "", 0
-		}
-		sent := time.Now()
-		res, err := http.ReadResponse(bufio.NewReader(c), nil)
-		if err != nil {
-			t.Error(err)
-			return 0, "", 0
-		}
-		took := time.Since(sent)
-		defer res.Body.Close()
-		raw, _ := io.ReadAll(res.Body)
-		return res.StatusCode, string(raw), took
+		return status, raw, took
 	}
 	status, raw, _ := call("POST", "/v1/sessions", `{"app":"demo"}`)
 	var sess struct{ ID string }
@@ -79,10 +48,7 @@ func TestNestingAttacksCostNoMoreThanTheirSize(t *testing.T) {
 	}
 
 	const limit = 1_000_000 // "1M", as echo counts
-	deep := func(prefix, open, suffix string) string {
-		n := (limit - len(prefix) - len(suffix) - 16) / len(open)
-		return prefix + strings.Repeat(open, n) + suffix
-	}
+	deep := func(prefix, open, suffix string) string { return nestedBody(limit, prefix, open, suffix) }
 	attacks := []struct{ method, path, body, field string }{
 		{"POST", "/v1/sessions", deep(`{"app":"demo","metadata":`, "[", "1"), "metadata"},
 		{"POST", "/v1/sessions", deep(`{"app":"demo","metadata":{"a":`, `{"a":`, "1"), "metadata.a"},

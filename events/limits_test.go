@@ -104,3 +104,23 @@ func TestCheckStrictAllocatesLinearly(t *testing.T) {
 }
 
 func asError(err error, te **events.Error) bool { return errors.As(err, te) }
+
+// TestRecordedEventsAreNotHeldToRequestLimits: a recording (a fixture, an export)
+// whose events hold what a request may not — data nested deeper than the request
+// limit, wider than it — reads back whole: the log was checked when it was written.
+func TestRecordedEventsAreNotHeldToRequestLimits(t *testing.T) {
+	deep := json.RawMessage(`{"x":` + strings.Repeat("[", 200) + strings.Repeat("]", 200) + `}`)
+	ev := events.MustNew("", "", &events.SessionCreated{App: "demo", Owner: "alice", Agent: "main", Metadata: deep})
+	ev.Session, ev.Seq = "s1", 1
+	var buf bytes.Buffer
+	if err := events.WriteJSONL(&buf, []events.Event{ev}); err != nil {
+		t.Fatal(err)
+	}
+	if err := events.DefaultLimits.Check(buf.Bytes()); err == nil {
+		t.Fatal("the recording keeps within the request limits: the test shows nothing")
+	}
+	got, err := events.ReadJSONL(&buf, "fixture")
+	if err != nil || len(got) != 1 || !bytes.Contains(got[0].Data, []byte(strings.Repeat("[", 200))) {
+		t.Fatalf("read back: %v %v", got, err)
+	}
+}
