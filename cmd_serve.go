@@ -104,7 +104,7 @@ func cmdServe(ctx context.Context, c *cliContext, args []string) error {
 	}
 	// What the server's connections, the sandbox's commands and their proxies may
 	// hold at once must fit the descriptor limit, with room for the store.
-	if err := sandbox.CheckDescriptors(limits.conns.Total); err != nil {
+	if err := sandbox.CheckDescriptors(limits.conns.Descriptors()); err != nil {
 		return err
 	}
 	// Listening first tells the sandbox which address its commands must never reach.

@@ -58,7 +58,7 @@ func (l *requestLimits) check() error {
 		return events.FieldError(events.CodeInvalid, "max-connections", "must be a number of connections, not negative")
 	}
 	if l.conns.Total == 0 {
-		l.conns.Total = min(turnlog.DefaultConnLimits.Total, sandbox.HTTPConnsThatFit())
+		l.conns.Total = min(turnlog.DefaultConnLimits.Total, sandbox.HTTPConnsThatFit()-turnlog.ConnLimits{}.Descriptors())
 		if l.conns.Total < minConns {
 			l.conns.Total = minConns // and the descriptor check says what to raise
 		}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -146,7 +147,17 @@ func shownKey(quoted []byte) string {
 	if json.Unmarshal(quoted, &k) != nil {
 		k = strings.Trim(string(quoted), `"`)
 	}
-	return ShortenForMessage(k, 64)
+	return ShownName(k)
+}
+
+// ShownName is a key or an id as a message shows it: shortened past 64 characters,
+// and quoted when it holds a control character (a NUL never reaches a message).
+func ShownName(s string) string {
+	s = ShortenForMessage(s, 64)
+	if strings.ContainsFunc(s, unicode.IsControl) {
+		return strconv.Quote(s)
+	}
+	return s
 }
 
 // ShortenForMessage cuts s to at most n characters for an error message, saying how

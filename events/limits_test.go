@@ -23,7 +23,7 @@ func TestLimitsRefuseNamingThePath(t *testing.T) {
 		{"long key", `{"123456789":1}`, "123456789", "key longer than 8 bytes"},
 		{"long array", `{"a":[1,2,3,4,5,6]}`, "a[5]", "more than 5 elements"},
 		{"NUL", `{"a":{"b":"x\u0000"}}`, "a.b", `\u0000`},
-		{"NUL in a key", `{"x\u0000":1}`, "x\x00", `\u0000`},
+		{"NUL in a key", `{"x\u0000":1}`, `"x\x00"`, `\u0000`}, // quoted: no NUL reaches a message
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

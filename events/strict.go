@@ -42,14 +42,14 @@ func CheckStrict(raw []byte, into any) error {
 			isKey := top >= 0 && stack[top].object && stack[top].expectKey
 			if why := badString(segment); why != "" {
 				if isKey {
-					return FieldError(CodeInvalid, orBody(joinPath(strictPath(stack[:top]), s)), "%s", why)
+					return FieldError(CodeInvalid, orBody(joinPath(strictPath(stack[:top]), ShownName(s))), "%s", why)
 				}
 				return FieldError(CodeInvalid, orBody(strictPath(stack)), "%s", why)
 			}
 			if isKey {
 				f := &stack[top]
 				if exact, folded := fieldNamed(f.t, s); !exact && folded != "" {
-					return FieldError(CodeInvalid, orBody(joinPath(strictPath(stack[:top]), ShortenForMessage(s, 64))),
+					return FieldError(CodeInvalid, orBody(joinPath(strictPath(stack[:top]), ShownName(s))),
 						"unknown field %q: field names are case-sensitive (%q is one)", ShortenForMessage(s, 64), folded)
 				}
 				f.key, f.expectKey, f.keyed = s, false, true
@@ -110,7 +110,7 @@ func strictPath(stack []strictFrame) string {
 		if b.Len() > 0 {
 			b.WriteByte('.')
 		}
-		b.WriteString(ShortenForMessage(f.key, 64))
+		b.WriteString(ShownName(f.key))
 	}
 	return b.String()
 }

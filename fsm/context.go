@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/turnlog/turnlog/contextmgr"
@@ -101,6 +102,10 @@ func (r *run) compaction(view *contextmgr.Prepared, span contextmgr.Span, path s
 	endSpan(modelSpanEnd(resp.Usage, err))
 	if err != nil {
 		return nil, &ResultError{Code: events.CodeModelFailed, Path: path, Message: fmt.Sprintf("compaction by model %s failed: %v", llm, err)}
+	}
+	if strings.IndexByte(resp.Text, 0) >= 0 {
+		return nil, &ResultError{Code: events.CodeInvalidModelOutput, Path: path,
+			Message: fmt.Sprintf("compaction by model %s answered a NUL character, which turnlog's log cannot keep", llm)}
 	}
 	ids := view.Identifiers(span)
 	sections := contextmgr.KeepIdentifiers(contextmgr.ParseSummary(resp.Text), ids)

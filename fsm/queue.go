@@ -200,7 +200,7 @@ func (e *Engine) kick(session string) {
 				time.AfterFunc(kickRetry, func() { e.kick(session) })
 				return
 			}
-			drop := events.MustNew("", "queue/"+next.Turn, &events.QueuedInputDropped{TurnID: next.Turn, Reason: err.Error()})
+			drop := events.MustNew("", "queue/"+next.Turn, &events.QueuedInputDropped{TurnID: next.Turn, Reason: storableMessage(te.Public())})
 			last, lerr := e.store.LastSeq(ctx, session)
 			if lerr == nil {
 				_, lerr = e.appendPastQueue(ctx, session, last, []events.Event{drop}, false)

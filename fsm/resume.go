@@ -131,7 +131,7 @@ func (e *Engine) prepareResume(ctx context.Context, session, user string, answer
 		case q == nil && !suspended:
 			return nil, nil, events.Errorf(events.CodeConflict, "turn %s is %s, not suspended: there is nothing to resume", t.ID, t.Status)
 		case q == nil:
-			return nil, nil, events.FieldError(events.CodeInvalid, "resume_map."+id, "is not an interrupt of turn %s", t.ID)
+			return nil, nil, events.FieldError(events.CodeInvalid, "resume_map."+events.ShownName(id), "is not an interrupt of turn %s", t.ID)
 		}
 		resolved, err := e.resolve(app, q, answers[id], user, "resume_map."+id)
 		if err != nil {

@@ -155,6 +155,9 @@ func (e *Engine) newRun(ctx context.Context, app *App, agent *Agent, session, ow
 // emit appends events that are not already in the log, after any deferred results,
 // in one transaction.
 func (r *run) emit(evs ...events.Event) error {
+	if err := storableEvents(evs); err != nil {
+		return err
+	}
 	settled, err := r.appendBatch(evs)
 	for _, h := range settled { // outside the lock: a hook may take long (a rollback)
 		h.fire(true)
@@ -430,6 +433,7 @@ func (r *run) commit(text string, pending ...events.Event) (*Result, error) {
 // fail ends the turn without committing; pending events (a model call that was made)
 // are recorded with the failure.
 func (r *run) fail(code events.Code, msg, path string, pending ...events.Event) (*Result, error) {
+	msg = storableMessage(msg) // it may quote a provider's or a tool's words
 	if err := r.fire(TriggerFail); err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package fsm
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/turnlog/turnlog/events"
@@ -35,7 +36,7 @@ func storableJSON(field string, raw json.RawMessage) error {
 // storableAnswer refuses an answer whose message, notes or arguments the log cannot
 // keep.
 func storableAnswer(id string, a Answer) error {
-	field := "resume_map." + id + "."
+	field := "resume_map." + events.ShownName(id) + "."
 	for name, s := range map[string]*string{"rejection_message": a.RejectionMessage, "reviewer_notes": a.ReviewerNotes, "decision": a.Decision} {
 		if s != nil {
 			if err := storableText(field+name, *s); err != nil {
@@ -45,6 +46,29 @@ func storableAnswer(id string, a Answer) error {
 	}
 	if len(a.Arguments) > 0 {
 		return storableJSON(field+"arguments", a.Arguments)
+	}
+	return nil
+}
+
+// storableMessage is a message of turnlog's about a failure as the log keeps it: a
+// NUL it quotes (from a provider's or a tool's words) shown as U+FFFD.
+func storableMessage(msg string) string {
+	return strings.ReplaceAll(msg, "\x00", "\uFFFD")
+}
+
+// storableEvents refuses, before any is appended, an event the log cannot keep, so
+// the store never refuses one: a typed invalid error naming it, never the store's
+// words. Model answers and tool results are checked where they are made (they
+// become a failure or a tool error there); this is for everything else.
+func storableEvents(evs []events.Event) error {
+	for _, ev := range evs {
+		if ev.Type == events.TypeModelCalled || ev.Type == events.TypeToolResulted {
+			continue
+		}
+		if err := events.StoreLimits.Check(ev.Data); err != nil {
+			return &events.Error{Code: events.CodeInvalid, Field: "data",
+				Message: fmt.Sprintf("%s at %q holds what turnlog's log cannot keep", ev.Type, ev.Path), Err: err}
+		}
 	}
 	return nil
 }

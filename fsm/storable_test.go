@@ -85,3 +85,21 @@ func TestInputTheLogCannotKeepIsRefusedNamingTheField(t *testing.T) {
 }
 
 func asTyped(err error, te **events.Error) bool { return errors.As(err, te) }
+
+// TestAFailureQuotingANulIsRecorded: a provider's error holding a NUL fails the
+// turn as model_failed — recorded, the NUL shown as U+FFFD — rather than leaving a
+// turn the store refused to end.
+func TestAFailureQuotingANulIsRecorded(t *testing.T) {
+	t.Parallel()
+	b := setup(t, &fsm.Agent{Name: "a", LLM: "m", Model: modelFunc(func(fsm.ModelRequest) (fsm.ModelResponse, error) {
+		return fsm.ModelResponse{}, errors.New("upstream said \x00")
+	})})
+	res, session := b.turn(t, "go")
+	if res.Status != fsm.StatusFailed || res.Error == nil || res.Error.Code != events.CodeModelFailed || !strings.Contains(res.Error.Message, "\uFFFD") {
+		t.Fatalf("result = %+v %+v", res, res.Error)
+	}
+	evs, _ := b.store.Events(b.ctx, session, 0)
+	if last := evs[len(evs)-1]; last.Type != events.TypeTurnFailed || strings.Contains(string(last.Data), `\u0000`) {
+		t.Fatalf("the log ends with %s %s", last.Type, last.Data)
+	}
+}

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -40,6 +41,10 @@ const quietAfter = time.Second
 // is closed without an answer.
 const refusers = 256
 
+// Descriptors is how many descriptors a server within l may hold at once: its
+// connections, and those it is answering 503.
+func (l ConnLimits) Descriptors() int { return l.Total + refusers }
+
 // HTTPServer is an http.Server that keeps to ConnLimits, on the listener it
 // wraps.
 type HTTPServer struct {
@@ -56,6 +61,9 @@ func NewHTTPServer(h http.Handler, ln net.Listener, l ConnLimits) *HTTPServer {
 		ReadHeaderTimeout: l.HeaderTimeout,
 		IdleTimeout:       l.IdleTimeout,
 		ConnState:         cl.track,
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			return context.WithValue(ctx, connKey{}, c)
+		},
 	}
 	return &HTTPServer{Server: srv, ln: cl}
 }
@@ -87,11 +95,28 @@ type cappedListener struct {
 
 type cappedConn struct {
 	net.Conn
-	l      *cappedListener
-	addr   netip.Addr
-	opened time.Time
-	fresh  bool // no request read yet
-	once   sync.Once
+	l       *cappedListener
+	addr    netip.Addr
+	opened  time.Time
+	fresh   bool // no request read yet
+	evicted bool // picked to be closed: no request of it may begin
+	once    sync.Once
+}
+
+// connKey finds a request's *cappedConn in its context.
+type connKey struct{}
+
+// begin marks c busy as a request's handler starts, unless c was picked to be
+// closed to make room; then the request must not run (false).
+func (l *cappedListener) begin(c *cappedConn) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if c.evicted {
+		return false
+	}
+	c.fresh = false
+	delete(l.quiet, c)
+	return true
 }
 
 func (c *cappedConn) Close() error {
@@ -146,6 +171,7 @@ func (l *cappedListener) admit(raw net.Conn, addr netip.Addr) (c, evict *cappedC
 		if evict == nil {
 			return nil, nil
 		}
+		evict.evicted = true   // a request it has begun to send never runs
 		delete(l.quiet, evict) // counted out when it closes, just after
 	}
 	c = &cappedConn{Conn: raw, l: l, addr: addr, opened: time.Now(), fresh: true}
@@ -166,7 +192,9 @@ func (l *cappedListener) track(nc net.Conn, state http.ConnState) {
 	switch state {
 	case http.StateIdle:
 		c.fresh = false
-		l.quiet[c] = struct{}{}
+		if !c.evicted {
+			l.quiet[c] = struct{}{}
+		}
 	case http.StateActive:
 		c.fresh = false
 		delete(l.quiet, c)
@@ -205,11 +233,20 @@ func (l *cappedListener) refuse(c net.Conn) {
 	}()
 }
 
+// remoteAddr is the client a connection counts against: its IPv4 address, or the
+// /64 of its IPv6 address (one host usually holds a whole /64).
 func remoteAddr(c net.Conn) netip.Addr {
-	if ap, err := netip.ParseAddrPort(c.RemoteAddr().String()); err == nil {
-		return ap.Addr().Unmap()
+	ap, err := netip.ParseAddrPort(c.RemoteAddr().String())
+	if err != nil {
+		return netip.Addr{}
 	}
-	return netip.Addr{}
+	a := ap.Addr().Unmap()
+	if a.Is6() {
+		if p, err := a.Prefix(64); err == nil {
+			return p.Addr()
+		}
+	}
+	return a
 }
 
 // errBodyTimeout is a body that took longer than BodyTimeout.

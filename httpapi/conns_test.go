@@ -49,7 +49,7 @@ func TestABodyThatDoesNotArriveInTimeIs408(t *testing.T) {
 	b := setup(t)
 	l := httpapi.DefaultConnLimits
 	l.BodyTimeout = 300 * time.Millisecond
-	addr, _ := serveLimited(t, b, l)
+	addr, srv := serveLimited(t, b, l)
 	head := "POST /v1/sessions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n%s\r\n{"
 	_, r := rawRequest(t, addr, fmt.Sprintf(head, "Authorization: Bearer key-alice\r\n"))
 	res, err := http.ReadResponse(r, nil)
@@ -59,6 +59,13 @@ func TestABodyThatDoesNotArriveInTimeIs408(t *testing.T) {
 	raw, _ := io.ReadAll(res.Body)
 	if res.StatusCode != http.StatusRequestTimeout || !strings.Contains(string(raw), `"request_timeout"`) {
 		t.Fatalf("a slow body: %d %s, want 408", res.StatusCode, raw)
+	}
+	// The connection ends with the answer: nothing waits for the rest of the body.
+	if _, err := r.ReadByte(); err != io.EOF {
+		t.Fatalf("after the 408 the connection is still open (%v)", err)
+	}
+	for srv.Open() > 0 {
+		time.Sleep(5 * time.Millisecond) // the server counts it out as it closes
 	}
 	began := time.Now()
 	_, r = rawRequest(t, addr, fmt.Sprintf(head, ""))
@@ -127,5 +134,35 @@ func TestConnectionsPastAnAddressCapAre503(t *testing.T) {
 	_, r = rawRequest(t, addr, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
 	if res, err := http.ReadResponse(r, nil); err != nil || res.StatusCode != http.StatusOK {
 		t.Fatalf("with no per-address cap: %v %v", res, err)
+	}
+}
+
+// TestABodyCutOffEndsItsConnection: whatever handler reads a body the deadline cuts
+// off (the inspector's forms as the API's JSON) and answers without closing, the
+// connection ends with the answer: nothing is left waiting on what the client may
+// still send, and its slot is free.
+func TestABodyCutOffEndsItsConnection(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := httpapi.DefaultConnLimits
+	l.BodyTimeout = 200 * time.Millisecond
+	srv := httpapi.NewHTTPServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.ReadAll(r.Body)
+		http.Error(w, "bad form", http.StatusBadRequest)
+	}), ln, l)
+	go srv.Serve()
+	t.Cleanup(func() { srv.Close() })
+	c, r := rawRequest(t, ln.Addr().String(), "POST /ui/signin HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 100\r\n\r\nkey=")
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	res, err := http.ReadResponse(r, nil)
+	if err != nil || res.StatusCode != http.StatusBadRequest {
+		t.Fatalf("the answer: %v %v", res, err)
+	}
+	io.Copy(io.Discard, res.Body)
+	if _, err := r.ReadByte(); err != io.EOF {
+		t.Fatalf("the connection stays open after the answer (%v)", err)
 	}
 }

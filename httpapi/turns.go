@@ -225,10 +225,11 @@ func decodeAnswers(raw map[string]json.RawMessage) (map[string]fsm.Answer, error
 	out := make(map[string]fsm.Answer, len(raw))
 	for id, body := range raw {
 		var a fsm.Answer
+		field := "resume_map." + events.ShownName(id)
 		if err := events.CheckStrict(body, &a); err != nil {
 			var te *events.Error
 			if errors.As(err, &te) {
-				te.Field = "resume_map." + id + "." + te.Field
+				te.Field = field + "." + te.Field
 			}
 			return nil, err
 		}
@@ -237,9 +238,9 @@ func decodeAnswers(raw map[string]json.RawMessage) (map[string]fsm.Answer, error
 		if err := dec.Decode(&a); err != nil {
 			var te *json.UnmarshalTypeError
 			if errors.As(err, &te) {
-				return nil, typeError(te, "resume_map."+id)
+				return nil, typeError(te, field)
 			}
-			return nil, events.FieldError(events.CodeInvalid, "resume_map."+id, "must be an object such as {\"confirmed\": true}: %s", cleanJSONError(err))
+			return nil, events.FieldError(events.CodeInvalid, field, "must be an object such as {\"confirmed\": true}: %s", cleanJSONError(err))
 		}
 		out[id] = a
 	}

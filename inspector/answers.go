@@ -86,7 +86,11 @@ func answerOf(form url.Values, id, kind string, limits events.Limits) (fsm.Answe
 		if err := limits.Check([]byte(raw)); err != nil {
 			var te *events.Error
 			if asError(err, &te) {
-				te.Field = field("arguments") + strings.TrimPrefix("."+te.Field, ".body")
+				if te.Field == "body" {
+					te.Field = field("arguments")
+				} else {
+					te.Field = field("arguments") + "." + te.Field
+				}
 			}
 			return fsm.Answer{}, err
 		}
