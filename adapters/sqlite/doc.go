@@ -2,7 +2,9 @@
 // append-only events table, content-addressed blobs, projection tables maintained in
 // the append transaction, migrations, and rebuild.
 //
-// It is the only home of SQL besides migrations/. One goroutine owns every write and
-// batches appends from many sessions into one transaction (group commit); reads go
-// through a separate read-only pool. It must never hold turn logic.
+// It holds the SQLite dialect of turnlog's SQL (adapters/postgres holds PostgreSQL's,
+// adapters/sqlrows what both share of rows, migrations/ the schema). Writes go through
+// its one write connection: the caller that finds no commit under way leads, batching
+// the appends of many sessions into one transaction (group commit), then hands the
+// lead on; reads go through a separate read-only pool. It must never hold turn logic.
 package sqlite
