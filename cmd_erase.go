@@ -30,12 +30,13 @@ func cmdErase(ctx context.Context, c *cliContext, args []string) error {
 		fs.Usage()
 		return events.Errorf(events.CodeInvalid, "expected one or more SESSION_IDs or --user USER (not both), got %q", strings.Join(fs.Args(), " "))
 	}
-	store, err := openStore(ctx, f)
+	store, cluster, err := openStore(ctx, f)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
-	engine, err := fsm.New(store, nil, fsm.Options{Clock: time.Now, NewID: turnlog.NewULIDs()})
+	// On a database nodes share, the erasure takes the sessions' leases as a node would.
+	engine, err := fsm.New(store, nil, fsm.Options{Clock: time.Now, NewID: turnlog.NewULIDs(), Cluster: cluster})
 	if err != nil {
 		return err
 	}

@@ -24,7 +24,7 @@ func withStore(ctx context.Context, c *cliContext, name string, args []string, n
 	if err := requireArgs(fs, nargs, what); err != nil {
 		return err
 	}
-	store, err := openStore(ctx, f)
+	store, _, err := openStore(ctx, f)
 	if err != nil {
 		return err
 	}

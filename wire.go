@@ -50,19 +50,21 @@ func (c *cliContext) loadApps(ctx context.Context, path string) ([]*fsm.App, err
 	return apps.List, nil
 }
 
-func openStore(ctx context.Context, f commonFlags) (logStore, error) {
+// openStore opens the log f names, and what several nodes share of it (nil: one
+// node, a SQLite file).
+func openStore(ctx context.Context, f commonFlags) (logStore, fsm.Cluster, error) {
 	if turnlog.IsPostgres(f.db) {
 		s, err := postgres.Open(ctx, f.db, postgres.Options{})
 		if err != nil {
-			return nil, fmt.Errorf("open %s: %w", shownDB(f.db), err)
+			return nil, nil, fmt.Errorf("open %s: %w", shownDB(f.db), err)
 		}
-		return s, nil
+		return s, s, nil
 	}
 	s, err := sqlite.Open(ctx, f.db, sqlite.Options{Synchronous: f.synchronous})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return s, nil
+	return s, nil, nil
 }
 
 // logStore is what the commands that read or change the log (export, rebuild,

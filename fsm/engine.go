@@ -31,6 +31,9 @@ type Options struct {
 	// unrenewed (default DefaultLeaseTTL).
 	NodeID   string
 	LeaseTTL time.Duration
+	// Cluster, for a store several nodes share, gives the engine the sessions' leases
+	// and the cancel relay (nil: one node, the store's alone).
+	Cluster Cluster
 	// Requests, when set, sees every model request an agent's call is built from, live
 	// or replayed (for debugging and tests; the model's own streaming hook is unset).
 	Requests func(path string, req ModelRequest)
@@ -150,8 +153,8 @@ func New(store Store, apps []*App, opts Options) (*Engine, error) {
 		}
 		e.apps[a.Name] = a
 	}
-	if relay, ok := store.(CancelRelay); ok {
-		relay.OnCancel(e.cancelHere)
+	if opts.Cluster != nil {
+		opts.Cluster.OnCancel(e.cancelHere)
 	}
 	return e, nil
 }
@@ -259,8 +262,8 @@ func (e *Engine) lock(session string) (*runHandle, func(), error) {
 		e.mu.Unlock()
 		close(h.finished)
 	}
-	leaser, shared := e.store.(Leaser)
-	if !shared {
+	leaser := e.opts.Cluster
+	if leaser == nil {
 		return h, func() {
 			free()
 			if !h.quiet {
@@ -531,7 +534,7 @@ func (e *Engine) Recover(ctx context.Context) ([]*Result, error) {
 	}
 	var results []*Result
 	var errs []error
-	_, shared := e.store.(Leaser)
+	shared := e.opts.Cluster != nil
 	for _, t := range running {
 		res, err := e.recoverTurn(ctx, t)
 		if errors.Is(err, errTurnEnded) || (shared && events.IsCode(err, events.CodeConflict)) {
@@ -550,9 +553,6 @@ func (e *Engine) Recover(ctx context.Context) ([]*Result, error) {
 // progressHealer is a store that keeps a running turn's counters (model and tool
 // calls, tokens) in memory between writes: before a turn whose process went away is
 // recovered, the store counts them again from the log.
-type progressHealer interface {
-	HealTurnProgress(ctx context.Context, session, turn string) error
-}
 
 // errTurnEnded is a turn to recover that ended before its recovery could begin.
 var errTurnEnded = errors.New("the turn ended before its recovery began")
@@ -573,10 +573,8 @@ func (e *Engine) recoverTurn(ctx context.Context, t projection.Turn) (*Result, e
 	}
 	e.setRunningTurn(h, t.ID, 0)
 	e.forget(t.Session)
-	if ph, ok := e.store.(progressHealer); ok {
-		if err := ph.HealTurnProgress(ctx, t.Session, t.ID); err != nil {
-			return nil, err
-		}
+	if err := e.store.HealTurnProgress(ctx, t.Session, t.ID); err != nil {
+		return nil, err
 	}
 	s, err := e.store.Session(ctx, t.Session)
 	if err != nil {
@@ -653,7 +651,7 @@ func (e *Engine) Cancel(ctx context.Context, session, turn, reason string) (proj
 		return t, events.Errorf(events.CodeConflict, "turn %s is %s: there is nothing to cancel", turn, t.Status)
 	}
 	h, unlock, err := e.lock(session)
-	if relay, ok := e.store.(CancelRelay); ok && events.IsCode(err, events.CodeConflict) && t.Status == projection.TurnRunning {
+	if relay := e.opts.Cluster; relay != nil && events.IsCode(err, events.CodeConflict) && t.Status == projection.TurnRunning {
 		return e.cancelElsewhere(ctx, relay, session, turn, reason)
 	}
 	if err != nil {
@@ -661,7 +659,7 @@ func (e *Engine) Cancel(ctx context.Context, session, turn, reason string) (proj
 	}
 	ctx = h.bound(ctx)
 	defer unlock()
-	if ph, ok := e.store.(progressHealer); ok && t.Status == projection.TurnRunning {
+	if ph := e.store; t.Status == projection.TurnRunning { // counted again: the run that held them is gone
 		// No process runs it: the one that did went away, with its counts in memory.
 		if err := ph.HealTurnProgress(ctx, session, turn); err != nil {
 			return t, err

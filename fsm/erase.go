@@ -31,10 +31,7 @@ const RetentionBy = "turnlog"
 // cascade, which erases the branches, and theirs, too. Errors: not_found, conflict,
 // shutting_down, internal.
 func (e *Engine) EraseSession(ctx context.Context, session, by string, cascade bool) (projection.ErasureReceipt, error) {
-	es, err := e.erasureStore()
-	if err != nil {
-		return projection.ErasureReceipt{}, err
-	}
+	es := e.store
 	if _, err := e.store.Session(ctx, session); err != nil {
 		return projection.ErasureReceipt{}, err
 	}
@@ -57,10 +54,7 @@ func (e *Engine) EraseUser(ctx context.Context, user, by string) (projection.Era
 	if user == "" {
 		return projection.ErasureReceipt{}, events.FieldError(events.CodeInvalid, "user", "is empty")
 	}
-	es, err := e.erasureStore()
-	if err != nil {
-		return projection.ErasureReceipt{}, err
-	}
+	es := e.store
 	owned, err := es.OwnerSessions(ctx, user)
 	if err != nil {
 		return projection.ErasureReceipt{}, err
@@ -81,10 +75,7 @@ const idleBatch = 500
 // returns the receipts, and every error met on the way.
 func (e *Engine) EraseIdle(ctx context.Context) ([]projection.ErasureReceipt, error) {
 	now := e.opts.Clock()
-	es, err := e.erasureStore()
-	if err != nil {
-		return nil, err
-	}
+	es := e.store
 	names := make([]string, 0, len(e.apps))
 	for name, a := range e.apps {
 		if a.Retention > 0 {
@@ -177,14 +168,6 @@ func (e *Engine) erase(ctx context.Context, es ErasureStore, req projection.Eras
 		e.forget(s)
 	}
 	return rec, nil
-}
-
-func (e *Engine) erasureStore() (ErasureStore, error) {
-	es, ok := e.store.(ErasureStore)
-	if !ok {
-		return nil, events.Errorf(events.CodeInternal, "this store cannot erase sessions")
-	}
-	return es, nil
 }
 
 // sessionTree returns roots and every session branched from them, at any depth,

@@ -25,7 +25,7 @@ func (e *Engine) healBroken(session, turn string, cause error) {
 		wait := healFirstTry
 		for {
 			time.Sleep(wait)
-			if c, ok := e.store.(closer); ok && c.Closed() {
+			if e.store.Closed() {
 				return // nothing will write again here
 			}
 			done, err := e.failBroken(session, turn, cause)
@@ -40,7 +40,6 @@ func (e *Engine) healBroken(session, turn string, cause error) {
 var errDraining = errors.New("draining")
 
 // closer is a store that says when it has closed.
-type closer interface{ Closed() bool }
 
 // failBroken appends the broken turn's TurnFailed if it still runs in the log. It
 // reports whether there is nothing more to do.

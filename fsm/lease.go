@@ -66,10 +66,6 @@ type CancelRelay interface {
 	OnCancel(func(session, turn, reason string))
 }
 
-// sessionWatcher is a store that wakes readers after each commit to a session.
-type sessionWatcher interface {
-	Watch(session string) (<-chan struct{}, func())
-}
 
 // cancelHere stops the turn if it runs in this process (a cancel relayed from
 // another node). An interrupt (InterruptReason) stops it at its next safe point, as
@@ -92,8 +88,8 @@ func (e *Engine) cancelHere(session, turn, reason string) {
 // next safe point, for input queued here; the queue runs when that turn ends. The
 // request is sent again each second until the turn no longer runs.
 func (e *Engine) interruptElsewhere(session, turn string) {
-	relay, ok := e.store.(CancelRelay)
-	if !ok {
+	relay := e.opts.Cluster
+	if relay == nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), interruptPatience)
@@ -124,21 +120,14 @@ const interruptPatience = 10 * time.Minute
 // cancelElsewhere passes the cancel to the node that runs the turn, and waits for
 // the turn to end (or ctx to).
 func (e *Engine) cancelElsewhere(ctx context.Context, relay CancelRelay, session, turn, reason string) (projection.Turn, error) {
-	if _, ok := e.store.(sessionWatcher); !ok {
-		return projection.Turn{}, events.Errorf(events.CodeConflict, "turn %s runs on another node", turn)
-	}
 	return e.relayUntilEnded(ctx, relay, session, turn, reason)
 }
 
 // relayUntilEnded relays the cancel, and again each second, until the turn no longer
 // runs (or ctx ends), and returns the turn as it is then.
 func (e *Engine) relayUntilEnded(ctx context.Context, relay CancelRelay, session, turn, reason string) (projection.Turn, error) {
-	var wake <-chan struct{}
-	if w, ok := e.store.(sessionWatcher); ok {
-		var stop func()
-		wake, stop = w.Watch(session)
-		defer stop()
-	}
+	wake, stop := e.store.Watch(session)
+	defer stop()
 	if err := relay.RelayCancel(ctx, session, turn, reason); err != nil {
 		return projection.Turn{}, err
 	}

@@ -88,9 +88,13 @@ type ToolError struct {
 
 func (e *ToolError) Error() string { return e.Message }
 
-// Store is what the engine needs from persistence: the log and the read models.
+// Store is everything the engine needs from persistence, on one node or several:
+// the log, the read models, the queue, the watch that wakes readers, and erasure.
+// Each store asserts it at compile time; what only several nodes need is Cluster,
+// passed on its own (Options.Cluster).
 type Store interface {
 	events.Log
+	ErasureStore
 	// AppendUnsynced is Append without waiting for the disk: committed and visible at
 	// once, kept by a process crash, safe from a power loss with the next Append. The
 	// engine uses it only for events whose loss changes nothing outside turnlog (a
@@ -114,6 +118,28 @@ type Store interface {
 	SuspendedTurns(ctx context.Context) ([]projection.Turn, error)
 	// RunningTurns lists turns that started and did not end.
 	RunningTurns(ctx context.Context) ([]projection.Turn, error)
+	// Queued lists a session's inputs waiting to run, in order; QueuedSessions the
+	// sessions that have any.
+	Queued(ctx context.Context, session string) ([]projection.QueuedInput, error)
+	QueuedSessions(ctx context.Context) ([]string, error)
+	// Watch wakes its channel after each commit that touches session, until the
+	// returned function is called.
+	Watch(session string) (<-chan struct{}, func())
+	// HealTurnProgress counts a crashed turn's calls and tokens again from its events,
+	// for a store that kept them in memory (a store that writes them at every step has
+	// nothing to heal).
+	HealTurnProgress(ctx context.Context, session, turn string) error
+	// Closed says whether the store was closed (a write failing then is not a broken
+	// turn to heal).
+	Closed() bool
+}
+
+// Cluster is what several nodes on one store need of it: sessions' leases, and the
+// relay that carries a cancel to the node running the turn. nil (Options.Cluster) is
+// one node.
+type Cluster interface {
+	Leaser
+	CancelRelay
 }
 
 // CallInfo tells a tool which call it is serving.

@@ -30,11 +30,6 @@ type Queued struct {
 	Position int // 1 is next
 }
 
-// queueStore is what the queue needs of the store.
-type queueStore interface {
-	Queued(ctx context.Context, session string) ([]projection.QueuedInput, error)
-	QueuedSessions(ctx context.Context) ([]string, error)
-}
 
 func isQueueEvent(ev events.Event) bool {
 	return ev.Turn == "" && (ev.Type == events.TypeInputQueued || ev.Type == events.TypeQueuedInputDropped)
@@ -94,10 +89,6 @@ func (e *Engine) appendQueueEvent(ctx context.Context, session string, ev events
 // session is free (also after a restart: Recover). Errors: invalid (empty input),
 // not_found.
 func (e *Engine) Enqueue(ctx context.Context, session, user, input string, interrupt bool) (Queued, error) {
-	qs, ok := e.store.(queueStore)
-	if !ok {
-		return Queued{}, events.Errorf(events.CodeInvalid, "this store keeps no queue")
-	}
 	if strings.TrimSpace(input) == "" {
 		return Queued{}, events.FieldError(events.CodeInvalid, "input", "is empty")
 	}
@@ -125,7 +116,7 @@ func (e *Engine) Enqueue(ctx context.Context, session, user, input string, inter
 	if interrupt {
 		e.interruptRunning(ctx, session)
 	}
-	waiting, err := qs.Queued(ctx, session)
+	waiting, err := e.store.Queued(ctx, session)
 	if err != nil {
 		return Queued{}, err
 	}
@@ -167,13 +158,9 @@ const kickRetry = time.Second
 // ends kicks again, so the queue drains in order. An input whose turn cannot start
 // (its app is gone) is dropped with the reason.
 func (e *Engine) kick(session string) {
-	qs, ok := e.store.(queueStore)
-	if !ok {
-		return
-	}
 	ctx := context.Background()
 	for {
-		waiting, err := qs.Queued(ctx, session)
+		waiting, err := e.store.Queued(ctx, session)
 		if err != nil || len(waiting) == 0 {
 			return
 		}
@@ -225,11 +212,7 @@ func (e *Engine) kick(session string) {
 
 // kickAll starts the queues of every session that has one and is free (at start).
 func (e *Engine) kickAll(ctx context.Context) error {
-	qs, ok := e.store.(queueStore)
-	if !ok {
-		return nil
-	}
-	sessions, err := qs.QueuedSessions(ctx)
+	sessions, err := e.store.QueuedSessions(ctx)
 	if err != nil {
 		return err
 	}
@@ -241,21 +224,13 @@ func (e *Engine) kickAll(ctx context.Context) error {
 
 // Queue lists a session's waiting inputs (none for a store that keeps no queue).
 func (e *Engine) Queue(ctx context.Context, session string) ([]projection.QueuedInput, error) {
-	qs, ok := e.store.(queueStore)
-	if !ok {
-		return nil, nil
-	}
-	return qs.Queued(ctx, session)
+	return e.store.Queued(ctx, session)
 }
 
 // dropQueued takes a queued input out of its queue and returns it (nil: it waits in
 // no queue).
 func (e *Engine) dropQueued(ctx context.Context, session, turn, reason string) (*projection.QueuedInput, error) {
-	qs, ok := e.store.(queueStore)
-	if !ok {
-		return nil, nil
-	}
-	waiting, err := qs.Queued(ctx, session)
+	waiting, err := e.store.Queued(ctx, session)
 	if err != nil {
 		return nil, err
 	}

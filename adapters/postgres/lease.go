@@ -66,3 +66,12 @@ func fence(ctx context.Context, tx *sql.Tx, session string) error {
 	}
 	return err
 }
+
+var (
+	_ fsm.Store   = (*Store)(nil)
+	_ fsm.Cluster = (*Store)(nil)
+)
+
+// HealTurnProgress has nothing to do here: PostgreSQL writes a running turn's counts
+// with every step, so no crash loses them.
+func (s *Store) HealTurnProgress(context.Context, string, string) error { return nil }

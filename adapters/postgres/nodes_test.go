@@ -63,6 +63,9 @@ func engineOn(t *testing.T, s fsm.Store, name string, rules []scripted.Rule, too
 		opts.Clock = time.Now
 	}
 	opts.NodeID, opts.NewID = name, func() string { return fmt.Sprintf("%s-%06d", name, n.Add(1)) }
+	if c, ok := s.(fsm.Cluster); ok { // a PostgreSQL store: this engine is one of its nodes
+		opts.Cluster = c
+	}
 	e, err := fsm.New(s, []*fsm.App{app}, opts)
 	if err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/turnlog/turnlog/adapters/sqlrows"
 	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/fsm"
 	"github.com/turnlog/turnlog/projection"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
@@ -93,7 +94,10 @@ type Store struct {
 	router                 atomic.Pointer[projection.WebhookRouter] // which webhooks hear of an event
 }
 
-var _ events.Log = (*Store)(nil)
+var (
+	_ events.Log = (*Store)(nil)
+	_ fsm.Store  = (*Store)(nil)
+)
 
 // connection roles
 const (

@@ -15,15 +15,12 @@ import (
 // and the tools use them.
 type Store interface {
 	fsm.Store
-	fsm.ErasureStore
 	Turns(ctx context.Context, session string) ([]projection.Turn, error)
 	PendingInterrupts(ctx context.Context, session string) ([]projection.Interrupt, error)
 	SessionPage(ctx context.Context, owner, app string, afterCreated time.Time, afterID string, limit int) ([]projection.Session, error)
 	SessionsWaiting(ctx context.Context, owner, app string) ([]projection.Session, error)
 	HistoryRaw(ctx context.Context, session string) ([]json.RawMessage, error)
 	Audit(ctx context.Context, session string) ([]projection.AuditEntry, error)
-	Queued(ctx context.Context, session string) ([]projection.QueuedInput, error)
-	QueuedSessions(ctx context.Context) ([]string, error)
 	SaveMemory(ctx context.Context, m projection.Memory) (int64, bool, error)
 	SearchMemory(ctx context.Context, app, owner, text string, limit int) ([]projection.MemoryHit, error)
 	SessionOwner(ctx context.Context, session string) (string, string, error)
@@ -37,7 +34,6 @@ type Store interface {
 	Erasures(ctx context.Context, after string, limit int) ([]projection.ErasureReceipt, error)
 	Rebuild(ctx context.Context) (int64, error)
 	DumpProjections(ctx context.Context) (string, error)
-	Watch(session string) (<-chan struct{}, func())
 	RouteWebhooks(r projection.WebhookRouter)
 	ClaimDeliveries(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]projection.Delivery, error)
 	RecordDelivery(ctx context.Context, id string, attempt int, o projection.DeliveryOutcome) error

@@ -28,6 +28,7 @@ type Turnlog struct {
 	Store Store
 	// Engine runs, resumes, cancels and branches turns.
 	Engine   *fsm.Engine
+	cluster  fsm.Cluster // what nodes share of the store (nil: one node)
 	apps     *Apps
 	metrics  *metrics.Metrics
 	webhooks *webhook.Deliverer
@@ -59,7 +60,7 @@ func Open(ctx context.Context, opts Options) (*Turnlog, error) {
 	// Not cut short by ctx: a migration is applied whole, and a config that refuses
 	// to load says why even when the caller is already stopping.
 	var hooks atomic.Pointer[webhook.Deliverer]
-	store, err := openStore(context.WithoutCancel(ctx), opts, m, func(n int, took time.Duration) {
+	store, cluster, err := openStore(context.WithoutCancel(ctx), opts, m, func(n int, took time.Duration) {
 		m.Committed(n, took)
 		if d := hooks.Load(); d != nil {
 			d.Wake()
@@ -83,7 +84,7 @@ func Open(ctx context.Context, opts Options) (*Turnlog, error) {
 		return nil, err
 	}
 	eopts := fsm.Options{Clock: opts.Clock, NewID: opts.NewID, Observer: observers, CancelGrace: opts.CancelGrace, ReplayOnly: opts.ReplayOnly, Tracer: opts.Tracer,
-		LeaseTTL: opts.LeaseTTL, CacheSessions: opts.CacheSessions}
+		LeaseTTL: opts.LeaseTTL, CacheSessions: opts.CacheSessions, Cluster: cluster}
 	var traces *sdktrace.TracerProvider
 	if opts.OTLPEndpoint != "" && opts.Tracer == nil {
 		if traces, err = tracing.OTLP(ctx, opts.OTLPEndpoint, opts.Version); err != nil {
@@ -113,7 +114,7 @@ func Open(ctx context.Context, opts Options) (*Turnlog, error) {
 		store.Close()
 		return nil, err
 	}
-	return &Turnlog{Store: store, Engine: engine, apps: apps, metrics: m, webhooks: deliverer, opts: opts, traces: traces}, nil
+	return &Turnlog{Store: store, Engine: engine, cluster: cluster, apps: apps, metrics: m, webhooks: deliverer, opts: opts, traces: traces}, nil
 }
 
 // ReplayOnly replays a recorded session against this log's config on a throwaway

@@ -62,7 +62,7 @@ var DefaultConnLimits = httpapi.DefaultConnLimits
 // shutting the HTTP server down).
 func (t *Turnlog) Handler(s ServeOptions) (http.Handler, func()) {
 	var claimHold time.Duration
-	if _, shared := t.Store.(fsm.Leaser); shared {
+	if t.cluster != nil {
 		claimHold = 2 * t.Engine.LeaseTTL() // a node that claimed a key and went away holds it no longer
 	}
 	api := httpapi.New(httpapi.Config{Engine: t.Engine, Reader: t.Store, Idempotency: t.Store, IdempotencyTTL: s.IdempotencyTTL, ClaimHold: claimHold, Keys: s.Keys, AdminKeys: s.AdminKeys, Dev: s.Dev,
@@ -94,7 +94,7 @@ func (t *Turnlog) Serve(ctx context.Context, ln net.Listener, s ServeOptions) er
 	handler, stop := t.Handler(s)
 	go expireApprovals(ctx, t.Engine, s.Logger)
 	go sweepRetention(ctx, t.Engine, s.RetentionSweep, s.Logger)
-	if _, shared := t.Store.(fsm.Leaser); shared {
+	if t.cluster != nil {
 		go recoverOrphans(ctx, t.Engine, s.Logger)
 	}
 	defer t.startDelivery(ctx)() // ends with ctx

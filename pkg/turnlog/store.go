@@ -20,7 +20,6 @@ import (
 // node) or a PostgreSQL database (postgres.Store, chosen by a postgres:// DB).
 type Store interface {
 	fsm.Store
-	fsm.ErasureStore
 	httpapi.Reader
 	httpapi.IdempotencyKeys
 	httpapi.Erasures
@@ -46,28 +45,29 @@ func IsPostgres(db string) bool {
 	return strings.HasPrefix(db, "postgres://") || strings.HasPrefix(db, "postgresql://")
 }
 
-// openStore opens the store opts.DB names, with its gauges for the metrics.
-func openStore(ctx context.Context, opts Options, m *metrics.Metrics, onCommit func(int, time.Duration)) (Store, error) {
+// openStore opens the store opts.DB names, with its gauges for the metrics, and
+// what several nodes share of it (nil: one node, a SQLite file).
+func openStore(ctx context.Context, opts Options, m *metrics.Metrics, onCommit func(int, time.Duration)) (Store, fsm.Cluster, error) {
 	if IsPostgres(opts.DB) {
 		s, err := postgres.Open(ctx, opts.DB, postgres.Options{Clock: opts.Clock, OnCommit: onCommit})
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		m.WatchStore(func(ctx context.Context) (metrics.StoreStats, error) {
 			st, err := s.Stats(ctx)
 			return metrics.StoreStats{RunningTurns: st.RunningTurns, WaitingTurns: st.WaitingTurns, QueuedInputs: st.QueuedInputs,
 				OutboxPending: st.OutboxPending, DBBytes: st.DBBytes}, err
 		})
-		return s, nil
+		return s, s, nil
 	}
 	s, err := sqlite.Open(ctx, opts.DB, sqlite.Options{Synchronous: opts.Synchronous, CheckpointPages: opts.CheckpointPages, Clock: opts.Clock, OnCommit: onCommit})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	m.WatchStore(func(ctx context.Context) (metrics.StoreStats, error) {
 		st, err := s.Stats(ctx)
 		return metrics.StoreStats{RunningTurns: st.RunningTurns, WaitingTurns: st.WaitingTurns, QueuedInputs: st.QueuedInputs,
 			OutboxPending: st.OutboxPending, DBBytes: st.DBBytes, WALBytes: st.WALBytes}, err
 	})
-	return s, nil
+	return s, nil, nil
 }
