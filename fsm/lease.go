@@ -66,7 +66,6 @@ type CancelRelay interface {
 	OnCancel(func(session, turn, reason string))
 }
 
-
 // cancelHere stops the turn if it runs in this process (a cancel relayed from
 // another node). An interrupt (InterruptReason) stops it at its next safe point, as
 // it does on the node that queued the input.

@@ -30,7 +30,6 @@ type Queued struct {
 	Position int // 1 is next
 }
 
-
 func isQueueEvent(ev events.Event) bool {
 	return ev.Turn == "" && (ev.Type == events.TypeInputQueued || ev.Type == events.TypeQueuedInputDropped)
 }
