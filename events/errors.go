@@ -3,10 +3,11 @@ package events
 import (
 	"errors"
 	"fmt"
+	"net/http"
 )
 
-// Code is one of the small set of error codes turnlog reports. HTTP status mapping
-// happens only at the API edge.
+// Code is one of the small set of error codes turnlog reports. HTTPStatus is the one
+// table of the HTTP statuses its transports (the API, the inspector) answer them with.
 type Code string
 
 const (
@@ -99,3 +100,28 @@ func CodeOf(err error) Code {
 
 // IsCode reports whether err carries the given code.
 func IsCode(err error, code Code) bool { return err != nil && CodeOf(err) == code }
+
+// CodeIdempotencyMismatch: an Idempotency-Key used again with another body or route.
+const CodeIdempotencyMismatch Code = "idempotency_mismatch"
+
+// HTTPStatus is the status every HTTP transport of turnlog answers an error of code
+// with: what a request asked wrongly is 4xx, what the server could not do is 5xx.
+func HTTPStatus(code Code) int {
+	switch code {
+	case CodeInvalid:
+		return http.StatusBadRequest
+	case CodeNotFound:
+		return http.StatusNotFound
+	case CodeConflict:
+		return http.StatusConflict
+	case CodePolicyDenied:
+		return http.StatusForbidden
+	case CodeIdempotencyMismatch:
+		return http.StatusUnprocessableEntity
+	case CodeShuttingDown, CodeStorageFailed:
+		return http.StatusServiceUnavailable
+	case CodeStorageFull:
+		return http.StatusInsufficientStorage
+	}
+	return http.StatusInternalServerError
+}

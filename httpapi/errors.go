@@ -17,25 +17,8 @@ type errorDetail struct {
 	Message string `json:"message"`
 }
 
-func statusOf(code events.Code) int {
-	switch code {
-	case events.CodeInvalid:
-		return http.StatusBadRequest
-	case events.CodeNotFound:
-		return http.StatusNotFound
-	case events.CodeConflict:
-		return http.StatusConflict
-	case events.CodePolicyDenied:
-		return http.StatusForbidden
-	case CodeIdempotencyMismatch:
-		return http.StatusUnprocessableEntity
-	case events.CodeShuttingDown, events.CodeStorageFailed:
-		return http.StatusServiceUnavailable
-	case events.CodeStorageFull:
-		return http.StatusInsufficientStorage
-	}
-	return http.StatusInternalServerError
-}
+// statusOf is the one table both transports share (events.HTTPStatus).
+func statusOf(code events.Code) int { return events.HTTPStatus(code) }
 
 // errorHandler writes every error in turnlog's shape; unknown errors are logged once
 // by the caller's logger and shown as "internal error".

@@ -22,7 +22,7 @@ const DefaultIdempotencyTTL = 24 * time.Hour
 const HeaderIdempotencyKey = "Idempotency-Key"
 
 // CodeIdempotencyMismatch: an Idempotency-Key used again with another body or route.
-const CodeIdempotencyMismatch events.Code = "idempotency_mismatch"
+const CodeIdempotencyMismatch = events.CodeIdempotencyMismatch
 
 // IdempotencyKeys is where write requests' Idempotency-Keys are kept (the store), per
 // user, across restarts.

@@ -3,28 +3,14 @@ package inspector
 import (
 	"errors"
 	"fmt"
-	"net/http"
 
 	"github.com/turnlog/turnlog/events"
 )
 
 func asError(err error, target **events.Error) bool { return errors.As(err, target) }
 
-func statusOf(code events.Code) int {
-	switch code {
-	case events.CodeInvalid:
-		return http.StatusBadRequest
-	case events.CodeNotFound:
-		return http.StatusNotFound
-	case events.CodeConflict:
-		return http.StatusConflict
-	case events.CodePolicyDenied:
-		return http.StatusForbidden
-	case events.CodeShuttingDown:
-		return http.StatusServiceUnavailable
-	}
-	return http.StatusInternalServerError
-}
+// statusOf is the one table both transports share (events.HTTPStatus).
+func statusOf(code events.Code) int { return events.HTTPStatus(code) }
 
 func stringOf(v any) string {
 	if s, ok := v.(string); ok {
