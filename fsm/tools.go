@@ -42,7 +42,7 @@ type toolSlot struct {
 	result  *events.ToolResulted // recorded or produced
 	run     bool
 	waiting *Interrupt // the call waits for a person
-	handoff bool       // a handoff, a skill load, arguments that are not JSON: its output is derived, nothing runs
+	derived bool       // a handoff, a skill load, arguments that are not JSON: its output is derived, nothing runs
 	nested  *Agent     // an agent tool: this agent runs under the call's path
 	offer   *AgentTool // ... as the caller offers it
 	stop    *nestedStop
@@ -85,7 +85,7 @@ func (r *run) toolStep(resp events.ModelResponse, pending []events.Event) (*Resu
 		s := &toolSlot{call: c, tool: ag.tool(c.Name), path: r.prefix + fmt.Sprintf("%s/tool/%s", ag.Name, c.ID), args: c.Arguments}
 		slots[i] = s
 		if h := ag.handoff(c.Name); h != nil {
-			s.handoff, s.result = true, &events.ToolResulted{CallID: c.ID, Tool: c.Name}
+			s.derived, s.result = true, &events.ToolResulted{CallID: c.ID, Tool: c.Name}
 			if next != nil {
 				s.result.Output = ignoredHandoffOutput(next.Name)
 				continue
@@ -97,7 +97,7 @@ func (r *run) toolStep(resp events.ModelResponse, pending []events.Event) (*Resu
 			continue
 		}
 		if c.Name == LoadSkillTool && ag.Skills != nil && ag.Skills.Len() > 0 {
-			s.handoff = true // derived too: the skills were read at start
+			s.derived = true // derived too: the skills were read at start
 			loaded, fail := r.loadSkill(s)
 			if fail != nil {
 				return r.fail(fail.Code, fail.Message, fail.Path, pending...)
@@ -122,7 +122,7 @@ func (r *run) toolStep(resp events.ModelResponse, pending []events.Event) (*Resu
 			r.loopKey, r.loopCount = key, 1
 		}
 		if c.Invalid != "" { // not JSON: answered here, nothing is scheduled or runs
-			s.handoff, s.result = true, &events.ToolResulted{CallID: c.ID, Tool: c.Name}
+			s.derived, s.result = true, &events.ToolResulted{CallID: c.ID, Tool: c.Name}
 			setToolError(s.result, ToolErrInvalidArguments, "the arguments are not valid JSON ("+c.Invalid+"); send one JSON object that fits the tool's parameters", true)
 		}
 		switch {
