@@ -4,7 +4,7 @@ DB       ?= turnlog.db
 CONFIG   ?=
 ADDR     ?= 127.0.0.1:8080
 
-.PHONY: help run build helper test vet lint fmt bench bench-scale api-examples fuzz clean screenshots
+.PHONY: help run build helper test vet lint fmt bench bench-scale bench-compare api-examples fuzz clean screenshots
 
 help: ## list the targets
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
@@ -53,6 +53,9 @@ bench: helper ## the SPEC §10 benchmarks: engine step, storage, rebuild, append
 
 bench-scale: ## at scale: a database of 1M events over 10k sessions beside one of 10 sessions, in one run (a few GB of disk in TMPDIR, minutes; TURNLOG_SCALE_SESSIONS sets the size)
 	$(GO) test -run '^$$' -bench 'AtScale' -benchtime 1x -timeout 60m ./pkg/turnlog
+
+bench-compare: ## the in-run ratio benchmarks of BASE (a revision) and of the work tree, alternately, 6 runs each, through benchstat: fails on a figure worse by > 5 % at p < 0.05
+	bash scripts/bench-compare.sh $(BASE)
 
 api-examples: ## run every curl example of docs/api.md against a running server (make run)
 	bash scripts/api-examples.sh
