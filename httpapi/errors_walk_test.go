@@ -112,6 +112,13 @@ func TestEveryErrorTellsTheTruth(t *testing.T) {
 	if routes < 20 {
 		t.Fatalf("walked %d routes", routes)
 	}
+	// Outside /v1 too: another method of a known path is 405 with Allow.
+	for _, path := range []string{"/healthz", "/readyz", "/openapi.yaml"} {
+		r := b.do(t, "PUT", path, "", "")
+		if r.status != http.StatusMethodNotAllowed || !strings.Contains(r.header.Get("Allow"), "GET") {
+			t.Errorf("PUT %s: %d (Allow %q), want 405 allowing GET", path, r.status, r.header.Get("Allow"))
+		}
+	}
 	// A path that names nothing is 404 for every method.
 	for _, m := range []string{"GET", "PUT"} {
 		if r := b.do(t, m, "/v1/nothing/here", "key-alice", ""); r.status != http.StatusNotFound {

@@ -84,11 +84,12 @@ func checkIDs(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// methodNotAllowed turns echo's 404 for a known path asked with another method into
-// 405 with Allow.
+// methodNotAllowed answers a known path asked with another method 405 with Allow:
+// echo's 404 for such a path under a group, and its own 405 elsewhere (which says
+// no Allow).
 func (s *Server) methodNotAllowed(err error, c echo.Context) error {
 	he, ok := err.(*echo.HTTPError)
-	if !ok || he.Code != http.StatusNotFound {
+	if !ok || (he.Code != http.StatusNotFound && he.Code != http.StatusMethodNotAllowed) {
 		return err
 	}
 	methods := s.routes.allowed(c.Request().URL.Path)
