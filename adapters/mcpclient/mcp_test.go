@@ -164,15 +164,7 @@ func TestStdioServer(t *testing.T) {
 // environment variable the config names.
 func TestStreamableHTTPServer(t *testing.T) {
 	dir := everythingDir(t)
-	port := freePort(t)
-	cmd := exec.Command("node", everythingJS, "streamableHttp")
-	cmd.Dir, cmd.Env = dir, append(os.Environ(), fmt.Sprintf("PORT=%d", port))
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	target, _ := url.Parse(fmt.Sprintf("http://127.0.0.1:%d", port))
-	waitListening(t, target.Host)
+	target := startEverythingHTTP(t, dir)
 	var mu sync.Mutex
 	var auth []string
 	proxy := httputil.NewSingleHostReverseProxy(target)
@@ -249,17 +241,43 @@ func freePort(t *testing.T) int {
 	return ln.Addr().(*net.TCPAddr).Port
 }
 
-func waitListening(t *testing.T, addr string) {
+// startEverythingHTTP starts server-everything over streamable HTTP on a free
+// loopback port and returns its URL once it listens. A port found free can be taken
+// before the server binds it (other tests open thousands of connections): a server
+// that exits before it listens is started again on another port.
+func startEverythingHTTP(t *testing.T, dir string) *url.URL {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		if c, err := net.Dial("tcp", addr); err == nil {
-			c.Close()
-			return
+	for attempt := 0; attempt < 5; attempt++ {
+		port := freePort(t)
+		cmd := exec.Command("node", everythingJS, "streamableHttp")
+		cmd.Dir, cmd.Env = dir, append(os.Environ(), fmt.Sprintf("PORT=%d", port))
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
 		}
-		time.Sleep(50 * time.Millisecond)
+		exited := make(chan struct{})
+		go func() { cmd.Wait(); close(exited) }()
+		t.Cleanup(func() { cmd.Process.Kill(); <-exited })
+		target, _ := url.Parse(fmt.Sprintf("http://127.0.0.1:%d", port))
+		deadline := time.Now().Add(20 * time.Second)
+		for time.Now().Before(deadline) {
+			if c, err := net.Dial("tcp", target.Host); err == nil {
+				c.Close()
+				return target
+			}
+			select {
+			case <-exited: // the port was taken: another one
+				deadline = time.Time{}
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+		select {
+		case <-exited:
+		default:
+			t.Fatalf("nothing listens on %s", target.Host)
+		}
 	}
-	t.Fatalf("nothing listens on %s", addr)
+	t.Fatal("server-everything exited five times before it listened")
+	return nil
 }
 
 // TestServerHintsRaiseThePolicy: what a server says of its tools can raise the
