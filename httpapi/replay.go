@@ -12,73 +12,6 @@ import (
 	"github.com/turnlog/turnlog/projection"
 )
 
-// turnFromLog is a turn's response as the log has it once the turn ended (waiting
-// for people counts as ended); ended is false while it runs.
-func (s *Server) turnFromLog(ctx context.Context, session, turn string) (turnResponse, bool, error) {
-	t, err := s.cfg.Reader.Turn(ctx, session, turn)
-	if err != nil {
-		return turnResponse{}, false, err
-	}
-	if t.Status == projection.TurnRunning {
-		return turnResponse{}, false, nil
-	}
-	evs, err := s.cfg.Reader.Events(ctx, session, t.StartSeq-1)
-	if err != nil {
-		return turnResponse{}, false, err
-	}
-	out := turnResponse{TurnID: t.ID, Items: []events.Item{}, Interrupts: []fsm.Interrupt{}, Agent: t.EndAgent}
-	if out.Agent == "" {
-		out.Agent = t.Agent
-	}
-	var last *events.Event
-	for i := range evs {
-		if evs[i].Turn != turn {
-			continue
-		}
-		switch evs[i].Type {
-		case events.TypeTurnCommitted, events.TypeTurnSuspended, events.TypeTurnFailed, events.TypeTurnCanceled:
-			last = &evs[i]
-		}
-	}
-	if last == nil {
-		return out, false, nil
-	}
-	p, err := events.Decode(*last)
-	if err != nil {
-		return out, false, err
-	}
-	switch e := p.(type) {
-	case *events.TurnCommitted:
-		out.Status, out.Output, out.Items, out.Usage, out.Agent = fsm.StatusCompleted, e.Output, e.Items, e.Usage, e.Agent
-	case *events.TurnFailed:
-		out.Status, out.Usage = fsm.StatusFailed, e.Usage
-		out.Error = &fsm.ResultError{Code: e.ErrorCode, Message: e.Message, Path: e.Path}
-	case *events.TurnCanceled:
-		out.Status, out.Usage = fsm.StatusCanceled, e.Usage
-		out.Error = &fsm.ResultError{Code: events.CodeCanceled, Message: e.Reason}
-	case *events.TurnSuspended:
-		out.Status, out.Usage = fsm.StatusSuspended, e.Usage
-		pending, err := s.cfg.Reader.PendingInterrupts(ctx, session)
-		if err != nil {
-			return out, false, err
-		}
-		for _, i := range pending {
-			if i.Turn == turn {
-				out.Interrupts = append(out.Interrupts, fsm.Interrupt{ID: i.ID, Kind: i.Kind, Path: i.Path, CallID: i.CallID, Tool: i.Tool,
-					Arguments: i.Arguments, Reason: i.Reason, Rule: i.Rule, Level: i.Level, Resources: i.Resources, Alternative: i.Alternative})
-			}
-		}
-		if len(out.Interrupts) > 0 {
-			first := out.Interrupts[0]
-			out.SuspendPayload = &first
-		}
-	}
-	if out.Items == nil {
-		out.Items = []events.Item{}
-	}
-	return out, true, nil
-}
-
 // answerTurn answers a request that continues a turn already started — a repeated
 // Idempotency-Key, a stream's Last-Event-ID, the turn's /stream — without starting
 // another: as a stream of the turn from the log after `after` (and not before start,
@@ -105,42 +38,31 @@ func (s *Server) answerTurn(c echo.Context, session, turn string, stream bool, s
 		}
 		return s.streamTurnFrom(c, t.ID, from, nil, sub)
 	}
-	wake, stop := s.cfg.Reader.Watch(session)
-	defer stop()
-	for {
-		res, ended, err := s.turnFromLog(ctx, session, turn)
-		if err != nil {
-			return err
-		}
-		if ended {
-			s.settled(ctx, session, turn)
-			return c.JSON(http.StatusOK, res)
-		}
+	ctx, cancel := s.whileServing(ctx)
+	defer cancel()
+	res, err := s.turns.Await(ctx, session, turn)
+	if err != nil {
 		select {
-		case <-wake:
-		case <-ctx.Done():
-			return ctx.Err()
 		case <-s.stopping:
 			return echo.NewHTTPError(http.StatusServiceUnavailable, "the server is stopping; ask again")
+		default:
+			return err
 		}
 	}
-}
-
-// settled waits until the run that ended turn has let its session go (see
-// fsm.Engine.Settled), or the request or the server ends.
-func (s *Server) settled(ctx context.Context, session, turn string) {
-	t, err := s.cfg.Reader.Turn(ctx, session, turn)
-	if err != nil || t.EndSeq == 0 {
-		return // suspended (or unknown): no run of it that ended is left to wait for
-	}
-	s.settledAt(ctx, session, turn, t.EndSeq)
+	return c.JSON(http.StatusOK, responseOf(res))
 }
 
 // settledAt waits until the run of turn that wrote its end at seq end has let the
 // session go, or the request or the server ends.
 func (s *Server) settledAt(ctx context.Context, session, turn string, end int64) {
-	ctx, cancel := context.WithCancel(ctx)
+	ctx, cancel := s.whileServing(ctx)
 	defer cancel()
+	s.cfg.Engine.Settled(ctx, session, turn, end)
+}
+
+// whileServing is ctx, ended too when the server stops.
+func (s *Server) whileServing(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
 	go func() {
 		select {
 		case <-s.stopping:
@@ -148,7 +70,7 @@ func (s *Server) settledAt(ctx context.Context, session, turn string, end int64)
 		case <-ctx.Done():
 		}
 	}()
-	s.cfg.Engine.Settled(ctx, session, turn, end)
+	return ctx, cancel
 }
 
 // replayTurnEvents streams what the log holds of a turn that is not running, after
@@ -186,34 +108,6 @@ func (s *Server) replayTurnEvents(c echo.Context, session, turn string, from int
 	return nil
 }
 
-// continuedTurn is the turn a request with Last-Event-ID (and no Idempotency-Key)
-// continues: the one that seq belongs to, when it is running or is the session's
-// newest, and was started with the same input. A request that names another turn is
-// refused: it never starts a new one.
-func (s *Server) continuedTurn(c echo.Context, session, input string) (string, int64, bool, error) {
-	raw := c.Request().Header.Get("Last-Event-ID")
-	if raw == "" {
-		return "", 0, false, nil
-	}
-	seq, err := strconv.ParseInt(raw, 10, 64)
-	if err != nil || seq < 0 {
-		return "", 0, false, events.FieldError(events.CodeInvalid, "Last-Event-ID", "must be an event id (a seq), got %q", raw)
-	}
-	turns, err := s.cfg.Reader.Turns(c.Request().Context(), session)
-	if err != nil {
-		return "", 0, false, err
-	}
-	for i, t := range turns {
-		if t.StartSeq <= seq && (t.EndSeq == 0 || seq <= t.EndSeq) {
-			if (t.Status == projection.TurnRunning || i == len(turns)-1) && t.Input == input {
-				return t.ID, seq, true, nil
-			}
-			break
-		}
-	}
-	return "", 0, false, events.Errorf(events.CodeConflict, "Last-Event-ID %d belongs to no turn this request can continue (a new turn is started without it)", seq)
-}
-
 // maxWait caps how long GET …/turns/{turn_id}?wait= holds a request.
 const maxWait = 60 * time.Second
 
@@ -239,14 +133,14 @@ func (s *Server) getTurn(c echo.Context) error {
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
 	for {
-		res, ended, err := s.turnFromLog(ctx, session, turn)
+		res, ended, err := s.turns.ResultOf(ctx, session, turn)
 		status := "running"
 		if events.IsCode(err, events.CodeNotFound) {
 			if s.isQueued(ctx, session, turn) {
 				err, status = nil, "queued" // it waits in the session's queue
 			} else {
 				// It may have left the queue and started between the two reads.
-				res, ended, err = s.turnFromLog(ctx, session, turn)
+				res, ended, err = s.turns.ResultOf(ctx, session, turn)
 			}
 		}
 		if err != nil {
@@ -254,11 +148,10 @@ func (s *Server) getTurn(c echo.Context) error {
 		}
 		if ended || wait == 0 {
 			if !ended {
-				res = turnResponse{TurnID: turn, Status: status, Items: []events.Item{}, Interrupts: []fsm.Interrupt{}}
-			} else {
-				s.settled(ctx, session, turn) // the client's next request must not find the session busy with it
+				return c.JSON(http.StatusOK, turnResponse{TurnID: turn, Status: status, Items: []events.Item{}, Interrupts: []fsm.Interrupt{}})
 			}
-			return c.JSON(http.StatusOK, res)
+			s.turns.Settle(ctx, session, turn) // the client's next request must not find the session busy with it
+			return c.JSON(http.StatusOK, responseOf(res))
 		}
 		select {
 		case <-wake:

@@ -12,43 +12,24 @@ import (
 	"github.com/labstack/gommon/bytes"
 	"github.com/rs/zerolog"
 	"github.com/turnlog/turnlog/events"
-	"github.com/turnlog/turnlog/fsm"
 	"github.com/turnlog/turnlog/projection"
+	"github.com/turnlog/turnlog/turns"
 )
 
 // Reader is what the API reads: the log and the projections.
 type Reader interface {
-	Session(ctx context.Context, id string) (projection.Session, error)
+	turns.Reader
 	SessionPage(ctx context.Context, owner, app string, afterCreated time.Time, afterID string, limit int) ([]projection.Session, error)
 	Branches(ctx context.Context, session string) ([]projection.Session, error)
 	HistoryAsRun(ctx context.Context, session string) ([]json.RawMessage, error)
-	Events(ctx context.Context, session string, after int64) ([]events.Event, error)
-	Turns(ctx context.Context, session string) ([]projection.Turn, error)
-	LastTurn(ctx context.Context, session string) (projection.Turn, error)
-	Turn(ctx context.Context, session, turn string) (projection.Turn, error)
-	PendingInterrupts(ctx context.Context, session string) ([]projection.Interrupt, error)
 	Audit(ctx context.Context, session string) ([]projection.AuditEntry, error)
-	Watch(session string) (<-chan struct{}, func())
 	Ping(ctx context.Context) error
 }
 
-// Engine is the part of the turn engine the API drives.
+// Engine is the part of the turn engine the API drives: what requests act through
+// (turns.Engine), and erasure.
 type Engine interface {
-	CreateSession(ctx context.Context, app, owner string, metadata json.RawMessage) (projection.Session, error)
-	StartTurn(ctx context.Context, session, input string) (*fsm.StartedTurn, error)
-	Resume(ctx context.Context, session, user string, answers map[string]fsm.Answer) (*fsm.StartedTurn, error)
-	Branch(ctx context.Context, source, owner string, at fsm.BranchPoint, metadata json.RawMessage) (projection.Session, error)
-	Cancel(ctx context.Context, session, turn, reason string) (projection.Turn, error)
-	Compact(ctx context.Context, session string) (*fsm.Result, error)
-	Deltas(session string) (*fsm.DeltaSub, func())
-	// Enqueue queues input for a busy session (see fsm.Engine.Enqueue); Queue lists
-	// a session's waiting inputs; App is a configured app.
-	Enqueue(ctx context.Context, session, user, input string, interrupt bool) (fsm.Queued, error)
-	Queue(ctx context.Context, session string) ([]projection.QueuedInput, error)
-	App(name string) (*fsm.App, bool)
-	// Settled returns once turn's run no longer holds the session (see
-	// fsm.Engine.Settled).
-	Settled(ctx context.Context, session, turn string, end int64) error
+	turns.Engine
 	// EraseSession and EraseUser erase (see fsm.Engine.EraseSession, EraseUser).
 	EraseSession(ctx context.Context, session, by string, cascade bool) (projection.ErasureReceipt, error)
 	EraseUser(ctx context.Context, user, by string) (projection.ErasureReceipt, error)
@@ -58,6 +39,10 @@ type Engine interface {
 type Config struct {
 	Engine Engine
 	Reader Reader
+	// Turns carries out the write requests (nil: a turns.Service on Engine, Reader
+	// and Idempotency). Give the one the process's other transports use, so a
+	// repeated key waits for its first request whichever transport took it.
+	Turns *turns.Service
 	// Keys maps bearer API keys to user names.
 	Keys map[string]string
 	// AdminKeys are the keys that carry the admin role: the routes of the whole
@@ -83,6 +68,8 @@ type Config struct {
 	// for IdempotencyTTL (default 24h); Clock is the time they are kept by.
 	Idempotency    IdempotencyKeys
 	IdempotencyTTL time.Duration
+	// (Idempotency, IdempotencyTTL, ClaimHold and Clock configure the Service made
+	// when Turns is nil; see turns.Config.)
 	// ClaimHold, on a store several nodes share, is how long a key claimed by a request
 	// that has made nothing yet is taken to be in progress on another node: a repeat
 	// within it is a 409, after it the claim counts as abandoned and the repeat acts.
@@ -99,7 +86,7 @@ type Server struct {
 	limits    events.Limits
 	bodyLimit int64 // BodyLimit in bytes
 	routes    routeTable
-	inflight  inflight // Idempotency-Keys claimed by requests running here
+	turns     *turns.Service
 	meter     Meter
 	e         *echo.Echo
 	stopping  chan struct{} // closed by Stop: live streams end
@@ -119,6 +106,10 @@ func New(cfg Config) *Server {
 		s.limits = *cfg.Limits
 	}
 	s.bodyLimit, _ = bytes.Parse(cfg.BodyLimit)
+	if s.turns = cfg.Turns; s.turns == nil {
+		s.turns = turns.New(turns.Config{Engine: cfg.Engine, Reader: cfg.Reader, Keys: cfg.Idempotency,
+			KeyTTL: cfg.IdempotencyTTL, ClaimHold: cfg.ClaimHold, Clock: cfg.Clock})
+	}
 	e.HTTPErrorHandler = func(err error, c echo.Context) { errorHandler(s.methodNotAllowed(err, c), c) }
 	if s.meter == nil {
 		s.meter = noMeter{}

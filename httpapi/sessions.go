@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"context"
 	"encoding/base64"
 	"encoding/json"
 	"net/http"
@@ -32,32 +31,8 @@ func (s *Server) createSession(c echo.Context) error {
 	if req.App == "" {
 		return events.FieldError(events.CodeInvalid, "app", "is required")
 	}
-	return s.createOnce(c, raw, func(ctx context.Context) (projection.Session, error) {
-		return s.cfg.Engine.CreateSession(ctx, req.App, userOf(c), req.Metadata)
-	})
-}
-
-// createOnce answers a request that creates a session (a new one, a branch): with an
-// Idempotency-Key given before, the session that request created.
-func (s *Server) createOnce(c echo.Context, raw []byte, create func(context.Context) (projection.Session, error)) error {
-	ctx := c.Request().Context()
-	k, err := s.idempotency(c, raw)
+	sess, err := s.turns.CreateSession(c.Request().Context(), keyOf(c, raw), req.App, req.Metadata)
 	if err != nil {
-		return err
-	}
-	if k.replayed() {
-		sess, err := s.cfg.Reader.Session(ctx, k.rec.Session)
-		if err != nil {
-			return err
-		}
-		return c.JSON(http.StatusCreated, sess)
-	}
-	defer k.finish(ctx)
-	sess, err := create(ctx)
-	if err != nil {
-		return err
-	}
-	if err := k.made(ctx, sess.ID, "", 0); err != nil {
 		return err
 	}
 	return c.JSON(http.StatusCreated, sess)
@@ -267,9 +242,11 @@ func (s *Server) createBranch(c echo.Context) error {
 	if req.AtSeq < 0 {
 		return events.FieldError(events.CodeInvalid, "at_seq", "must be positive")
 	}
-	return s.createOnce(c, raw, func(ctx context.Context) (projection.Session, error) {
-		return s.cfg.Engine.Branch(ctx, c.Param("id"), userOf(c), fsm.BranchPoint{Turn: req.AtTurn, Seq: req.AtSeq}, req.Metadata)
-	})
+	sess, err := s.turns.Branch(c.Request().Context(), keyOf(c, raw), c.Param("id"), fsm.BranchPoint{Turn: req.AtTurn, Seq: req.AtSeq}, req.Metadata)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusCreated, sess)
 }
 
 func (s *Server) export(c echo.Context) error {

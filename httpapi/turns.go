@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -13,6 +12,7 @@ import (
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/fsm"
 	"github.com/turnlog/turnlog/projection"
+	"github.com/turnlog/turnlog/turns"
 )
 
 type turnRequest struct {
@@ -44,179 +44,103 @@ func wantsStream(c echo.Context, req turnRequest) bool {
 }
 
 func (s *Server) runTurn(c echo.Context) error {
-	var req turnRequest
+	var body turnRequest
 	raw, err := s.readBody(c)
 	if err != nil {
 		return err
 	}
-	if err := decodeRaw(raw, &req); err != nil {
+	if err := decodeRaw(raw, &body); err != nil {
 		return err
 	}
-	sess, err := s.ownedSession(c)
+	if _, err := s.ownedSession(c); err != nil {
+		return err
+	}
+	req, err := turnRequestOf(c, raw, body)
 	if err != nil {
 		return err
 	}
-	ctx := c.Request().Context()
-	k, err := s.idempotency(c, raw, s.startedFor(c.Param("id")))
+	out, err := s.turns.Run(c.Request().Context(), req)
 	if err != nil {
 		return err
 	}
-	if k.replayed() { // the same request again: the turn it started answers
-		if _, err := s.cfg.Reader.Turn(ctx, k.rec.Session, k.rec.Turn); events.IsCode(err, events.CodeNotFound) {
-			if wantsStream(c, req) { // a reconnect attaches to the queued input
-				return s.streamQueued(c, k.rec.Session, k.rec.Turn)
-			}
-			return s.queuedAnswer(c, k.rec.Session, k.rec.Turn) // queued, not started yet
-		}
-		if req.Background {
-			return s.accepted(c, k.rec.Session, k.rec.Turn)
-		}
-		after, _ := strconv.ParseInt(c.Request().Header.Get("Last-Event-ID"), 10, 64)
-		return s.answerTurn(c, k.rec.Session, k.rec.Turn, wantsStream(c, req), k.rec.StartSeq, after)
-	}
-	defer k.finish(ctx)
-	if k == nil && req.Input != nil { // a reconnecting stream without a key continues its turn
-		if turn, after, ok, err := s.continuedTurn(c, c.Param("id"), *req.Input); err != nil || ok {
-			if err != nil {
-				return err
-			}
-			return s.answerTurn(c, c.Param("id"), turn, true, 0, after)
-		}
-	}
-	if req.Input != nil && req.ResumeMap != nil {
-		return events.FieldError(events.CodeInvalid, "body", "give either input or resume_map, not both")
-	}
-	if req.Input == nil && req.ResumeMap == nil {
-		return events.FieldError(events.CodeInvalid, "input", "is required (or resume_map to answer a suspended turn)")
-	}
-	if req.OnBusy != "" && (req.Input == nil || !slices.Contains(fsm.OnBusyModes(), req.OnBusy)) {
-		return events.FieldError(events.CodeInvalid, "on_busy", "must be one of %v, with input", fsm.OnBusyModes())
-	}
-	if req.Background && wantsStream(c, req) {
-		return events.FieldError(events.CodeInvalid, "background", "goes without stream: follow the turn at its /stream")
-	}
-	var answers map[string]fsm.Answer
-	if req.ResumeMap != nil {
-		var err error
-		if answers, err = decodeAnswers(req.ResumeMap); err != nil {
-			return err
-		}
-	}
-	var deltas *fsm.DeltaSub
-	if wantsStream(c, req) { // subscribe before the turn starts: no delta is missed
-		sub, stop := s.cfg.Engine.Deltas(c.Param("id"))
-		defer stop()
-		deltas = sub
-	}
-	var started *fsm.StartedTurn
-	if answers != nil {
-		started, err = s.cfg.Engine.Resume(ctx, c.Param("id"), userOf(c), answers)
-	} else {
-		startCtx := ctx
-		if k != nil {
-			startCtx = fsm.WithRequestKey(ctx, k.digest()) // a repeat finds the turn in the log, whatever happens to this process
-		}
-		started, err = s.cfg.Engine.StartTurn(startCtx, c.Param("id"), *req.Input)
-	}
-	if err != nil {
-		if mode := s.onBusy(sess, req); req.Input != nil && events.IsCode(err, events.CodeConflict) && mode != fsm.OnBusyReject {
-			q, qerr := s.cfg.Engine.Enqueue(ctx, c.Param("id"), userOf(c), *req.Input, mode == fsm.OnBusyInterrupt)
-			if qerr != nil {
-				return qerr
-			}
-			c.Set(startedTurnKey, q.TurnID)
-			if err := k.made(ctx, c.Param("id"), q.TurnID, 0); err != nil {
-				return err
-			}
-			if deltas != nil {
-				return s.streamQueued(c, c.Param("id"), q.TurnID)
-			}
-			return s.queuedAnswer(c, c.Param("id"), q.TurnID)
-		}
-		return err
-	}
-	c.Set(startedTurnKey, started.ID)
-	if err := k.made(ctx, c.Param("id"), started.ID, started.StartSeq); err != nil {
-		return err
-	}
-	if req.Background {
-		return s.accepted(c, c.Param("id"), started.ID)
-	}
-	if deltas != nil {
-		return s.streamTurn(c, started, deltas)
-	}
-	res, err := started.Wait()
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, responseOf(res))
+	defer out.Close()
+	c.Set(startedTurnKey, out.Turn)
+	return s.answerOutcome(c, out, req.Stream)
 }
 
-// onBusy is what a turn request does if its session is busy.
-func (s *Server) onBusy(sess projection.Session, req turnRequest) string {
-	if req.OnBusy != "" {
-		return req.OnBusy
+// turnRequestOf is the turns service's request of a POST …/turns.
+func turnRequestOf(c echo.Context, raw []byte, body turnRequest) (turns.Request, error) {
+	req := turns.Request{Session: c.Param("id"), User: userOf(c), Input: body.Input, OnBusy: body.OnBusy,
+		Background: body.Background, Stream: wantsStream(c, body), Key: keyOf(c, raw)}
+	if body.ResumeMap != nil {
+		answers, err := decodeAnswers(body.ResumeMap)
+		if err != nil {
+			return req, err
+		}
+		req.Answers = answers
 	}
-	if app, ok := s.cfg.Engine.App(sess.App); ok && app.OnBusy != "" {
-		return app.OnBusy
+	if h := c.Request().Header.Get("Last-Event-ID"); h != "" {
+		seq, err := strconv.ParseInt(h, 10, 64)
+		if err != nil || seq < 0 {
+			return req, events.FieldError(events.CodeInvalid, "Last-Event-ID", "must be an event id (a seq), got %q", events.ShortenForMessage(h, 32))
+		}
+		req.After = &seq
 	}
-	return fsm.OnBusyReject
+	return req, nil
+}
+
+// answerOutcome answers a turn request with what it came to: the turn's stream or
+// its result, or 202 for a turn in the background or an input in the queue.
+func (s *Server) answerOutcome(c echo.Context, out *turns.Outcome, stream bool) error {
+	switch {
+	case out.Kind == turns.Queued && out.Position > 0 && stream:
+		return s.streamQueued(c, out)
+	case out.Kind == turns.Queued && out.Position > 0:
+		return queuedAnswer(c, out)
+	case out.Kind == turns.Queued && stream: // it left the queue and started
+		return s.answerTurn(c, out.Session, out.Turn, true, 0, 0)
+	case out.Kind == turns.Queued || out.Background:
+		return accepted(c, out.Session, out.Turn)
+	case out.Kind == turns.Started && stream:
+		return s.streamTurn(c, out.Started, out.Deltas)
+	case out.Kind == turns.Started:
+		res, err := out.Started.Wait()
+		if err != nil {
+			return err
+		}
+		return c.JSON(http.StatusOK, responseOf(res))
+	case out.Kind == turns.Continued:
+		return s.answerTurn(c, out.Session, out.Turn, true, 0, out.After)
+	}
+	return s.answerTurn(c, out.Session, out.Turn, stream, out.Start, out.After) // repeated
 }
 
 // streamQueued answers an input that waits in its session's queue and asked for a
 // stream: an SSE stream whose first event, queued (no id: it is not an event of the
 // log), says where it waits; then the turn, once it starts, as any turn's stream —
 // or turn_canceled if the input is taken out before it runs.
-func (s *Server) streamQueued(c echo.Context, session, turn string) error {
-	ctx := c.Request().Context()
-	queue, err := s.cfg.Engine.Queue(ctx, session)
-	if err != nil {
-		return err
-	}
-	i := slices.IndexFunc(queue, func(q projection.QueuedInput) bool { return q.Turn == turn })
-	if i < 0 { // it left the queue already: it started, or it was dropped
-		if _, err := s.cfg.Reader.Turn(ctx, session, turn); err == nil {
-			return s.answerTurn(c, session, turn, true, 0, 0)
-		}
-		return events.Errorf(events.CodeConflict, "the input queued as turn %s was canceled before it ran", turn)
-	}
-	sub, stop := s.cfg.Engine.Deltas(session)
-	defer stop()
-	queued := liveEvent{name: "queued", data: map[string]any{"turn_id": turn, "status": "queued", "position": i + 1,
-		"location": "/v1/sessions/" + session + "/turns/" + turn}}
-	return s.streamTurnFrom(c, turn, queue[i].Seq, []liveEvent{queued}, sub)
+func (s *Server) streamQueued(c echo.Context, out *turns.Outcome) error {
+	queued := liveEvent{name: "queued", data: map[string]any{"turn_id": out.Turn, "status": "queued", "position": out.Position,
+		"location": turnLocation(out.Session, out.Turn)}}
+	return s.streamTurnFrom(c, out.Turn, out.QueueSeq, []liveEvent{queued}, out.Deltas)
 }
 
 // queuedAnswer answers an input that waits in its session's queue: 202, its turn's
 // resource, its position.
-func (s *Server) queuedAnswer(c echo.Context, session, turn string) error {
-	queue, err := s.cfg.Engine.Queue(c.Request().Context(), session)
-	if err != nil {
-		return err
-	}
-	position := 0
-	for i, q := range queue {
-		if q.Turn == turn {
-			position = i + 1
-		}
-	}
-	if position == 0 { // it left the queue: it started, or it was canceled
-		if _, err := s.cfg.Reader.Turn(c.Request().Context(), session, turn); err == nil {
-			return s.accepted(c, session, turn)
-		}
-		return events.Errorf(events.CodeConflict, "the input queued as turn %s was canceled before it ran", turn)
-	}
-	loc := "/v1/sessions/" + session + "/turns/" + turn
+func queuedAnswer(c echo.Context, out *turns.Outcome) error {
+	loc := turnLocation(out.Session, out.Turn)
 	c.Response().Header().Set(echo.HeaderLocation, loc)
-	return c.JSON(http.StatusAccepted, map[string]any{"turn_id": turn, "status": "queued", "position": position, "location": loc})
+	return c.JSON(http.StatusAccepted, map[string]any{"turn_id": out.Turn, "status": "queued", "position": out.Position, "location": loc})
 }
 
 // accepted answers a background turn: 202, and where its resource is.
-func (s *Server) accepted(c echo.Context, session, turn string) error {
-	loc := "/v1/sessions/" + session + "/turns/" + turn
+func accepted(c echo.Context, session, turn string) error {
+	loc := turnLocation(session, turn)
 	c.Response().Header().Set(echo.HeaderLocation, loc)
 	return c.JSON(http.StatusAccepted, map[string]any{"turn_id": turn, "status": "running", "location": loc})
 }
+
+func turnLocation(session, turn string) string { return "/v1/sessions/" + session + "/turns/" + turn }
 
 // decodeAnswers reads resume_map strictly: a tool approval's answer is
 // {"confirmed": bool, "rejection_message"?: string, "arguments"?: object}; a guardrail
@@ -304,20 +228,8 @@ func (s *Server) compact(c echo.Context) error {
 	if _, err := s.ownedSession(c); err != nil {
 		return err
 	}
-	ctx := c.Request().Context()
-	k, err := s.idempotency(c, raw)
+	res, err := s.turns.Compact(c.Request().Context(), keyOf(c, raw), c.Param("id"))
 	if err != nil {
-		return err
-	}
-	if k.replayed() {
-		return s.answerTurn(c, k.rec.Session, k.rec.Turn, false, 0, 0)
-	}
-	defer k.finish(ctx)
-	res, err := s.cfg.Engine.Compact(ctx, c.Param("id"))
-	if err != nil {
-		return err
-	}
-	if err := k.made(ctx, c.Param("id"), res.TurnID, 0); err != nil {
 		return err
 	}
 	return c.JSON(http.StatusOK, responseOf(res))
@@ -341,24 +253,8 @@ func (s *Server) cancelTurn(c echo.Context) error {
 	if _, err := s.ownedSession(c); err != nil {
 		return err
 	}
-	ctx := c.Request().Context()
-	k, err := s.idempotency(c, raw)
+	t, err := s.turns.Cancel(c.Request().Context(), keyOf(c, raw), c.Param("id"), c.Param("turn_id"), req.Reason)
 	if err != nil {
-		return err
-	}
-	if k.replayed() { // canceled already: the turn as it is now
-		t, err := s.cfg.Reader.Turn(ctx, k.rec.Session, k.rec.Turn)
-		if err != nil {
-			return err
-		}
-		return c.JSON(http.StatusOK, t)
-	}
-	defer k.finish(ctx)
-	t, err := s.cfg.Engine.Cancel(ctx, c.Param("id"), c.Param("turn_id"), req.Reason)
-	if err != nil {
-		return err
-	}
-	if err := k.made(ctx, c.Param("id"), c.Param("turn_id"), 0); err != nil {
 		return err
 	}
 	return c.JSON(http.StatusOK, t)

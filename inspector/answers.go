@@ -9,6 +9,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/fsm"
+	"github.com/turnlog/turnlog/turns"
 )
 
 // answer reads the form's answers, one per pending interrupt (fields named
@@ -26,12 +27,19 @@ func (s *Server) answer(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if len(pending) == 0 {
-		return events.Errorf(events.CodeConflict, "session %s waits for no answer (someone may have answered already)", sess.ID)
-	}
 	form, err := c.FormParams()
 	if err != nil {
 		return events.FieldError(events.CodeInvalid, "form", "%v", err)
+	}
+	// The key's body is the form as sent: a repeat is known as one even after its
+	// first sending answered every question.
+	key := s.formKey(c, answerFields(form))
+	if len(pending) == 0 {
+		if out, err := s.cfg.Turns.Run(ctx, turns.Request{Session: sess.ID, User: signInOf(c).User, Answers: map[string]fsm.Answer{}, Key: key}); err == nil && out.Kind == turns.Repeated {
+			out.Close() // this form was sent before, and answered
+			return c.Redirect(http.StatusSeeOther, "/ui/sessions/"+sess.ID+"?done=answered")
+		}
+		return events.Errorf(events.CodeConflict, "session %s waits for no answer (someone may have answered already)", sess.ID)
 	}
 	answers := map[string]fsm.Answer{}
 	for _, p := range pending {
@@ -41,18 +49,27 @@ func (s *Server) answer(c echo.Context) error {
 		}
 		answers[p.ID] = a
 	}
-	err = s.settledThen(ctx, sess.ID, func() error {
-		_, err := s.cfg.Engine.Resume(ctx, sess.ID, signInOf(c).User, answers)
-		return err
-	})
+	out, err := s.cfg.Turns.Run(ctx, turns.Request{Session: sess.ID, User: signInOf(c).User, Answers: answers, Key: key})
 	if err != nil {
 		if events.IsCode(err, events.CodeInvalid) {
 			return s.sessionPageWith(c, http.StatusBadRequest, err, form)
 		}
 		return err
 	}
+	out.Close()
 	// The turn goes on in the engine; the session page follows it live.
 	return c.Redirect(http.StatusSeeOther, "/ui/sessions/"+sess.ID+"?done=answered")
+}
+
+// answerFields are the form's answer fields (its token and key left out).
+func answerFields(form url.Values) map[string][]string {
+	out := map[string][]string{}
+	for name, v := range form {
+		if name != csrfField && name != formKeyField {
+			out[name] = v
+		}
+	}
+	return out
 }
 
 // answerOf is one interrupt's answer from the form.

@@ -19,7 +19,7 @@ func (s *Server) branch(c echo.Context) error {
 	if turn == "" {
 		return events.FieldError(events.CodeInvalid, "turn", "names no turn to branch at")
 	}
-	br, err := s.cfg.Engine.Branch(c.Request().Context(), sess.ID, signInOf(c).User, fsm.BranchPoint{Turn: turn}, nil)
+	br, err := s.cfg.Turns.Branch(c.Request().Context(), s.formKey(c, map[string]string{"turn": turn}), sess.ID, fsm.BranchPoint{Turn: turn}, nil)
 	if err != nil {
 		return err
 	}

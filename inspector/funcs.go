@@ -21,6 +21,9 @@ var funcs = template.FuncMap{
 	},
 	"join": func(s []string) string { return strings.Join(s, " → ") },
 	"json": indentJSON,
+	// formKey is a form's Idempotency-Key: fresh for every form a page shows, so
+	// the same form sent twice (a double click, a resent POST) acts once.
+	"formKey": randomToken,
 }
 
 // indentJSON indents JSON, every number as written.

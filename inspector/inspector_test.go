@@ -699,3 +699,56 @@ func TestAStoppingServerSaysSo(t *testing.T) {
 		t.Fatalf("a turn ran: %+v", turns)
 	}
 }
+
+var formKeyRe = regexp.MustCompile(`name="key" value="([^"]+)"`)
+
+// TestAFormSentTwiceActsOnce: each form that acts carries a key of its own; sent
+// again (a double click, a resent POST), it is answered as the first was and acts
+// no more — an answer resumes the turn once, "branch here" makes one branch.
+func TestAFormSentTwiceActsOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "", false)
+	ctx := context.Background()
+	s, res := b.session("alice", "refund order 42")
+	id := res.Interrupts[0].ID
+	w := b.browser()
+	w.signIn("k-alice")
+	page := w.do("GET", "/ui/sessions/"+s.ID, nil)
+	keys := formKeyRe.FindAllStringSubmatch(page.body, -1)
+	if len(keys) < 2 || keys[0][1] == keys[1][1] {
+		t.Fatalf("the forms carry no keys of their own: %v", keys)
+	}
+	form := url.Values{"csrf": {csrfOf(t, page.body)}, "key": {keys[0][1]}, "choice." + id: {"approve"}}
+	if a := w.do("POST", "/ui/sessions/"+s.ID+"/answers", form); a.status != http.StatusSeeOther {
+		t.Fatalf("the answer: %d %s", a.status, a.body)
+	}
+	b.settled(s.ID)
+	evs, _ := b.tl.Store.Events(ctx, s.ID, 0)
+	again := w.do("POST", "/ui/sessions/"+s.ID+"/answers", form)
+	if again.status != http.StatusSeeOther || again.header.Get("Location") != "/ui/sessions/"+s.ID+"?done=answered" {
+		t.Fatalf("the answer sent again: %d %s", again.status, again.body)
+	}
+	if after, _ := b.tl.Store.Events(ctx, s.ID, 0); len(after) != len(evs) {
+		t.Fatalf("the answer sent again recorded %d events", len(after)-len(evs))
+	}
+	// Without its key, the same form is a stale one: nothing waits for an answer.
+	form.Del("key")
+	if a := w.do("POST", "/ui/sessions/"+s.ID+"/answers", form); a.status != http.StatusConflict {
+		t.Fatalf("a stale answer: %d", a.status)
+	}
+	turns, _ := b.tl.Store.Turns(ctx, s.ID)
+	page = w.do("GET", "/ui/sessions/"+s.ID, nil)
+	branchKey := regexp.MustCompile(`/branches" class="inline"><input type="hidden" name="csrf" value="[^"]+"><input type="hidden" name="key" value="([^"]+)">`).FindStringSubmatch(page.body)
+	if branchKey == nil {
+		t.Fatalf("no branch form with a key: %s", page.body)
+	}
+	branch := url.Values{"csrf": {csrfOf(t, page.body)}, "key": {branchKey[1]}, "turn": {turns[0].ID}}
+	first := w.do("POST", "/ui/sessions/"+s.ID+"/branches", branch)
+	second := w.do("POST", "/ui/sessions/"+s.ID+"/branches", branch)
+	if first.status != http.StatusSeeOther || second.header.Get("Location") != first.header.Get("Location") {
+		t.Fatalf("branch here sent twice: %d %q, then %d %q", first.status, first.header.Get("Location"), second.status, second.header.Get("Location"))
+	}
+	if br, _ := b.tl.Store.Branches(ctx, s.ID); len(br) != 1 {
+		t.Fatalf("branch here sent twice made %d branches", len(br))
+	}
+}

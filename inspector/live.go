@@ -1,7 +1,6 @@
 package inspector
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -11,7 +10,6 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/fsm"
-	"github.com/turnlog/turnlog/projection"
 )
 
 // liveStep is what the live stream sends of an event: its place and its title, never
@@ -35,16 +33,6 @@ type liveText struct {
 	Text  string `json:"text"`
 }
 
-// settler is an engine that says when a turn's run has let its session go.
-type settler interface {
-	Settled(ctx context.Context, session, turn string, end int64) error
-}
-
-// deltaSource is an engine whose models' answers can be followed as they arrive.
-type deltaSource interface {
-	Deltas(session string) (*fsm.DeltaSub, func())
-}
-
 // live streams a session's events after ?after= as they are committed (SSE, under
 // /ui/ with the page's cookie): a "step" for each, "text" for each piece of an answer
 // as the model sends it, and "end" (with its seq) when a turn ends or waits for
@@ -66,12 +54,9 @@ func (s *Server) live(c echo.Context) error {
 	// Both before the first read: no commit and no piece after it is missed.
 	wake, stop := s.cfg.Reader.Watch(sess.ID)
 	defer stop()
-	var text <-chan fsm.Delta
-	if ds, ok := s.cfg.Engine.(deltaSource); ok {
-		sub, unsubscribe := ds.Deltas(sess.ID)
-		defer unsubscribe()
-		text = sub.C
-	}
+	sub, unsubscribe := s.cfg.Engine.Deltas(sess.ID)
+	defer unsubscribe()
+	text := sub.C
 	ctx := c.Request().Context()
 	w := c.Response()
 	w.Header().Set(echo.HeaderContentType, "text/event-stream")
@@ -144,11 +129,9 @@ func (s *Server) live(c echo.Context) error {
 			}
 			switch ev.Type {
 			case events.TypeTurnCommitted, events.TypeTurnFailed, events.TypeTurnCanceled, events.TypeTurnSuspended:
-				if st, ok := s.cfg.Engine.(settler); ok {
-					// The page reloads on "end", and its next form must not find the
-					// session still held by the run that just wrote this.
-					st.Settled(ctx, sess.ID, ev.Turn, ev.Seq)
-				}
+				// The page reloads on "end", and its next form must not find the
+				// session still held by the run that just wrote this.
+				s.cfg.Engine.Settled(ctx, sess.ID, ev.Turn, ev.Seq)
 				send("end", struct {
 					Seq int64 `json:"seq"`
 				}{ev.Seq})
@@ -194,26 +177,4 @@ func (s *Server) live(c echo.Context) error {
 			}
 		}
 	}
-}
-
-// settledThen runs act, which starts or resumes a turn of session. The page it was
-// sent from showed the last turn ended or waiting, as the log says; its run lets the
-// session go a moment after writing that. If act finds the session held by that run
-// (a conflict, though the log says no turn runs), it waits for the run to let go and
-// acts once more.
-func (s *Server) settledThen(ctx context.Context, session string, act func() error) error {
-	err := act()
-	st, ok := s.cfg.Engine.(settler)
-	if !events.IsCode(err, events.CodeConflict) || !ok {
-		return err
-	}
-	last, lerr := s.cfg.Reader.LastTurn(ctx, session)
-	seq, serr := s.cfg.Reader.LastSeq(ctx, session)
-	if lerr != nil || serr != nil || last.Status == projection.TurnRunning {
-		return err // a turn does run: the conflict stands
-	}
-	if werr := st.Settled(ctx, session, last.ID, seq); werr != nil {
-		return err
-	}
-	return act()
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/projection"
+	"github.com/turnlog/turnlog/turns"
 )
 
 // PageSize is how many sessions a list page holds.
@@ -266,13 +267,12 @@ func (s *Server) runTurn(c echo.Context) error {
 	if input == "" {
 		return events.FieldError(events.CodeInvalid, "input", "is empty: write what the agent should do")
 	}
-	err = s.settledThen(c.Request().Context(), sess.ID, func() error {
-		_, err := s.cfg.Engine.StartTurn(c.Request().Context(), sess.ID, input)
-		return err
-	})
+	out, err := s.cfg.Turns.Run(c.Request().Context(), turns.Request{Session: sess.ID, User: signInOf(c).User, Input: &input,
+		Key: s.formKey(c, map[string]string{"input": input})})
 	if err != nil {
 		return err
 	}
+	out.Close()
 	// The turn runs on in the engine; the session page follows it live.
 	return c.Redirect(http.StatusSeeOther, "/ui/sessions/"+sess.ID)
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/fsm"
 	"github.com/turnlog/turnlog/projection"
+	"github.com/turnlog/turnlog/turns"
 )
 
 //go:embed templates/*.html
@@ -41,12 +42,9 @@ type Reader interface {
 	Events(ctx context.Context, session string, after int64) ([]events.Event, error)
 }
 
-// Engine is what the pages act through: the engine the REST API drives.
-type Engine interface {
-	StartTurn(ctx context.Context, session, input string) (*fsm.StartedTurn, error)
-	Resume(ctx context.Context, session, user string, answers map[string]fsm.Answer) (*fsm.StartedTurn, error)
-	Branch(ctx context.Context, source, owner string, at fsm.BranchPoint, metadata json.RawMessage) (projection.Session, error)
-}
+// Engine is the engine the REST API drives: the pages follow its turns live and
+// act through Config.Turns on it.
+type Engine = turns.Engine
 
 // SignIns keeps the inspector's sign-ins (the store).
 type SignIns interface {
@@ -57,8 +55,12 @@ type SignIns interface {
 
 // Config configures the inspector.
 type Config struct {
-	Engine  Engine
-	Reader  Reader
+	Engine Engine
+	Reader Reader
+	// Turns carries out the forms' requests — run a turn, answer, branch — as it
+	// does the API's (nil: a turns.Service on Engine and Reader, without keys).
+	// Give the process's one Service, so a form sent twice acts once.
+	Turns   *turns.Service
 	SignIns SignIns
 	// Keys are the API's keys and the users they act as; AdminKeys carry the admin
 	// role.
@@ -103,6 +105,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.SignInTTL <= 0 {
 		cfg.SignInTTL = 12 * time.Hour
+	}
+	if cfg.Turns == nil {
+		cfg.Turns = turns.New(turns.Config{Engine: cfg.Engine, Reader: cfg.Reader})
 	}
 	s := &Server{cfg: cfg, pages: map[string]*template.Template{}, devCSRF: randomToken(), keys: map[string]apiKey{},
 		stopping: make(chan struct{})}

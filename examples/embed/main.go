@@ -21,6 +21,7 @@ import (
 
 	"github.com/turnlog/turnlog/adapters/functool"
 	"github.com/turnlog/turnlog/pkg/turnlog"
+	"github.com/turnlog/turnlog/turns"
 )
 
 type weatherArgs struct {
@@ -78,11 +79,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "serving on http://%s\n", ln.Addr())
 		return tl.Serve(ctx, ln, turnlog.ServeOptions{Keys: map[string]string{*key: "ana"}})
 	}
-	session, err := tl.Engine.CreateSession(ctx, "weather", "ana", nil)
+	// tl.Turns acts as the REST API does: with a Key (turns.Key{Value: …}), a request
+	// sent again acts once; input for a busy session follows the app's on_busy.
+	session, err := tl.Turns.CreateSession(ctx, turns.Key{Owner: "ana"}, "weather", nil)
 	if err != nil {
 		return err
 	}
-	res, err := tl.Engine.RunTurn(ctx, session.ID, strings.Join(fs.Args(), " "))
+	input := strings.Join(fs.Args(), " ")
+	out, err := tl.Turns.Run(ctx, turns.Request{Session: session.ID, User: "ana", Input: &input})
+	if err != nil {
+		return err
+	}
+	defer out.Close()
+	res, err := out.Wait(ctx)
 	if err != nil {
 		return err
 	}

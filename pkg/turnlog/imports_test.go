@@ -70,6 +70,10 @@ func TestImportRules(t *testing.T) {
 				t.Errorf("the binary imports %s: it assembles apps only through pkg/turnlog (and opens only stores)", dep)
 			case (pkg == "fsm" || pkg == "events" || pkg == "projection" || pkg == "policy" || pkg == "contextmgr") && strings.HasPrefix(dep, "adapters/"):
 				t.Errorf("%s imports the adapter %s", pkg, dep)
+			case pkg == "turns" && dep != "events" && dep != "fsm" && dep != "projection":
+				t.Errorf("turns imports %s: the application path of turns stands on the engine and the log only, below every transport", dep)
+			case dep == "turns" && (pkg == "fsm" || pkg == "events" || pkg == "projection" || strings.HasPrefix(pkg, "adapters/")):
+				t.Errorf("%s imports turns: the engine, the log and the adapters lie below the application path", pkg)
 			case pkg == "events" && dep != "":
 				t.Errorf("events imports %s: it imports no other turnlog package", dep)
 			case pkg == "client" && dep != "":

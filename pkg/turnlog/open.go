@@ -17,6 +17,7 @@ import (
 	"github.com/turnlog/turnlog/adapters/webhook"
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/fsm"
+	"github.com/turnlog/turnlog/turns"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 )
 
@@ -27,7 +28,11 @@ type Turnlog struct {
 	// DB.
 	Store Store
 	// Engine runs, resumes, cancels and branches turns.
-	Engine   *fsm.Engine
+	Engine *fsm.Engine
+	// Turns carries out requests on turns and sessions the way the REST API and
+	// the inspector do — Idempotency-Keys, on_busy, background, a stream's
+	// Last-Event-ID (see package turns): what an embedder calls to act as they do.
+	Turns    *turns.Service
 	cluster  fsm.Cluster // what nodes share of the store (nil: one node)
 	apps     *Apps
 	metrics  *metrics.Metrics
@@ -114,7 +119,12 @@ func Open(ctx context.Context, opts Options) (*Turnlog, error) {
 		store.Close()
 		return nil, err
 	}
-	return &Turnlog{Store: store, Engine: engine, cluster: cluster, apps: apps, metrics: m, webhooks: deliverer, opts: opts, traces: traces}, nil
+	var claimHold time.Duration
+	if cluster != nil {
+		claimHold = 2 * engine.LeaseTTL() // a node that claimed a key and went away holds it no longer
+	}
+	service := turns.New(turns.Config{Engine: engine, Reader: store, Keys: store, ClaimHold: claimHold, Clock: opts.Clock})
+	return &Turnlog{Store: store, Engine: engine, Turns: service, cluster: cluster, apps: apps, metrics: m, webhooks: deliverer, opts: opts, traces: traces}, nil
 }
 
 // ReplayOnly replays a recorded session against this log's config on a throwaway

@@ -61,15 +61,15 @@ var DefaultConnLimits = httpapi.DefaultConnLimits
 // inspector under /ui/; and a function that ends their live streams (call it before
 // shutting the HTTP server down).
 func (t *Turnlog) Handler(s ServeOptions) (http.Handler, func()) {
-	var claimHold time.Duration
-	if t.cluster != nil {
-		claimHold = 2 * t.Engine.LeaseTTL() // a node that claimed a key and went away holds it no longer
+	service := t.Turns
+	if s.IdempotencyTTL > 0 {
+		service = service.WithKeyTTL(s.IdempotencyTTL)
 	}
-	api := httpapi.New(httpapi.Config{Engine: t.Engine, Reader: t.Store, Idempotency: t.Store, IdempotencyTTL: s.IdempotencyTTL, ClaimHold: claimHold, Keys: s.Keys, AdminKeys: s.AdminKeys, Dev: s.Dev,
+	api := httpapi.New(httpapi.Config{Engine: t.Engine, Reader: t.Store, Turns: service, Keys: s.Keys, AdminKeys: s.AdminKeys, Dev: s.Dev,
 		BodyLimit: s.BodyLimit, Limits: s.Limits,
 		Deliveries: deliveries{t.Store, t.webhooks}, Erasures: t.Store,
 		Ready: t.ready, Metrics: t.metrics.Handler(), Meter: t.metrics, Logger: s.Logger})
-	ui, err := inspector.New(inspector.Config{Engine: t.Engine, Reader: t.Store, SignIns: t.Store, Keys: s.Keys, AdminKeys: s.AdminKeys,
+	ui, err := inspector.New(inspector.Config{Engine: t.Engine, Reader: t.Store, Turns: service, SignIns: t.Store, Keys: s.Keys, AdminKeys: s.AdminKeys,
 		Dev: s.Dev, PublicURL: s.PublicURL, Replay: t.ReplayOnly, Limits: s.Limits})
 	if err != nil {
 		panic(err) // the embedded templates parse: a test renders every page

@@ -14,6 +14,7 @@ import (
 	"github.com/turnlog/turnlog/httpapi"
 	"github.com/turnlog/turnlog/inspector"
 	"github.com/turnlog/turnlog/projection"
+	"github.com/turnlog/turnlog/turns"
 )
 
 // Store is the log's store as turnlog uses it: a SQLite file (sqlite.Store, one
@@ -21,7 +22,7 @@ import (
 type Store interface {
 	fsm.Store
 	httpapi.Reader
-	httpapi.IdempotencyKeys
+	turns.Keys
 	httpapi.Erasures
 	inspector.Reader
 	inspector.SignIns
