@@ -20,7 +20,7 @@ run: build ## serve the offline demo app on an embedded SQLite file (no network,
 
 test: vet helper ## gofmt check, go vet, and every test with the race detector (the sandbox's boundary tests again with bubblewrap; the apply's kill -9 test without the detector, which only slows its processes)
 	$(GO) test -race -timeout 15m ./...
-	TURNLOG_TEST_MECHANISM=bubblewrap $(GO) test -race -timeout 5m ./sandbox ./adapters/workspace
+	TURNLOG_TEST_MECHANISM=bubblewrap $(GO) test -race -timeout 5m ./sandbox ./adapters/tools/workspacetools
 	$(GO) test -timeout 10m -run 'TestAKilledApply' ./sandbox
 	TURNLOG_TEST_MECHANISM=bubblewrap $(GO) test -timeout 5m -run 'TestAKilledApply' ./sandbox
 
@@ -32,11 +32,11 @@ vet: ## gofmt and go vet
 	$(GO) vet ./...
 
 bench: helper ## the SPEC §10 benchmarks: engine step, storage, rebuild, appends/s (SQLite and PostgreSQL), engine step and HTTP turns/s by store and nodes, branch, history read, HTTP turns, sandbox overhead (by step) and the apply beside cp -a, context build and token counting, HTTP and command tools, cancel latency, the inspector's session page, serve's resident memory, turns under hostile clients
-	$(GO) test -run '^$$' -bench 'EngineStep|Rebuild' -benchtime 1x -p 1 -timeout 30m ./fsm ./adapters/sqlite
-	$(GO) test -run '^$$' -bench 'AppendConcurrent' -benchtime 20000x -timeout 30m ./adapters/sqlite
-	$(GO) test -run '^$$' -bench 'AppendVsRawInsert' -benchtime 20000x -timeout 30m ./adapters/sqlite
-	$(GO) test -run '^$$' -bench 'AppendConcurrent' -benchtime 5000x -timeout 30m ./adapters/postgres # with TURNLOG_TEST_POSTGRES set (.ci/start-postgres); skipped without
-	$(GO) test -run '^$$' -bench 'StoreEngineSteps' -benchtime 1x -p 1 -timeout 30m ./adapters/sqlite ./adapters/postgres
+	$(GO) test -run '^$$' -bench 'EngineStep|Rebuild' -benchtime 1x -p 1 -timeout 30m ./fsm ./adapters/stores/sqlite
+	$(GO) test -run '^$$' -bench 'AppendConcurrent' -benchtime 20000x -timeout 30m ./adapters/stores/sqlite
+	$(GO) test -run '^$$' -bench 'AppendVsRawInsert' -benchtime 20000x -timeout 30m ./adapters/stores/sqlite
+	$(GO) test -run '^$$' -bench 'AppendConcurrent' -benchtime 5000x -timeout 30m ./adapters/stores/postgres # with TURNLOG_TEST_POSTGRES set (.ci/start-postgres); skipped without
+	$(GO) test -run '^$$' -bench 'StoreEngineSteps' -benchtime 1x -p 1 -timeout 30m ./adapters/stores/sqlite ./adapters/stores/postgres
 	$(GO) test -run '^$$' -bench 'HTTPTurnsByNodes' -benchtime 600x -timeout 30m ./pkg/turnlog # the PostgreSQL runs with TURNLOG_TEST_POSTGRES set
 	$(GO) test -run '^$$' -bench 'Branch|HistoryRead|ApprovalRoundTrip|EnqueueStart' -benchtime 200x -timeout 30m ./fsm
 	$(GO) test -run '^$$' -bench 'HTTPTurn|HTTPApprovalRoundTrip|IdempotentReplay' -benchtime 300x -timeout 30m ./httpapi
@@ -44,9 +44,9 @@ bench: helper ## the SPEC §10 benchmarks: engine step, storage, rebuild, append
 	$(GO) test -run '^$$' -bench 'SandboxOverhead' -benchtime 50x -timeout 30m ./sandbox
 	$(GO) test -run '^$$' -bench 'Apply' -benchtime 4x -timeout 60m ./sandbox # 100,000 files on this disk: minutes
 	$(GO) test -run '^$$' -bench 'ContextBuild|TokenCount' ./contextmgr
-	$(GO) test -run '^$$' -bench 'HTTPToolOverhead' -benchtime 5000x ./adapters/httptool
+	$(GO) test -run '^$$' -bench 'HTTPToolOverhead' -benchtime 5000x ./adapters/tools/httptool
 	$(GO) test -run '^$$' -bench 'SessionPage' -benchtime 50x ./inspector
-	$(GO) test -run '^$$' -bench 'CommandToolVsBash' -benchtime 50x ./adapters/commandtool
+	$(GO) test -run '^$$' -bench 'CommandToolVsBash' -benchtime 50x ./adapters/tools/commandtool
 	$(GO) test -run '^$$' -bench 'CancelLatency' -benchtime 10x .
 	$(GO) test -run '^$$' -bench 'ServeMemory' -benchtime 1x .
 	$(GO) test -run '^$$' -bench 'TurnsUnderAttack' -benchtime 1x . # 50 clients' turns/s and p99 under nesting, slow-body and idle attacks, as ratios

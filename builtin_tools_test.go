@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/turnlog/turnlog/adapters/sqlite"
+	"github.com/turnlog/turnlog/adapters/stores/sqlite"
 	"github.com/turnlog/turnlog/fsm"
 	"github.com/turnlog/turnlog/pkg/turnlog"
 	"github.com/turnlog/turnlog/pkg/turnlog/turnlogtest"
@@ -49,7 +49,7 @@ apps:
 
 // TestBuiltinToolsInATurn: an agent lists the built-in file tools; they work in the
 // app's workspace, under its policy, which refuses secrets and paths outside before
-// the sandbox is even asked (the sandbox refuses them too: adapters/workspace tests).
+// the sandbox is even asked (the sandbox refuses them too: adapters/tools/workspacetools tests).
 func TestBuiltinToolsInATurn(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()

@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/turnlog/turnlog/adapters/postgres"
+	"github.com/turnlog/turnlog/adapters/stores/postgres"
 )
 
 // shopConfig is the app the multi-node tests run: "pay REF" calls a tool that is not

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/turnlog/turnlog/adapters/postgres"
+	"github.com/turnlog/turnlog/adapters/stores/postgres"
 	"github.com/turnlog/turnlog/events"
 )
 

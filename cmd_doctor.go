@@ -39,18 +39,18 @@ func cmdDoctor(ctx context.Context, c *cliContext, args []string) error {
 	c.closers = append(c.closers, loaded.Close)
 	fmt.Fprintln(c.stdout, "\napps:")
 	for _, a := range loaded.List {
-		if a.Access == nil {
+		if a.ToolPolicy == nil {
 			fmt.Fprintf(c.stdout, "  %s: no policy section (no built-in tools)\n", a.Name)
 			continue
 		}
-		mode, network := a.Access.EffectiveMode(), a.Access.EffectiveNetwork()
+		mode, network := a.ToolPolicy.EffectiveMode(), a.ToolPolicy.EffectiveNetwork()
 		var missing []string
-		for _, m := range mechanismsFor(network, a.Access.Mechanism) {
+		for _, m := range mechanismsFor(network, a.ToolPolicy.Mechanism) {
 			if !works[m] {
 				missing = append(missing, m)
 			}
 		}
-		what := fmt.Sprintf("mode %s, network %s%s", mode, network, sandboxName(a.Access.Mechanism))
+		what := fmt.Sprintf("mode %s, network %s%s", mode, network, sandboxName(a.ToolPolicy.Mechanism))
 		if len(missing) > 0 {
 			fmt.Fprintf(c.stdout, "  %s: %s — bash calls will fail closed here (missing: %s)\n", a.Name, what, strings.Join(missing, ", "))
 		} else {

@@ -7,9 +7,9 @@ import (
 	"io/fs"
 	"os"
 
-	"github.com/turnlog/turnlog/adapters/postgres"
-	"github.com/turnlog/turnlog/adapters/sqlite"
-	"github.com/turnlog/turnlog/adapters/sqlrows"
+	"github.com/turnlog/turnlog/adapters/stores/postgres"
+	"github.com/turnlog/turnlog/adapters/stores/sqlite"
+	"github.com/turnlog/turnlog/adapters/stores/sqlrows"
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/pkg/turnlog"
 )

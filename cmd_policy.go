@@ -55,7 +55,7 @@ func cmdPolicy(ctx context.Context, c *cliContext, args []string) error {
 	start, found := "", false
 	for _, a := range apps {
 		if a.Name == *app {
-			engine, start, found = a.Access, a.StartAgent, true
+			engine, start, found = a.ToolPolicy, a.StartAgent, true
 		}
 	}
 	if !found {

@@ -145,7 +145,7 @@ func cmdServe(ctx context.Context, c *cliContext, args []string) error {
 // through the API, which needs no key.
 func checkHostNetwork(c *cliContext, apps []*fsm.App, dev bool) error {
 	for _, a := range apps {
-		if a.Access == nil || a.Access.EffectiveNetwork() != policy.NetworkHost {
+		if a.ToolPolicy == nil || a.ToolPolicy.EffectiveNetwork() != policy.NetworkHost {
 			continue
 		}
 		if dev {

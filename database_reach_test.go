@@ -10,7 +10,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/turnlog/turnlog/adapters/postgres"
+	"github.com/turnlog/turnlog/adapters/stores/postgres"
 )
 
 // TestSandboxedCommandsNeverReachTheDatabase: on PostgreSQL, a bash command of an app

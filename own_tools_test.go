@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/turnlog/turnlog/adapters/httptool"
+	"github.com/turnlog/turnlog/adapters/tools/httptool"
 )
 
 const httpToolsConfig = `

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/turnlog/turnlog/adapters/postgres"
+	"github.com/turnlog/turnlog/adapters/stores/postgres"
 )
 
 // TestReadmePsqlTour runs the README's psql commands, as written, with the psql shell

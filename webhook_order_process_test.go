@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/turnlog/turnlog/adapters/postgres"
+	"github.com/turnlog/turnlog/adapters/stores/postgres"
 )
 
 const orderConfig = `

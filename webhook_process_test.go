@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/turnlog/turnlog/adapters/httptool"
+	"github.com/turnlog/turnlog/adapters/tools/httptool"
 )
 
 // TestWebhookDeliveredAcrossACrash: a real turnlog commits a turn, and its webhook

@@ -9,8 +9,8 @@ import (
 	"os"
 	"strings"
 
-	"github.com/turnlog/turnlog/adapters/postgres"
-	"github.com/turnlog/turnlog/adapters/sqlite"
+	"github.com/turnlog/turnlog/adapters/stores/postgres"
+	"github.com/turnlog/turnlog/adapters/stores/sqlite"
 	"github.com/turnlog/turnlog/examples/demo"
 	"github.com/turnlog/turnlog/fsm"
 	"github.com/turnlog/turnlog/pkg/turnlog"

@@ -6,7 +6,7 @@ import (
 )
 
 // Log is the port every event store implements; one conformance suite
-// (adapters/storetest) tests them all.
+// (adapters/stores/storetest) tests them all.
 type Log interface {
 	// Append writes evs to session right after seq `after`, the last seq the caller
 	// has seen (0 for a new session), assigning seqs after+1, after+2, ... and the

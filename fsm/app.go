@@ -25,10 +25,20 @@ type App struct {
 	Name       string
 	StartAgent string
 	Agents     map[string]*Agent
-	// Policy is the project-wide guardrail policy, applied to every model and tool
-	// call of every agent (nil: none).
+	// GuardrailPolicy is the project-wide guardrail policy (agent.yaml's
+	// guardrail_policy), applied to the text of every model and tool call of every
+	// agent: redact, block or review (nil: none).
+	GuardrailPolicy *GuardrailPolicy
+	// ToolPolicy decides which tool calls may run (agent.yaml's policy): rules and
+	// the sandbox mode's defaults (nil: every call runs, and no built-in tool).
+	ToolPolicy *policy.Engine
+	// Policy is the old name of GuardrailPolicy, used when GuardrailPolicy is nil.
+	//
+	// Deprecated: set GuardrailPolicy.
 	Policy *GuardrailPolicy
-	// Access decides which tool calls may run: rules and the sandbox mode's defaults.
+	// Access is the old name of ToolPolicy, used when ToolPolicy is nil.
+	//
+	// Deprecated: set ToolPolicy.
 	Access *policy.Engine
 	// OnBusy is what input arriving while a turn runs or waits does by default:
 	// OnBusyReject ("" too), OnBusyEnqueue or OnBusyInterrupt.
@@ -89,8 +99,15 @@ func (a *App) Validate() error {
 	if _, ok := a.Agents[a.StartAgent]; !ok {
 		return fmt.Errorf("app %s: start agent %q is not defined", a.Name, a.StartAgent)
 	}
-	if a.Policy != nil {
-		if err := a.Policy.Validate(); err != nil {
+	if a.GuardrailPolicy == nil {
+		a.GuardrailPolicy = a.Policy
+	}
+	if a.ToolPolicy == nil {
+		a.ToolPolicy = a.Access
+	}
+	a.Policy, a.Access = a.GuardrailPolicy, a.ToolPolicy // code reading the old names reads the same
+	if a.GuardrailPolicy != nil {
+		if err := a.GuardrailPolicy.Validate(); err != nil {
 			return fmt.Errorf("app %s: %w", a.Name, err)
 		}
 	}

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/turnlog/turnlog/adapters/functool"
-	"github.com/turnlog/turnlog/adapters/sqlite"
-	"github.com/turnlog/turnlog/adapters/storetest"
+	"github.com/turnlog/turnlog/adapters/stores/sqlite"
+	"github.com/turnlog/turnlog/adapters/stores/storetest"
+	"github.com/turnlog/turnlog/adapters/tools/functool"
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/fsm"
 )

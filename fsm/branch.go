@@ -62,7 +62,7 @@ func (e *Engine) Branch(ctx context.Context, source, owner string, at BranchPoin
 	if err != nil {
 		return projection.Session{}, err
 	}
-	if _, err := e.store.Append(ctx, id, 0, []events.Event{ev}); err != nil {
+	if _, err := e.appendEvents(ctx, id, 0, []events.Event{ev}, false); err != nil {
 		return projection.Session{}, fmt.Errorf("branch %s: %w", source, err)
 	}
 	return e.store.Session(ctx, id)

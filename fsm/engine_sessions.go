@@ -30,7 +30,7 @@ func (e *Engine) CreateSession(ctx context.Context, app, owner string, metadata 
 	if err != nil {
 		return projection.Session{}, err
 	}
-	if _, err := e.store.Append(ctx, id, 0, []events.Event{ev}); err != nil {
+	if _, err := e.appendEvents(ctx, id, 0, []events.Event{ev}, false); err != nil {
 		return projection.Session{}, fmt.Errorf("create session: %w", err)
 	}
 	return e.store.Session(ctx, id)

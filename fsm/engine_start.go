@@ -144,7 +144,7 @@ func (e *Engine) prepareTurnAs(ctx context.Context, session, input string, h *ru
 		turn = e.opts.NewID()
 	}
 	// The log, the model and every client see the input only after redaction.
-	input, policy := app.Policy.transformText(TargetModelInput, input, nil)
+	input, policy := app.GuardrailPolicy.transformText(TargetModelInput, input, nil)
 	start, err := events.New(turn, "", &events.TurnStarted{Input: input, Agent: agent.Name, Kind: kind, Policy: policy, RequestKey: requestKeyOf(ctx)})
 	if err != nil {
 		return nil, err

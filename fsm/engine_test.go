@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/turnlog/turnlog/adapters/functool"
-	"github.com/turnlog/turnlog/adapters/sqlite"
+	"github.com/turnlog/turnlog/adapters/stores/sqlite"
+	"github.com/turnlog/turnlog/adapters/tools/functool"
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/fsm"
 )
@@ -43,7 +43,7 @@ func setup(t *testing.T, agent *fsm.Agent) testBundle {
 // setupPolicy is setup with a guardrail policy on the app.
 func setupPolicy(t *testing.T, agent *fsm.Agent, policy *fsm.GuardrailPolicy) testBundle {
 	t.Helper()
-	return setupApp(t, &fsm.App{Name: "test", StartAgent: agent.Name, Agents: map[string]*fsm.Agent{agent.Name: agent}, Policy: policy})
+	return setupApp(t, &fsm.App{Name: "test", StartAgent: agent.Name, Agents: map[string]*fsm.Agent{agent.Name: agent}, GuardrailPolicy: policy})
 }
 
 // setupApp serves one app, named "test", on a fresh store.

@@ -34,7 +34,7 @@ func targetNoun(target string) string {
 
 // inputGate applies the policy's block rules to the turn's recorded input.
 func (r *run) inputGate(input string) (*Result, error) {
-	d, err := r.app.Policy.decide(TargetModelInput, []string{input}, nil)
+	d, err := r.app.GuardrailPolicy.decide(TargetModelInput, []string{input}, nil)
 	if err != nil || d == nil {
 		return nil, err
 	}
@@ -47,7 +47,7 @@ func (r *run) inputGate(input string) (*Result, error) {
 // reject fails the turn. While it is held, the approvals its tool calls need are asked
 // too, so one answer covers them all. A nil result lets the turn go on.
 func (r *run) responseGate(resp events.ModelResponse, path string, pending []events.Event) (*Result, []events.Event, error) {
-	p := r.app.Policy
+	p := r.app.GuardrailPolicy
 	if p == nil {
 		return nil, pending, nil
 	}
@@ -133,7 +133,7 @@ func (r *run) outputGate(slots []*toolSlot) (*Result, error) {
 		if !json.Valid(docs[0]) { // an agent tool answers in plain text
 			texts, docs = append(texts, s.result.Output), nil
 		}
-		d, err := r.app.Policy.decide(TargetToolOutput, texts, docs)
+		d, err := r.app.GuardrailPolicy.decide(TargetToolOutput, texts, docs)
 		if err != nil {
 			return r.fail(events.CodeCorruptLog, err.Error(), s.path)
 		}

@@ -9,9 +9,10 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/turnlog/turnlog/adapters/functool"
+	"github.com/turnlog/turnlog/adapters/tools/functool"
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/fsm"
+	"github.com/turnlog/turnlog/policy"
 	"github.com/turnlog/turnlog/projection"
 )
 
@@ -314,5 +315,23 @@ func TestPolicyValidation(t *testing.T) {
 		if err := p.Validate(); err == nil || !strings.Contains(err.Error(), tc.mention) {
 			t.Fatalf("%+v: err = %v, want one naming %s", tc.rule, err, tc.mention)
 		}
+	}
+}
+
+// TestTheOldPolicyFieldNamesStillWork: an App built with the deprecated Policy and
+// Access fields runs under them, as under GuardrailPolicy and ToolPolicy.
+func TestTheOldPolicyFieldNamesStillWork(t *testing.T) {
+	var runs atomic.Int64
+	log := &requestLog{}
+	guard := &fsm.GuardrailPolicy{Rules: []fsm.PolicyRule{{Name: "stop", Action: fsm.PolicyBlock, Pattern: regexp.MustCompile(`4111`), Targets: []string{fsm.TargetModelInput}}}}
+	access := &policy.Engine{Mode: policy.ModeNetworkOff, Workspace: t.TempDir()}
+	agent := &fsm.Agent{Name: "a", LLM: "m", Model: accountModel(log), Tools: []fsm.Tool{accountTool(&runs)}}
+	app := &fsm.App{Name: "test", StartAgent: "a", Agents: map[string]*fsm.Agent{"a": agent}, Policy: guard, Access: access}
+	b := setupApp(t, app)
+	if app.GuardrailPolicy != guard || app.ToolPolicy != access {
+		t.Fatalf("the old fields were not taken: %p %p", app.GuardrailPolicy, app.ToolPolicy)
+	}
+	if res, _ := b.turn(t, "card 4111 please"); res.Status != fsm.StatusFailed || res.Error.Code != events.CodePolicyDenied || log.count() != 0 {
+		t.Fatalf("the guardrail policy given as Policy did not hold: %+v", res)
 	}
 }

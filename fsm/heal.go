@@ -75,7 +75,7 @@ func (e *Engine) failBroken(session, turn string, cause error) (bool, error) {
 	if err != nil {
 		return true, err
 	}
-	if _, err := e.store.Append(ctx, session, last, []events.Event{ev}); err != nil {
+	if _, err := e.appendEvents(ctx, session, last, []events.Event{ev}, false); err != nil {
 		return false, err
 	}
 	e.forget(session)

@@ -12,8 +12,8 @@ import (
 )
 
 // Leaser is a store shared by several nodes: a node takes a session's lease before
-// it drives a turn of it, so that a turn runs on one node at a time. Appends made
-// with a context that carries the lease (LeaseOf) are refused once the lease is lost.
+// it drives a turn of it, so that a turn runs on one node at a time; the run's
+// appends carry the lease (Cluster.AppendLeased) and are refused once it is lost.
 type Leaser interface {
 	// AcquireLease takes session's lease for node until ttl from now, when it is free,
 	// expired or node's already, and returns its new token. Errors: conflict (another
@@ -36,7 +36,8 @@ type lease struct {
 	token   int64
 }
 
-// WithLease makes the appends made with ctx to session fenced by the lease token.
+// WithLease marks ctx as a run's holding session's lease: the engine's appends made
+// with it go through Cluster.AppendLeased with the token.
 func WithLease(ctx context.Context, session string, token int64) context.Context {
 	return context.WithValue(ctx, leaseKey{}, lease{session, token})
 }
@@ -48,6 +49,21 @@ func LeaseOf(ctx context.Context, session string) (int64, bool) {
 		return 0, false
 	}
 	return l.token, true
+}
+
+// appendEvents appends evs to session after seq after: fenced by the lease ctx
+// carries (a run's, on a cluster), else through the store itself; unsynced as
+// AppendUnsynced. Every append the engine makes goes through here.
+func (e *Engine) appendEvents(ctx context.Context, session string, after int64, evs []events.Event, unsynced bool) ([]events.Event, error) {
+	if c := e.opts.Cluster; c != nil {
+		if token, ok := LeaseOf(ctx, session); ok {
+			return c.AppendLeased(ctx, Lease{Session: session, Token: token}, after, evs, unsynced)
+		}
+	}
+	if unsynced {
+		return e.store.AppendUnsynced(ctx, session, after, evs)
+	}
+	return e.store.Append(ctx, session, after, evs)
 }
 
 // newNodeID names this process among the nodes: its host name and a random suffix.

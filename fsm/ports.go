@@ -134,12 +134,22 @@ type Store interface {
 	Closed() bool
 }
 
-// Cluster is what several nodes on one store need of it: sessions' leases, and the
-// relay that carries a cancel to the node running the turn. nil (Options.Cluster) is
-// one node.
+// Cluster is what several nodes on one store need of it: sessions' leases, appends
+// fenced by them, and the relay that carries a cancel to the node running the turn.
+// nil (Options.Cluster) is one node.
 type Cluster interface {
 	Leaser
 	CancelRelay
+	// AppendLeased is Append (AppendUnsynced when unsynced) fenced by the session's
+	// lease: refused with a conflict, writing nothing, once lease.Token is no longer
+	// the session's. The engine makes every append of a run holding a lease with it.
+	AppendLeased(ctx context.Context, lease Lease, after int64, evs []events.Event, unsynced bool) ([]events.Event, error)
+}
+
+// Lease is a session's lease as a node holds it: the token AcquireLease returned.
+type Lease struct {
+	Session string
+	Token   int64
 }
 
 // CallInfo tells a tool which call it is serving.

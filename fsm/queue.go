@@ -39,13 +39,7 @@ func isQueueEvent(ev events.Event) bool {
 // appended events.
 func (e *Engine) appendPastQueue(ctx context.Context, session string, after int64, evs []events.Event, unsynced bool) ([]events.Event, error) {
 	for {
-		var out []events.Event
-		var err error
-		if unsynced {
-			out, err = e.store.AppendUnsynced(ctx, session, after, evs)
-		} else {
-			out, err = e.store.Append(ctx, session, after, evs)
-		}
+		out, err := e.appendEvents(ctx, session, after, evs, unsynced)
 		if err == nil || !events.IsCode(err, events.CodeConflict) {
 			return out, err
 		}
@@ -71,7 +65,7 @@ func (e *Engine) appendQueueEvent(ctx context.Context, session string, ev events
 		if err != nil {
 			return err
 		}
-		_, err = e.store.Append(ctx, session, last, []events.Event{ev})
+		_, err = e.appendEvents(ctx, session, last, []events.Event{ev}, false)
 		if err == nil || !events.IsCode(err, events.CodeConflict) {
 			return err
 		}
@@ -103,7 +97,7 @@ func (e *Engine) Enqueue(ctx context.Context, session, user, input string, inter
 	if !ok {
 		return Queued{}, events.Errorf(events.CodeInvalid, "session %s belongs to app %q, which is not configured", session, s.App)
 	}
-	input, _ = app.Policy.transformText(TargetModelInput, input, nil)
+	input, _ = app.GuardrailPolicy.transformText(TargetModelInput, input, nil)
 	turn := e.opts.NewID()
 	ev, err := events.New("", "queue/"+turn, &events.InputQueued{TurnID: turn, Input: input, By: user, Interrupt: interrupt})
 	if err != nil {

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/turnlog/turnlog/adapters/functool"
-	"github.com/turnlog/turnlog/adapters/sqlite"
+	"github.com/turnlog/turnlog/adapters/stores/sqlite"
+	"github.com/turnlog/turnlog/adapters/tools/functool"
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/fsm"
 	"github.com/turnlog/turnlog/projection"

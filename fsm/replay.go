@@ -61,14 +61,14 @@ func (e *Engine) Replay(ctx context.Context, recorded []events.Event) (*ReplayRe
 // replaySession replays one session's part of a recording, adding to rep.
 func (e *Engine) replaySession(ctx context.Context, recorded []events.Event, rep *ReplayReport) error {
 	session := recorded[0].Session
-	if _, err := e.store.Append(ctx, session, 0, recorded[:1]); err != nil {
+	if _, err := e.appendEvents(ctx, session, 0, recorded[:1], false); err != nil {
 		return fmt.Errorf("replay %s: %w", session, err)
 	}
 	rep.Events++
 	for i := 1; i < len(recorded); {
 		start := recorded[i]
 		if isQueueEvent(start) { // input that waited between turns: appended as it came
-			if _, err := e.store.Append(ctx, session, start.Seq-1, recorded[i:i+1]); err != nil {
+			if _, err := e.appendEvents(ctx, session, start.Seq-1, recorded[i:i+1], false); err != nil {
 				return fmt.Errorf("replay %s: %w", session, err)
 			}
 			rep.Events++
@@ -176,7 +176,7 @@ func (e *Engine) replayTurn(ctx context.Context, rec []events.Event) error {
 	if !ok {
 		return events.Errorf(events.CodeInvalid, "the recording uses agent %q, which app %s does not define", ts.Agent, s.App)
 	}
-	if _, err := e.store.Append(ctx, start.Session, start.Seq-1, rec[:1]); err != nil {
+	if _, err := e.appendEvents(ctx, start.Session, start.Seq-1, rec[:1], false); err != nil {
 		return fmt.Errorf("replay turn %s: %w", start.Turn, err)
 	}
 	conv, err := e.conversation(ctx, s)
@@ -204,7 +204,7 @@ func (e *Engine) replayTurn(ctx context.Context, rec []events.Event) error {
 		if j == i || rec[j-1].Type != events.TypeTurnResumed {
 			break // the recording ends suspended
 		}
-		appended, aerr := e.store.Append(ctx, start.Session, r.log.last(), rec[i:j])
+		appended, aerr := e.appendEvents(ctx, start.Session, r.log.last(), rec[i:j], false)
 		if aerr != nil {
 			return fmt.Errorf("replay resume of %s: %w", start.Turn, aerr)
 		}

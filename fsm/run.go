@@ -186,7 +186,7 @@ func (r *run) appendBatch(evs []events.Event) ([]*recordedHooks, error) {
 		if !ok {
 			break
 		}
-		if _, err := r.e.store.Append(r.ctx, r.session, r.log.seq, []events.Event{q}); err != nil {
+		if _, err := r.e.appendEvents(r.ctx, r.session, r.log.seq, []events.Event{q}, false); err != nil {
 			return nil, fmt.Errorf("append to %s after %d: %w", r.session, r.log.seq, err)
 		}
 		r.log.seq = q.Seq
@@ -334,7 +334,7 @@ func (r *run) modelStep() (events.ModelResponse, []events.Event, *ResultError) {
 			Message: fmt.Sprintf("model %s failed: %v", ag.LLM, err)}
 	}
 	var policy []events.PolicyMatch
-	resp.Text, policy = r.app.Policy.transformText(TargetModelOutput, resp.Text, nil)
+	resp.Text, policy = r.app.GuardrailPolicy.transformText(TargetModelOutput, resp.Text, nil)
 	r.claimCallIDs(&resp.ModelResponse, true)
 	for i, c := range resp.ToolCalls {
 		canon, err := events.Canonicalize(c.Arguments)
@@ -350,7 +350,7 @@ func (r *run) modelStep() (events.ModelResponse, []events.Event, *ResultError) {
 				resp.ToolCalls[i].Invalid = "arguments." + te.Error()
 			}
 		}
-		if canon, policy, err = r.app.Policy.transformJSON(TargetToolInput, canon, policy); err != nil {
+		if canon, policy, err = r.app.GuardrailPolicy.transformJSON(TargetToolInput, canon, policy); err != nil {
 			return events.ModelResponse{}, nil, &ResultError{Code: events.CodeInternal, Path: path, Message: err.Error()}
 		}
 		resp.ToolCalls[i].Arguments = canon
@@ -474,7 +474,7 @@ func (r *run) cancelContext() (context.Context, func()) {
 func (r *run) onText(path string) func(string) {
 	// A nested agent's text goes out from the log, between its subagent_start and
 	// subagent_end, in the log's order.
-	if len(r.agent.OutputGuardrails) > 0 || r.app.Policy.holdsModelText() || r.prefix != "" {
+	if len(r.agent.OutputGuardrails) > 0 || r.app.GuardrailPolicy.holdsModelText() || r.prefix != "" {
 		return nil
 	}
 	var after int64

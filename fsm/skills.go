@@ -50,7 +50,7 @@ func (r *run) loadSkill(s *toolSlot) ([]events.Event, *ResultError) {
 			return nil, nil
 		}
 	}
-	if len(sk.Permissions) > 0 && r.app.Access == nil {
+	if len(sk.Permissions) > 0 && r.app.ToolPolicy == nil {
 		refuse("skill %s declares permissions (%s), and app %s has no policy to grant them", name, sk.Permissions[0], r.app.Name)
 		return nil, nil
 	}
@@ -83,17 +83,17 @@ func (r *run) permission(skill string, p skills.Permission) policy.Verdict {
 	switch p.Action {
 	case "execute":
 		sub.Tool = "bash"
-		return r.app.Access.Shell(sub, p.Resource)
+		return r.app.ToolPolicy.Shell(sub, p.Resource)
 	case "network":
 		sub.Tool = "bash"
-		return r.app.Access.Host(sub, p.Resource)
+		return r.app.ToolPolicy.Host(sub, p.Resource)
 	case "read":
 		sub.Tool = "read_file"
-		return r.app.Access.Tool(sub, policy.L1, []policy.Action{policy.ActRead}, []policy.Resource{{Action: policy.ActRead, Path: p.Resource}})
+		return r.app.ToolPolicy.Tool(sub, policy.L1, []policy.Action{policy.ActRead}, []policy.Resource{{Action: policy.ActRead, Path: p.Resource}})
 	case "delete":
 		sub.Tool = "bash"
-		return r.app.Access.Tool(sub, policy.L4, []policy.Action{policy.ActDelete}, []policy.Resource{{Action: policy.ActDelete, Path: p.Resource}})
+		return r.app.ToolPolicy.Tool(sub, policy.L4, []policy.Action{policy.ActDelete}, []policy.Resource{{Action: policy.ActDelete, Path: p.Resource}})
 	}
 	sub.Tool = "write_file"
-	return r.app.Access.Tool(sub, policy.L2, []policy.Action{policy.ActWrite}, []policy.Resource{{Action: policy.ActWrite, Path: p.Resource}})
+	return r.app.ToolPolicy.Tool(sub, policy.L2, []policy.Action{policy.ActWrite}, []policy.Resource{{Action: policy.ActWrite, Path: p.Resource}})
 }

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/turnlog/turnlog/adapters/scripted"
-	"github.com/turnlog/turnlog/adapters/sqlite"
+	"github.com/turnlog/turnlog/adapters/models/scripted"
+	"github.com/turnlog/turnlog/adapters/stores/sqlite"
 	"github.com/turnlog/turnlog/contextmgr"
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/fsm"
@@ -59,7 +59,7 @@ func skillsApp(t *testing.T, root string) *fsm.App {
 	}
 	ag := &fsm.Agent{Name: "helper", Instructions: "You help.", LLM: "scripted", Model: model, Skills: set}
 	return &fsm.App{Name: "test", StartAgent: "helper", Agents: map[string]*fsm.Agent{"helper": ag},
-		Access: &policy.Engine{Mode: policy.ModeNetworkOff, Workspace: t.TempDir()}}
+		ToolPolicy: &policy.Engine{Mode: policy.ModeNetworkOff, Workspace: t.TempDir()}}
 }
 
 // TestSkillsCostContextOnlyWhenLoaded: with 50 skills installed the first request

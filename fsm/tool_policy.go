@@ -38,9 +38,9 @@ func (r *run) decide(s *toolSlot, pending []events.Event) []events.Event {
 		call = t.PolicyCall(s.args)
 	}
 	if call.Shell != "" {
-		v = r.app.Access.Shell(sub, call.Shell)
+		v = r.app.ToolPolicy.Shell(sub, call.Shell)
 	} else {
-		v = r.app.Access.Tool(sub, call.Level, call.Actions, call.Resources)
+		v = r.app.ToolPolicy.Tool(sub, call.Level, call.Actions, call.Resources)
 	}
 	var res []string
 	for _, rs := range v.Resources {

@@ -63,7 +63,7 @@ func TestToolPolicyGuardsEveryCall(t *testing.T) {
 	sh := &shellTool{}
 	access := &policy.Engine{Mode: policy.ModeWorkspaceWrite, Workspace: "/work/repo", Rules: []policy.Rule{
 		{Name: "no-push", Decision: policy.Deny, Commands: []string{"git push"}, Alternative: "commit; a person pushes"}}}
-	b := setupApp(t, &fsm.App{Name: "test", StartAgent: "a", Access: access,
+	b := setupApp(t, &fsm.App{Name: "test", StartAgent: "a", ToolPolicy: access,
 		Agents: map[string]*fsm.Agent{"a": {Name: "a", LLM: "m", Model: commandModel(), Tools: []fsm.Tool{sh}}}})
 
 	res, sid := b.turn(t, "ls -la")
@@ -132,7 +132,7 @@ func TestPolicyChangesNeverActSilently(t *testing.T) {
 					{Name: "deletes", Decision: d, Commands: []string{"rm"}}}}
 			}
 			app := func(d policy.Decision, sh *shellTool) *fsm.App {
-				return &fsm.App{Name: "test", StartAgent: "a", Access: rules(d),
+				return &fsm.App{Name: "test", StartAgent: "a", ToolPolicy: rules(d),
 					Agents: map[string]*fsm.Agent{"a": {Name: "a", LLM: "m", Model: commandModel(), Tools: []fsm.Tool{sh}}}}
 			}
 			first := &shellTool{}

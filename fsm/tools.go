@@ -136,7 +136,7 @@ func (r *run) toolStep(resp events.ModelResponse, pending []events.Event) (*Resu
 		if s.result != nil {
 			continue // arguments that are not JSON
 		}
-		if r.app.Access != nil {
+		if r.app.ToolPolicy != nil {
 			if pending = r.decide(s, pending); s.result != nil {
 				continue // denied: the model gets the policy's answer, nothing runs
 			}
@@ -292,7 +292,7 @@ func (r *run) runSlots(slots []*toolSlot) error {
 		if d.s.edited {
 			d.tr.Note = r.editedNote(d.s)
 		}
-		err := r.app.Policy.redactResult(d.tr)
+		err := r.app.GuardrailPolicy.redactResult(d.tr)
 		var ev events.Event
 		if err == nil {
 			ev, err = storableResult(r.turn, d.s.path, d.tr)

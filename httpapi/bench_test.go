@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/turnlog/turnlog/adapters/sqlite"
-	"github.com/turnlog/turnlog/adapters/storetest"
+	"github.com/turnlog/turnlog/adapters/stores/sqlite"
+	"github.com/turnlog/turnlog/adapters/stores/storetest"
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/examples/demo"
 	"github.com/turnlog/turnlog/fsm"

@@ -15,9 +15,9 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
-	"github.com/turnlog/turnlog/adapters/functool"
-	"github.com/turnlog/turnlog/adapters/metrics"
-	"github.com/turnlog/turnlog/adapters/sqlite"
+	"github.com/turnlog/turnlog/adapters/observability/metrics"
+	"github.com/turnlog/turnlog/adapters/stores/sqlite"
+	"github.com/turnlog/turnlog/adapters/tools/functool"
 	"github.com/turnlog/turnlog/client"
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/examples/demo"

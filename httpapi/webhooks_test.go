@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/turnlog/turnlog/adapters/webhook"
+	"github.com/turnlog/turnlog/adapters/delivery/webhook"
 	"github.com/turnlog/turnlog/projection"
 )
 

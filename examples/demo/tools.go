@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/turnlog/turnlog/adapters/functool"
+	"github.com/turnlog/turnlog/adapters/tools/functool"
 	"github.com/turnlog/turnlog/fsm"
 )
 

@@ -19,7 +19,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/turnlog/turnlog/adapters/functool"
+	"github.com/turnlog/turnlog/adapters/tools/functool"
 	"github.com/turnlog/turnlog/pkg/turnlog"
 	"github.com/turnlog/turnlog/turns"
 )

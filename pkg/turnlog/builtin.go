@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/turnlog/turnlog/adapters/workspace"
+	"github.com/turnlog/turnlog/adapters/tools/workspacetools"
 	"github.com/turnlog/turnlog/config"
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/fsm"
@@ -55,17 +55,17 @@ func (b builder) builtinTools(at string, c config.App, access *policy.Engine, to
 	if err := b.exposes(at+".policy.workspace", dir, "the workspace"); err != nil {
 		return err
 	}
-	scope := workspace.ScopeUser
+	scope := workspacetools.ScopeUser
 	switch {
 	case b.opts.Workspace != "":
-		scope = workspace.ScopeShared // a folder named for this run (turnlog run --workspace)
+		scope = workspacetools.ScopeShared // a folder named for this run (turnlog run --workspace)
 	case c.Policy.WorkspaceScope != "":
-		scope = workspace.Scope(c.Policy.WorkspaceScope)
-		if !slices.Contains(workspace.Scopes, scope) {
-			return b.doc.ErrAt(at+".policy.workspace_scope", "unknown workspace scope %q (%v)", c.Policy.WorkspaceScope, workspace.Scopes)
+		scope = workspacetools.Scope(c.Policy.WorkspaceScope)
+		if !slices.Contains(workspacetools.Scopes, scope) {
+			return b.doc.ErrAt(at+".policy.workspace_scope", "unknown workspace scope %q (%v)", c.Policy.WorkspaceScope, workspacetools.Scopes)
 		}
 	}
-	wss, err := workspace.NewWorkspaces(dir, scope)
+	wss, err := workspacetools.NewWorkspaces(dir, scope)
 	if err != nil {
 		return b.doc.ErrAt(at+".policy.workspace", "%v", err)
 	}
@@ -83,9 +83,9 @@ func (b builder) builtinTools(at string, c config.App, access *policy.Engine, to
 	}
 	access.Workspace = wss.Root().Dir()
 	*b.roots = append(*b.roots, workspaceRoot{app: strings.TrimPrefix(at, "apps."), at: at + ".policy.workspace", dir: wss.Root().Dir(), scope: scope})
-	spec := workspace.SpecFor(wss.Root(), access, b.opts.NeverDial...)
+	spec := workspacetools.SpecFor(wss.Root(), access, b.opts.NeverDial...)
 	*b.shells = append(*b.shells, appShell{app: strings.TrimPrefix(at, "apps."), wss: wss, spec: spec})
-	for _, t := range append(workspace.Tools(wss, b.recall()), workspace.Bash(spec, access, wss)) {
+	for _, t := range append(workspacetools.Tools(wss, b.recall()), workspacetools.Bash(spec, access, wss)) {
 		name := t.Spec().Name
 		if _, declared := tools[name]; declared {
 			continue
@@ -112,7 +112,7 @@ func (b builder) builtinTools(at string, c config.App, access *policy.Engine, to
 
 // recall is how edit_file reads what a session saw before this process ran: from the
 // open log (none when the apps are built without one).
-func (b builder) recall() workspace.Recall {
+func (b builder) recall() workspacetools.Recall {
 	if b.opts.log == nil {
 		return nil
 	}
@@ -126,7 +126,7 @@ func (b builder) recorded() sandbox.Recorded {
 		return nil
 	}
 	return func(tag string) (bool, error) {
-		session, turn, path, ok := workspace.ParseApplyTag(tag)
+		session, turn, path, ok := workspacetools.ParseApplyTag(tag)
 		if !ok {
 			return false, nil // no call named: nothing can have recorded it
 		}

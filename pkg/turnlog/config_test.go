@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/turnlog/turnlog/adapters/functool"
+	"github.com/turnlog/turnlog/adapters/tools/functool"
 	"github.com/turnlog/turnlog/examples/demo"
 	"github.com/turnlog/turnlog/pkg/turnlog"
 	"github.com/turnlog/turnlog/pkg/turnlog/turnlogtest"
@@ -126,7 +126,7 @@ func TestGuardrailPolicyConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := apps[0].Policy
+	p := apps[0].GuardrailPolicy
 	if p == nil || len(p.Rules) != 3 || p.Rules[0].Replacement != "[REDACTED:keys]" || len(p.Rules[0].Targets) != 4 ||
 		strings.Join(p.Rules[1].Targets, ",") != "model_output,tool_input" || strings.Join(p.Rules[2].Targets, ",") != "model_input" {
 		t.Fatalf("policy = %+v", p)
@@ -227,7 +227,7 @@ func TestAccessPolicyConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e := apps[0].Access; e == nil || e.Mode != "network-off" || len(e.Rules) != 2 || *e.Rules[1].MaxLevel != 2 {
+	if e := apps[0].ToolPolicy; e == nil || e.Mode != "network-off" || len(e.Rules) != 2 || *e.Rules[1].MaxLevel != 2 {
 		t.Fatalf("access = %+v", e)
 	}
 	refused(t, func(bad string) string {
@@ -269,7 +269,7 @@ func TestNetworkIsItsOwnAxis(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", policyYAML, err)
 		}
-		if got := apps[0].Access.EffectiveNetwork(); got != want {
+		if got := apps[0].ToolPolicy.EffectiveNetwork(); got != want {
 			t.Errorf("%s: network %s, want %s", policyYAML, got, want)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"go/token"
 	"io/fs"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -54,14 +55,21 @@ func TestImportRules(t *testing.T) {
 	t.Parallel()
 	// The binary's store commands (export, rebuild, migrate, migrate-store) open the
 	// stores themselves.
-	storePackages := map[string]bool{"adapters/sqlite": true, "adapters/postgres": true, "adapters/sqlrows": true}
+	storePackages := map[string]bool{"adapters/stores/sqlite": true, "adapters/stores/postgres": true, "adapters/stores/sqlrows": true}
 	graph := imports(t)
 	if len(graph["pkg/turnlog"]) == 0 || len(graph["."]) == 0 {
 		t.Fatalf("the module was not found: %v", graph)
 	}
 	for pkg, deps := range graph {
+		kind, isAdapter := adapterKind(pkg)
+		if isAdapter && kind == "" {
+			t.Errorf("%s: an adapter lies in the folder of its kind (adapters/{%s}/…)", pkg, strings.Join(adapterKinds, ","))
+		}
 		for _, dep := range deps {
+			depKind, depIsAdapter := adapterKind(dep)
 			switch {
+			case isAdapter && depIsAdapter && depKind != kind && !crossKind[pkg+" "+dep]:
+				t.Errorf("%s imports %s: an adapter of one kind does not build on another kind's", pkg, dep)
 			case dep == "httpapi" && pkg != "pkg/turnlog":
 				t.Errorf("%s imports httpapi: only pkg/turnlog may", pkg)
 			case pkg == "config" && (strings.HasPrefix(dep, "adapters/") || dep == "pkg/turnlog" || dep == "httpapi"):
@@ -83,4 +91,29 @@ func TestImportRules(t *testing.T) {
 			}
 		}
 	}
+}
+
+// adapterKinds are the folders adapters/ groups its packages in.
+var adapterKinds = []string{"stores", "models", "tools", "observability", "delivery"}
+
+// crossKind are the adapters that build on another kind's: webhook deliveries are
+// signed with the HTTP tools' scheme; the store conformance suite drives a scripted
+// model and function tools.
+var crossKind = map[string]bool{
+	"adapters/delivery/webhook adapters/tools/httptool":  true,
+	"adapters/stores/storetest adapters/models/scripted": true,
+	"adapters/stores/storetest adapters/tools/functool":  true,
+}
+
+// adapterKind is the kind folder of an adapter package ("" when it lies in none).
+func adapterKind(pkg string) (string, bool) {
+	rest, ok := strings.CutPrefix(pkg, "adapters/")
+	if !ok {
+		return "", false
+	}
+	kind, _, nested := strings.Cut(rest, "/")
+	if !nested || !slices.Contains(adapterKinds, kind) {
+		return "", true
+	}
+	return kind, true
 }

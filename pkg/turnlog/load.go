@@ -11,10 +11,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/turnlog/turnlog/adapters/mcpclient"
-	"github.com/turnlog/turnlog/adapters/openai"
-	"github.com/turnlog/turnlog/adapters/webhook"
-	"github.com/turnlog/turnlog/adapters/workspace"
+	"github.com/turnlog/turnlog/adapters/delivery/webhook"
+	"github.com/turnlog/turnlog/adapters/models/openai"
+	"github.com/turnlog/turnlog/adapters/tools/mcpclient"
+	"github.com/turnlog/turnlog/adapters/tools/workspacetools"
 	"github.com/turnlog/turnlog/config"
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/fsm"
@@ -39,7 +39,7 @@ type Apps struct {
 // appShell is an app's workspaces and the sandbox its commands run in.
 type appShell struct {
 	app  string
-	wss  *workspace.Workspaces
+	wss  *workspacetools.Workspaces
 	spec sandbox.Spec
 }
 
@@ -211,7 +211,7 @@ func (b builder) app(name string, c config.App, policy *fsm.GuardrailPolicy) (*f
 	if c.OnBusy != "" && !slices.Contains(fsm.OnBusyModes(), c.OnBusy) {
 		return nil, b.doc.ErrAt(at+".on_busy", "unknown on_busy %q (%v)", c.OnBusy, fsm.OnBusyModes())
 	}
-	app := &fsm.App{Name: name, StartAgent: c.StartAgent, Agents: map[string]*fsm.Agent{}, Policy: policy, Access: access, OnBusy: c.OnBusy}
+	app := &fsm.App{Name: name, StartAgent: c.StartAgent, Agents: map[string]*fsm.Agent{}, GuardrailPolicy: policy, ToolPolicy: access, OnBusy: c.OnBusy}
 	if c.Retention != "" {
 		if app.Retention, err = b.duration(at+".retention", c.Retention, "720h"); err != nil {
 			return nil, err

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/turnlog/turnlog/adapters/mcpclient"
-	"github.com/turnlog/turnlog/adapters/workspace"
+	"github.com/turnlog/turnlog/adapters/tools/mcpclient"
+	"github.com/turnlog/turnlog/adapters/tools/workspacetools"
 	"github.com/turnlog/turnlog/config"
 	"github.com/turnlog/turnlog/fsm"
 	"github.com/turnlog/turnlog/policy"
@@ -131,7 +131,7 @@ func (b builder) serverSandbox(at, app, name string, sc config.MCPServer, dir st
 			spec.Network = true
 		case policy.NetworkAllowlist:
 			if !sc.Network {
-				spec.AllowHost = workspace.AllowHost(access, name) // rules name the server in tools:
+				spec.AllowHost = workspacetools.AllowHost(access, name) // rules name the server in tools:
 			}
 		}
 	}

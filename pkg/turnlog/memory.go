@@ -4,8 +4,8 @@ import (
 	"os"
 	"time"
 
-	"github.com/turnlog/turnlog/adapters/memory"
-	"github.com/turnlog/turnlog/adapters/openai"
+	"github.com/turnlog/turnlog/adapters/models/openai"
+	"github.com/turnlog/turnlog/adapters/tools/memory"
 	"github.com/turnlog/turnlog/config"
 	"github.com/turnlog/turnlog/fsm"
 )

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/turnlog/turnlog/adapters/openai"
-	"github.com/turnlog/turnlog/adapters/scripted"
+	"github.com/turnlog/turnlog/adapters/models/openai"
+	"github.com/turnlog/turnlog/adapters/models/scripted"
 	"github.com/turnlog/turnlog/config"
 	"github.com/turnlog/turnlog/fsm"
 )

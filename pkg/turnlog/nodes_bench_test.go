@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/turnlog/turnlog/adapters/postgres"
+	"github.com/turnlog/turnlog/adapters/stores/postgres"
 	"github.com/turnlog/turnlog/examples/demo"
 	"github.com/turnlog/turnlog/pkg/turnlog"
 )

@@ -12,9 +12,9 @@ import (
 
 	"github.com/oklog/ulid/v2"
 	"github.com/rs/zerolog"
-	"github.com/turnlog/turnlog/adapters/metrics"
-	"github.com/turnlog/turnlog/adapters/tracing"
-	"github.com/turnlog/turnlog/adapters/webhook"
+	"github.com/turnlog/turnlog/adapters/delivery/webhook"
+	"github.com/turnlog/turnlog/adapters/observability/metrics"
+	"github.com/turnlog/turnlog/adapters/observability/tracing"
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/fsm"
 	"github.com/turnlog/turnlog/turns"

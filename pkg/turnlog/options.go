@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
-	"github.com/turnlog/turnlog/adapters/memory"
+	"github.com/turnlog/turnlog/adapters/tools/memory"
 	"github.com/turnlog/turnlog/fsm"
 )
 

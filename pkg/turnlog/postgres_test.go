@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/turnlog/turnlog/adapters/postgres"
+	"github.com/turnlog/turnlog/adapters/stores/postgres"
 	"github.com/turnlog/turnlog/examples/demo"
 	"github.com/turnlog/turnlog/fsm"
 	"github.com/turnlog/turnlog/pkg/turnlog"

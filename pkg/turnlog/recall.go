@@ -5,7 +5,7 @@ import (
 	"math"
 
 	"github.com/tidwall/gjson"
-	"github.com/turnlog/turnlog/adapters/workspace"
+	"github.com/turnlog/turnlog/adapters/tools/workspacetools"
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/projection"
 )
@@ -22,7 +22,7 @@ var fileTools = map[string]bool{"read_file": true, "write_file": true, "edit_fil
 // recallReads reads from the log what a session last read or wrote of each file — a
 // branch's source up to the branch point first, then the branch —, so edit_file
 // works on a file read before a restart or in a turn that was replayed.
-func recallReads(log sessionLog) workspace.Recall {
+func recallReads(log sessionLog) workspacetools.Recall {
 	return func(ctx context.Context, session string) (map[string]string, error) {
 		type part struct {
 			id   string

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/turnlog/turnlog/adapters/workspace"
+	"github.com/turnlog/turnlog/adapters/tools/workspacetools"
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/fsm"
 	"github.com/turnlog/turnlog/projection"
@@ -53,13 +53,13 @@ func TestAStartAsksTheLogWhetherAFinishedApplyCounts(t *testing.T) {
 		{fsm.CallInfo{Session: "s1", Turn: "t2", Path: "a/tool/c1"}, false},
 		{fsm.CallInfo{Session: "gone", Turn: "t1", Path: "a/tool/c1"}, false},
 	} {
-		got, err := recorded(workspace.ApplyTag(c.call))
+		got, err := recorded(workspacetools.ApplyTag(c.call))
 		if err != nil || got != c.want {
 			t.Errorf("%+v: %v %v, want %v", c.call, got, err, c.want)
 		}
 	}
 	broken := builder{ctx: context.Background(), opts: Options{log: cannedLog{err: errors.New("disk gone")}}}.recorded()
-	if _, err := broken(workspace.ApplyTag(fsm.CallInfo{Session: "s1", Turn: "t1", Path: "p"})); err == nil {
+	if _, err := broken(workspacetools.ApplyTag(fsm.CallInfo{Session: "s1", Turn: "t1", Path: "p"})); err == nil {
 		t.Fatal("a log that cannot be read said something")
 	}
 	if (builder{}).recorded() != nil {

@@ -1,14 +1,14 @@
 package turnlog
 
 import (
-	"github.com/turnlog/turnlog/adapters/workspace"
+	"github.com/turnlog/turnlog/adapters/tools/workspacetools"
 )
 
 // workspaceRoot is where an app's built-in tools and commands work: the root its
 // workspaces are made under (resolved, symlinks followed), and whose each one is.
 type workspaceRoot struct {
 	app, at, dir string
-	scope        workspace.Scope
+	scope        workspacetools.Scope
 }
 
 // rootsApart refuses two apps whose workspace roots overlap across a trust
@@ -22,7 +22,7 @@ func (b builder) rootsApart(roots []workspaceRoot) error {
 			if !within(a.dir, o.dir) && !within(o.dir, a.dir) {
 				continue
 			}
-			if a.dir == o.dir && a.scope == workspace.ScopeUser && o.scope == workspace.ScopeUser {
+			if a.dir == o.dir && a.scope == workspacetools.ScopeUser && o.scope == workspacetools.ScopeUser {
 				continue
 			}
 			return b.doc.ErrAt(o.at, "app %s's workspace %s (%s scope) overlaps app %s's %s (%s scope): one app's users would read and change the other's files; give each its own folder (policy.workspace), apart from the other's (two per-user apps may share one root)",

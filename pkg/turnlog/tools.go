@@ -10,9 +10,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/turnlog/turnlog/adapters/commandtool"
-	"github.com/turnlog/turnlog/adapters/httptool"
-	"github.com/turnlog/turnlog/adapters/workspace"
+	"github.com/turnlog/turnlog/adapters/tools/commandtool"
+	"github.com/turnlog/turnlog/adapters/tools/httptool"
+	"github.com/turnlog/turnlog/adapters/tools/workspacetools"
 	"github.com/turnlog/turnlog/config"
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/fsm"
@@ -321,7 +321,7 @@ func (b builder) commandTool(at, name string, c config.Tool, app config.App) (fs
 		case policy.NetworkHost:
 			spec.Network = true
 		case policy.NetworkAllowlist:
-			spec.AllowHost = workspace.AllowHost(access, name)
+			spec.AllowHost = workspacetools.AllowHost(access, name)
 		}
 	}
 	for i, v := range c.Env {

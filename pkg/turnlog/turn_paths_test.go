@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/turnlog/turnlog/adapters/functool"
+	"github.com/turnlog/turnlog/adapters/tools/functool"
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/pkg/turnlog"
 	"github.com/turnlog/turnlog/projection"

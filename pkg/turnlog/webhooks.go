@@ -8,7 +8,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/turnlog/turnlog/adapters/webhook"
+	"github.com/turnlog/turnlog/adapters/delivery/webhook"
 	"github.com/turnlog/turnlog/config"
 	"github.com/turnlog/turnlog/projection"
 )

@@ -1,0 +1,15 @@
+package postgres_test
+
+import (
+	"testing"
+
+	"github.com/turnlog/turnlog/adapters/stores/postgres"
+	"github.com/turnlog/turnlog/adapters/stores/storetest"
+)
+
+// TestConformance runs the suite every store runs.
+func TestConformance(t *testing.T) {
+	storetest.Exercise(t, storetest.Harness{Open: func(t testing.TB) storetest.Store {
+		return postgres.MustOpen(t, postgres.Options{MaxConns: 8})
+	}})
+}

@@ -1,0 +1,217 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/turnlog/turnlog/adapters/stores/sqlrows"
+	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/projection"
+)
+
+const (
+	qEventsAfter = `SELECT e.session_id, e.seq, e.turn_id, e.type, e.path, e.v, e.data::text, e.blob_hash, b.data, e.at FROM events e LEFT JOIN blobs b ON b.hash = e.blob_hash WHERE e.session_id = $1 AND e.seq > $2 ORDER BY e.seq`
+	// qLineage names a session ($1) and the sources it was branched from, each with
+	// the seq up to which it contributes.
+	qLineage = `WITH RECURSIVE lineage (ancestor, upto, depth) AS (
+    SELECT $1::text, NULL::bigint, 0
+    UNION ALL
+    SELECT s.parent_id, s.parent_seq, l.depth + 1 FROM lineage l JOIN proj_sessions s ON s.id = l.ancestor WHERE s.parent_id IS NOT NULL
+)`
+	qHistory = qLineage + ` SELECT h.item::text FROM lineage l JOIN proj_history h ON h.session_id = l.ancestor AND (l.upto IS NULL OR h.seq <= l.upto)
+ORDER BY l.depth DESC, h.seq, h.idx`
+	qHistoryAsRun = qLineage + ` SELECT h.item::text, i.edited_arguments::text, coalesce(i.answered_by, '') FROM lineage l JOIN proj_history h ON h.session_id = l.ancestor AND (l.upto IS NULL OR h.seq <= l.upto)
+LEFT JOIN proj_interrupts i ON h.item ->> 'type' = 'function_call' AND i.session_id = h.session_id AND i.turn_id = h.turn_id
+     AND i.path = (h.item ->> 'agent') || '/tool/' || (h.item ->> 'call_id') || '/approval' AND i.edited_arguments IS NOT NULL
+ORDER BY l.depth DESC, h.seq, h.idx`
+	qSessionCols  = `SELECT id, app, owner, metadata::text, created_at, active_agent, turn_count, last_commit_seq, parent_id, parent_seq, parent_turn FROM proj_sessions`
+	qTurnCols     = `SELECT session_id, turn_id, status, agent, input, start_seq, end_seq, started_at, ended_at, model_calls, tool_calls, input_tokens, output_tokens, error_code, error_message, end_agent, agents::text FROM proj_turns`
+	qPending      = `SELECT session_id, turn_id, interrupt_id, kind, path, coalesce(call_id, ''), coalesce(tool, ''), arguments::text, coalesce(reason, ''), status, requested_at, coalesce(policy::text, '{}') FROM proj_interrupts WHERE session_id = $1 AND status = 'pending' ORDER BY requested_seq`
+	qQueued       = `SELECT session_id, turn_id, input, by_user, status, queued_at, queued_seq FROM proj_queue WHERE session_id = $1 AND status = 'queued' ORDER BY queued_seq`
+	qAudit        = `SELECT seq, turn_id, at, path, kind, coalesce(tool, ''), coalesce(outcome, ''), coalesce(rule, ''), coalesce(reason, ''), resources, exit_code, coalesce(diff, ''), coalesce(answered_by, ''), proposed, approved FROM audit WHERE session_id = $1 ORDER BY seq, kind`
+	qSessionsPage = qSessionCols + ` WHERE owner = $1 AND (app = $2 OR $2 = '') AND ($3 = '' OR created_at < $3 OR (created_at = $3 AND id < $4)) ORDER BY created_at DESC, id DESC LIMIT $5`
+)
+
+// Events implements events.Log.
+func (s *Store) Events(ctx context.Context, session string, after int64) ([]events.Event, error) {
+	rows, err := s.db.QueryContext(ctx, qEventsAfter, session, after)
+	if err != nil {
+		return nil, fmt.Errorf("read events of %s: %w", session, err)
+	}
+	return sqlrows.All(rows, sqlrows.ScanEvent)
+}
+
+// LastSeq returns the newest seq of session (0 if it has none).
+func (s *Store) LastSeq(ctx context.Context, session string) (int64, error) {
+	var last int64
+	err := s.db.QueryRowContext(ctx, `SELECT coalesce(max(seq), 0) FROM events WHERE session_id = $1`, session).Scan(&last)
+	return last, err
+}
+
+// Session returns a session's summary. Errors: not_found.
+func (s *Store) Session(ctx context.Context, id string) (projection.Session, error) {
+	ss, err := sqlrows.ScanSession(s.db.QueryRowContext(ctx, qSessionCols+` WHERE id = $1`, id))
+	if isNoRows(err) {
+		return ss, events.Errorf(events.CodeNotFound, "session %s not found", id)
+	}
+	if err != nil {
+		return ss, fmt.Errorf("read session %s: %w", id, err)
+	}
+	return ss, nil
+}
+
+func (s *Store) querySessions(ctx context.Context, q string, args ...any) ([]projection.Session, error) {
+	rows, err := s.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("read sessions: %w", err)
+	}
+	return sqlrows.All(rows, sqlrows.ScanSession)
+}
+
+// SessionPage lists an owner's sessions newest first, optionally of one app, after
+// the session (createdAt, id) of the previous page ("" for the first).
+func (s *Store) SessionPage(ctx context.Context, owner, app string, afterCreated time.Time, afterID string, limit int) ([]projection.Session, error) {
+	cursor := ""
+	if afterID != "" {
+		cursor = sqlrows.FormatTime(afterCreated)
+	}
+	return s.querySessions(ctx, qSessionsPage, owner, app, cursor, afterID, limit)
+}
+
+// SessionsWaiting lists owner's sessions (of app, when given) whose turn waits for a
+// person, newest first.
+func (s *Store) SessionsWaiting(ctx context.Context, owner, app string) ([]projection.Session, error) {
+	return s.querySessions(ctx, qSessionCols+` WHERE owner = $1 AND (app = $2 OR $2 = '')
+		AND id IN (SELECT session_id FROM proj_interrupts WHERE status = 'pending')
+		ORDER BY created_at DESC, id DESC`, owner, app)
+}
+
+// Branches lists the sessions branched from session, by branch point.
+func (s *Store) Branches(ctx context.Context, session string) ([]projection.Session, error) {
+	return s.querySessions(ctx, qSessionCols+` WHERE parent_id = $1 ORDER BY parent_seq, created_at, id`, session)
+}
+
+// History returns a session's committed conversation; a branch's starts with its
+// sources' items up to each branch point.
+func (s *Store) History(ctx context.Context, session string) ([]events.Item, error) {
+	raw, err := s.HistoryRaw(ctx, session)
+	if err != nil {
+		return nil, err
+	}
+	return sqlrows.DecodeItems(session, raw)
+}
+
+// HistoryRaw returns History's items as their stored canonical JSON.
+func (s *Store) HistoryRaw(ctx context.Context, session string) ([]json.RawMessage, error) {
+	rows, err := s.db.QueryContext(ctx, qHistory, session)
+	if err != nil {
+		return nil, fmt.Errorf("read history of %s: %w", session, err)
+	}
+	return sqlrows.All(rows, sqlrows.ScanRaw)
+}
+
+// HistoryAsRun is History as people read it: a call a reviewer edited shows the
+// arguments it ran with, the proposal, and who edited it.
+func (s *Store) HistoryAsRun(ctx context.Context, session string) ([]json.RawMessage, error) {
+	rows, err := s.db.QueryContext(ctx, qHistoryAsRun, session)
+	if err != nil {
+		return nil, fmt.Errorf("read history of %s: %w", session, err)
+	}
+	out, err := sqlrows.All(rows, sqlrows.ScanAsRun)
+	if err != nil {
+		return nil, &events.Error{Code: events.CodeCorruptLog, Field: "history of " + session, Message: "bad item", Err: err}
+	}
+	return out, nil
+}
+
+func (s *Store) queryTurns(ctx context.Context, q string, args ...any) ([]projection.Turn, error) {
+	rows, err := s.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("read turns: %w", err)
+	}
+	return sqlrows.All(rows, sqlrows.ScanTurn)
+}
+
+func (s *Store) oneTurn(ctx context.Context, notFound string, q string, args ...any) (projection.Turn, error) {
+	t, err := sqlrows.ScanTurn(s.db.QueryRowContext(ctx, q, args...))
+	if isNoRows(err) {
+		return t, events.Errorf(events.CodeNotFound, "%s", notFound)
+	}
+	return t, err
+}
+
+// Turns lists a session's turns in start order.
+func (s *Store) Turns(ctx context.Context, session string) ([]projection.Turn, error) {
+	return s.queryTurns(ctx, qTurnCols+` WHERE session_id = $1 ORDER BY start_seq`, session)
+}
+
+// Turn returns one turn. Errors: not_found.
+func (s *Store) Turn(ctx context.Context, session, turn string) (projection.Turn, error) {
+	return s.oneTurn(ctx, fmt.Sprintf("turn %s of session %s not found", turn, session), qTurnCols+` WHERE session_id = $1 AND turn_id = $2`, session, turn)
+}
+
+// LastTurn returns a session's newest turn. Errors: not_found.
+func (s *Store) LastTurn(ctx context.Context, session string) (projection.Turn, error) {
+	return s.oneTurn(ctx, fmt.Sprintf("session %s has no turns", session), qTurnCols+` WHERE session_id = $1 ORDER BY start_seq DESC LIMIT 1`, session)
+}
+
+// TurnEndingAt returns the turn of session whose last event is seq. Errors: not_found.
+func (s *Store) TurnEndingAt(ctx context.Context, session string, seq int64) (projection.Turn, error) {
+	return s.oneTurn(ctx, fmt.Sprintf("no turn of session %s ends at seq %d", session, seq), qTurnCols+` WHERE session_id = $1 AND end_seq = $2`, session, seq)
+}
+
+// RunningTurns lists turns that started and have not ended, across all sessions.
+func (s *Store) RunningTurns(ctx context.Context) ([]projection.Turn, error) {
+	return s.queryTurns(ctx, qTurnCols+` WHERE status = 'running' ORDER BY session_id, start_seq`)
+}
+
+// SuspendedTurns lists turns waiting for people, across all sessions.
+func (s *Store) SuspendedTurns(ctx context.Context) ([]projection.Turn, error) {
+	return s.queryTurns(ctx, qTurnCols+` WHERE status = 'suspended' ORDER BY session_id, start_seq`)
+}
+
+// PendingInterrupts lists the questions a session's suspended turn waits for.
+func (s *Store) PendingInterrupts(ctx context.Context, session string) ([]projection.Interrupt, error) {
+	rows, err := s.db.QueryContext(ctx, qPending, session)
+	if err != nil {
+		return nil, fmt.Errorf("read interrupts of %s: %w", session, err)
+	}
+	return sqlrows.All(rows, sqlrows.ScanInterrupt)
+}
+
+// Queued lists a session's waiting inputs in arrival order.
+func (s *Store) Queued(ctx context.Context, session string) ([]projection.QueuedInput, error) {
+	rows, err := s.db.QueryContext(ctx, qQueued, session)
+	if err != nil {
+		return nil, fmt.Errorf("read the queue of %s: %w", session, err)
+	}
+	return sqlrows.All(rows, sqlrows.ScanQueued)
+}
+
+// QueuedSessions lists the sessions with inputs waiting.
+func (s *Store) QueuedSessions(ctx context.Context) ([]string, error) {
+	return s.sessionIDs(ctx, `SELECT DISTINCT session_id FROM proj_queue WHERE status = 'queued' ORDER BY session_id`)
+}
+
+func (s *Store) sessionIDs(ctx context.Context, q string, args ...any) ([]string, error) {
+	rows, err := s.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("read sessions: %w", err)
+	}
+	return sqlrows.All(rows, sqlrows.ScanString)
+}
+
+// Audit lists what a session's tools did and what was decided about them.
+func (s *Store) Audit(ctx context.Context, session string) ([]projection.AuditEntry, error) {
+	rows, err := s.db.QueryContext(ctx, qAudit, session)
+	if err != nil {
+		return nil, fmt.Errorf("read audit of %s: %w", session, err)
+	}
+	out, err := sqlrows.All(rows, sqlrows.ScanAudit)
+	if out == nil && err == nil {
+		out = []projection.AuditEntry{}
+	}
+	return out, err
+}

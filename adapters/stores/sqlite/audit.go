@@ -1,0 +1,25 @@
+package sqlite
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/turnlog/turnlog/adapters/stores/sqlrows"
+	"github.com/turnlog/turnlog/projection"
+)
+
+const qAudit = `SELECT seq, turn_id, at, path, kind, coalesce(tool, ''), coalesce(outcome, ''), coalesce(rule, ''), coalesce(reason, ''),
+	resources, exit_code, coalesce(diff, ''), coalesce(answered_by, ''), proposed, approved FROM audit WHERE session_id = ? ORDER BY seq, kind`
+
+// Audit lists what a session's tools did and what was decided about them.
+func (s *Store) Audit(ctx context.Context, session string) ([]projection.AuditEntry, error) {
+	rows, err := s.query(ctx, qAudit, session)
+	if err != nil {
+		return nil, fmt.Errorf("read audit of %s: %w", session, err)
+	}
+	out, err := sqlrows.All(rows, sqlrows.ScanAudit)
+	if out == nil && err == nil {
+		out = []projection.AuditEntry{}
+	}
+	return out, err
+}
