@@ -47,9 +47,9 @@ bench: helper ## the SPEC §10 benchmarks: engine step, storage, rebuild, append
 	$(GO) test -run '^$$' -bench 'HTTPToolOverhead' -benchtime 5000x ./adapters/tools/httptool
 	$(GO) test -run '^$$' -bench 'SessionPage' -benchtime 50x ./inspector
 	$(GO) test -run '^$$' -bench 'CommandToolVsBash' -benchtime 50x ./adapters/tools/commandtool
-	$(GO) test -run '^$$' -bench 'CancelLatency' -benchtime 10x .
-	$(GO) test -run '^$$' -bench 'ServeMemory' -benchtime 1x .
-	$(GO) test -run '^$$' -bench 'TurnsUnderAttack' -benchtime 1x . # 50 clients' turns/s and p99 under nesting, slow-body and idle attacks, as ratios
+	$(GO) test -run '^$$' -bench 'CancelLatency' -benchtime 10x ./systemtest
+	$(GO) test -run '^$$' -bench 'ServeMemory' -benchtime 1x ./systemtest
+	$(GO) test -run '^$$' -bench 'TurnsUnderAttack' -benchtime 1x ./systemtest # 50 clients' turns/s and p99 under nesting, slow-body and idle attacks, as ratios
 
 bench-scale: ## at scale: a database of 1M events over 10k sessions beside one of 10 sessions, in one run (a few GB of disk in TMPDIR, minutes; TURNLOG_SCALE_SESSIONS sets the size)
 	$(GO) test -run '^$$' -bench 'AtScale' -benchtime 1x -timeout 60m ./pkg/turnlog

@@ -1,15 +1,13 @@
-// Command turnlog runs LLM agents durably on an append-only SQLite event log.
+// Command turnlog runs LLM agents durably on an append-only SQLite event log. The
+// commands are package cli's; this entry starts the sandbox's helper when it is one,
+// and gives the sandbox the helper binary it embeds.
 package main
 
 import (
-	"context"
-	"errors"
 	"fmt"
-	"io"
 	"os"
-	"os/signal"
-	"syscall"
 
+	"github.com/turnlog/turnlog/cli"
 	"github.com/turnlog/turnlog/sandbox"
 	"github.com/turnlog/turnlog/sandbox/helperbin"
 )
@@ -22,17 +20,5 @@ func main() {
 		fmt.Fprintln(os.Stderr, "turnlog:", err)
 		os.Exit(1)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	sandbox.ReleaseCgroups() // the groups kept for the next commands: there are none
-	if err != nil && !errors.Is(err, errSilentExit) && !errors.As(err, new(exitStatus)) {
-		fmt.Fprintln(os.Stderr, "turnlog:", err)
-	}
-	os.Exit(exitCode(err))
-}
-
-// run is the whole CLI; tests call it directly.
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return runWith(ctx, args, stdout, stderr, defaultWiring())
+	os.Exit(cli.Main(os.Args[1:]))
 }

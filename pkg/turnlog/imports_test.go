@@ -57,7 +57,7 @@ func TestImportRules(t *testing.T) {
 	// stores themselves.
 	storePackages := map[string]bool{"adapters/stores/sqlite": true, "adapters/stores/postgres": true, "adapters/stores/sqlrows": true}
 	graph := imports(t)
-	if len(graph["pkg/turnlog"]) == 0 || len(graph["."]) == 0 {
+	if len(graph["pkg/turnlog"]) == 0 || len(graph["."]) == 0 || len(graph["cli"]) == 0 {
 		t.Fatalf("the module was not found: %v", graph)
 	}
 	for pkg, deps := range graph {
@@ -74,8 +74,14 @@ func TestImportRules(t *testing.T) {
 				t.Errorf("%s imports httpapi: only pkg/turnlog may", pkg)
 			case pkg == "config" && (strings.HasPrefix(dep, "adapters/") || dep == "pkg/turnlog" || dep == "httpapi"):
 				t.Errorf("config imports %s: it decodes and validates, the assembly builds", dep)
-			case pkg == "." && (dep == "config" || (strings.HasPrefix(dep, "adapters/") && !storePackages[dep])):
-				t.Errorf("the binary imports %s: it assembles apps only through pkg/turnlog (and opens only stores)", dep)
+			case pkg == "." && dep != "cli" && !strings.HasPrefix(dep, "sandbox"):
+				t.Errorf("main.go imports %s: the binary's entry calls the CLI (and gives the sandbox its helper)", dep)
+			case pkg == "cli" && (dep == "config" || (strings.HasPrefix(dep, "adapters/") && !storePackages[dep])):
+				t.Errorf("the CLI imports %s: it assembles apps only through pkg/turnlog (and opens only stores)", dep)
+			case dep == "cli" && pkg != ".":
+				t.Errorf("%s imports cli: only main.go does", pkg)
+			case dep == "systemtest":
+				t.Errorf("%s imports systemtest: it holds tests only", pkg)
 			case (pkg == "fsm" || pkg == "events" || pkg == "projection" || pkg == "policy" || pkg == "contextmgr") && strings.HasPrefix(dep, "adapters/"):
 				t.Errorf("%s imports the adapter %s", pkg, dep)
 			case pkg == "turns" && dep != "events" && dep != "fsm" && dep != "projection":
@@ -116,4 +122,17 @@ func adapterKind(pkg string) (string, bool) {
 		return "", true
 	}
 	return kind, true
+}
+
+// TestTheRootHoldsOnlyMain: the module's root holds main.go and no other Go file —
+// the CLI is package cli, the process-level tests are package systemtest.
+func TestTheRootHoldsOnlyMain(t *testing.T) {
+	t.Parallel()
+	matches, err := filepath.Glob(filepath.Join("..", "..", "*.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(matches) != 1 || filepath.Base(matches[0]) != "main.go" {
+		t.Fatalf("the root's Go files: %v, want main.go alone", matches)
+	}
 }

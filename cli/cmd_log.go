@@ -1,0 +1,92 @@
+package cli
+
+import (
+	"context"
+	"flag"
+	"fmt"
+
+	"github.com/turnlog/turnlog/adapters/stores/postgres"
+	"github.com/turnlog/turnlog/adapters/stores/sqlite"
+	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/fsm"
+	"github.com/turnlog/turnlog/pkg/turnlog"
+)
+
+// withStore parses a store command's flags, checks its argument count, and runs fn on
+// the opened store.
+func withStore(ctx context.Context, c *cliContext, name string, args []string, nargs int, what string,
+	fn func(logStore, *flag.FlagSet) error) error {
+	var f commonFlags
+	fs := newFlagSet(c, name, &f, false)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if err := requireArgs(fs, nargs, what); err != nil {
+		return err
+	}
+	store, _, err := openStore(ctx, f)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	return fn(store, fs)
+}
+
+func cmdExport(ctx context.Context, c *cliContext, args []string) error {
+	return withStore(ctx, c, "export", args, 1, "one SESSION_ID", func(store logStore, fs *flag.FlagSet) error {
+		id := fs.Arg(0)
+		if _, err := store.Session(ctx, id); err != nil {
+			return err
+		}
+		evs, err := fsm.Recording(ctx, store, id)
+		if err != nil {
+			return err
+		}
+		return events.WriteJSONL(c.stdout, evs)
+	})
+}
+
+func cmdRebuild(ctx context.Context, c *cliContext, args []string) error {
+	return withStore(ctx, c, "rebuild", args, 0, "no arguments", func(store logStore, _ *flag.FlagSet) error {
+		n, err := store.Rebuild(ctx)
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(c.stdout, "rebuilt projections from %d events\n", n)
+		return err
+	})
+}
+
+func cmdMigrate(ctx context.Context, c *cliContext, args []string) error {
+	// Opening the store applies pending migrations.
+	return withStore(ctx, c, "migrate", args, 0, "no arguments", func(store logStore, _ *flag.FlagSet) error {
+		version := schemaVersion()
+		if _, ok := store.(*postgres.Store); ok {
+			version = postgres.SchemaVersion()
+		}
+		_, err := fmt.Fprintf(c.stdout, "database is at schema version %d\n", version)
+		return err
+	})
+}
+
+// cmdBackup copies the database while it may be served (sqlite.Backup): the copy is
+// consistent, checked, and holds every turn committed before it began.
+func cmdBackup(ctx context.Context, c *cliContext, args []string) error {
+	var f commonFlags
+	fs := newFlagSet(c, "backup", &f, false)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if err := requireArgs(fs, 1, "one OUT file"); err != nil {
+		return err
+	}
+	if turnlog.IsPostgres(f.db) {
+		return events.FieldError(events.CodeInvalid, "db", "backup copies a SQLite file: back a PostgreSQL database up with its own tools (pg_dump, base backups)")
+	}
+	rep, err := sqlite.Backup(ctx, f.db, fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(c.stdout, "backed up %d events of %d sessions to %s (%d bytes; it passed PRAGMA integrity_check)\n", rep.Events, rep.Sessions, fs.Arg(0), rep.Bytes)
+	return err
+}
