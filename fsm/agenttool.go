@@ -80,7 +80,7 @@ func (r *run) runNested(s *toolSlot) (*events.ToolResulted, *nestedStop, events.
 	}
 	// A call whose answer is recorded is replayed, not done again: no span for it.
 	agentCtx, endTool, endAgent := r.ctx, func(SpanEnd) {}, func(SpanEnd) {}
-	if _, done := r.rec.get(events.TypeToolResulted, s.path); !done {
+	if _, _, done, _ := replayed[*events.ToolResulted](r, events.TypeToolResulted, s.path, ""); !done {
 		var toolCtx context.Context
 		toolCtx, endTool = r.traced(r.ctx, SpanStart{Operation: SpanExecuteTool, Name: s.call.Name, Path: s.path, CallID: s.call.ID})
 		agentCtx, endAgent = r.traced(toolCtx, SpanStart{Operation: SpanInvokeAgent, Name: s.nested.Name, Path: s.path + "/" + s.nested.Name})

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/turnlog/turnlog/events"
@@ -24,10 +25,8 @@ func EditedNote(proposed, ran json.RawMessage) string {
 // result is recorded (an agent tool's nested run is driven again; a recording made
 // before notes existed has none), else a new one.
 func (r *run) editedNote(s *toolSlot) string {
-	if ev, ok := r.rec.get(events.TypeToolResulted, s.path); ok {
-		if tr, err := events.DecodeAs[*events.ToolResulted](ev); err == nil {
-			return tr.Note
-		}
+	if tr, _, found, fail := replayed[*events.ToolResulted](r, events.TypeToolResulted, s.path, ""); found && fail == nil {
+		return tr.Note
 	}
 	return EditedNote(s.call.Arguments, s.args)
 }
@@ -82,11 +81,11 @@ func (r *run) approvalGate(s *toolSlot, pending []events.Event) ([]events.Event,
 			}
 			return pending, nil
 		}
-		if rec, ok := r.rec.get(events.TypeToolResulted, s.path); ok {
-			tr, err := events.DecodeAs[*events.ToolResulted](rec)
-			if err != nil {
-				return pending, err
-			}
+		tr, rec, found, fail := replayed[*events.ToolResulted](r, events.TypeToolResulted, s.path, "")
+		if fail != nil {
+			return pending, errors.New(fail.Message)
+		}
+		if found {
 			s.result = tr
 			return append(pending, rec), nil // emit skips it where it is logged already
 		}

@@ -74,11 +74,12 @@ func (r *run) compaction(view *contextmgr.Prepared, span contextmgr.Span, path s
 	}
 	items := view.CompactionRequest(span)
 	hash := compactionHash(llm, items)
-	if ev, ok := r.rec.get(events.TypeContextCompacted, path); ok {
-		cc, err := events.DecodeAs[*events.ContextCompacted](ev)
-		if err != nil {
-			return nil, &ResultError{Code: events.CodeCorruptLog, Path: path, Message: err.Error()}
-		}
+	cc, _, found, fail := replayed[*events.ContextCompacted](r, events.TypeContextCompacted, path,
+		fmt.Sprintf("the recording has no compaction here, and a replay-only engine calls no model (%s)", llm))
+	if fail != nil {
+		return nil, fail
+	}
+	if found {
 		if cc.From != span.From || cc.Covers != span.Covers || cc.RequestHash != hash {
 			return nil, &ResultError{Code: events.CodeNondeterminism, Path: path, Message: fmt.Sprintf(
 				"nondeterminism at %s: the compaction differs (recorded items %d–%d, request %s; now %d–%d, request %s)",
@@ -87,10 +88,6 @@ func (r *run) compaction(view *contextmgr.Prepared, span contextmgr.Span, path s
 		r.usage = r.usage.Add(cc.Usage)
 		out := *cc
 		return &out, nil
-	}
-	if r.e.opts.ReplayOnly {
-		return nil, &ResultError{Code: events.CodeNondeterminism, Path: path,
-			Message: fmt.Sprintf("the recording has no compaction here, and a replay-only engine calls no model (%s)", llm)}
 	}
 	callCtx, stop := r.cancelContext()
 	defer stop()

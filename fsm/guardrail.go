@@ -80,11 +80,12 @@ func (r *run) judge(g Guardrail, path, text string) (string, []events.Event, *Re
 		Instructions string        `json:"instructions"`
 		Items        []events.Item `json:"items"`
 	}{g.LLM, g.Instructions, items}))
-	if ev, ok := r.rec.get(events.TypeModelCalled, path); ok {
-		mc, err := events.DecodeAs[*events.ModelCalled](ev)
-		if err != nil {
-			return "", nil, &ResultError{Code: events.CodeCorruptLog, Path: path, Message: err.Error()}
-		}
+	mc, ev, found, fail := replayed[*events.ModelCalled](r, events.TypeModelCalled, path,
+		fmt.Sprintf("the recording has no verdict of judge %s here, and a replay-only engine calls no model", g.Name))
+	if fail != nil {
+		return "", nil, fail
+	}
+	if found {
 		if mc.RequestHash != hash {
 			field, want, got := "items[0].content", "", text
 			if len(mc.NewItems) > 0 {
@@ -99,16 +100,12 @@ func (r *run) judge(g Guardrail, path, text string) (string, []events.Event, *Re
 		r.usage = r.usage.Add(mc.Usage)
 		return mc.Response.Text, []events.Event{ev}, nil
 	}
-	if r.e.opts.ReplayOnly {
-		return "", nil, &ResultError{Code: events.CodeNondeterminism, Path: path,
-			Message: fmt.Sprintf("the recording has no verdict of judge %s here, and a replay-only engine calls no model", g.Name)}
-	}
 	resp, err := g.Model.Call(r.ctx, ModelRequest{LLM: g.LLM, Agent: g.Name, Instructions: g.Instructions, Items: items})
 	if err != nil {
 		return "", nil, &ResultError{Code: events.CodeModelFailed, Path: path, Message: fmt.Sprintf("judge %s failed: %v", g.Name, err)}
 	}
 	r.usage = r.usage.Add(resp.Usage)
-	ev := events.MustNew(r.turn, path, &events.ModelCalled{Agent: g.Name, LLM: g.LLM, RequestHash: hash,
+	ev = events.MustNew(r.turn, path, &events.ModelCalled{Agent: g.Name, LLM: g.LLM, RequestHash: hash,
 		Parts: events.RequestParts{Items: 1}, NewItems: items, Response: events.ModelResponse{Text: resp.Text}, Usage: resp.Usage})
 	if err := events.StoreLimits.Check(ev.Data); err != nil {
 		return "", nil, &ResultError{Code: events.CodeInvalidModelOutput, Path: path,

@@ -298,11 +298,12 @@ func (r *run) modelStep() (events.ModelResponse, []events.Event, *ResultError) {
 		see(path, ModelRequest{LLM: ag.LLM, Agent: ag.Name, Instructions: ag.rules, Tools: ag.specs, Settings: ag.Settings, Items: items})
 	}
 
-	if ev, ok := r.rec.get(events.TypeModelCalled, path); ok {
-		mc, err := events.DecodeAs[*events.ModelCalled](ev)
-		if err != nil {
-			return events.ModelResponse{}, nil, &ResultError{Code: events.CodeCorruptLog, Path: path, Message: err.Error()}
-		}
+	mc, ev, found, fail := replayed[*events.ModelCalled](r, events.TypeModelCalled, path,
+		fmt.Sprintf("the recording has no response of model %s here, and a replay-only engine calls no model", ag.LLM))
+	if fail != nil {
+		return events.ModelResponse{}, nil, fail
+	}
+	if found {
 		if mc.RequestHash != hash {
 			recItems, err := r.rec.requestItems(r.conv.items[:r.base], path)
 			if err != nil {
@@ -314,11 +315,6 @@ func (r *run) modelStep() (events.ModelResponse, []events.Event, *ResultError) {
 		r.usage = r.usage.Add(mc.Usage)
 		r.claimCallIDs(&mc.Response, false)
 		return mc.Response, append(compacted, ev), nil
-	}
-
-	if r.e.opts.ReplayOnly {
-		return events.ModelResponse{}, nil, &ResultError{Code: events.CodeNondeterminism, Path: path,
-			Message: fmt.Sprintf("the recording has no response of model %s here, and a replay-only engine calls no model", ag.LLM)}
 	}
 	callCtx, stop := r.cancelContext()
 	defer stop()
@@ -355,7 +351,7 @@ func (r *run) modelStep() (events.ModelResponse, []events.Event, *ResultError) {
 		}
 		resp.ToolCalls[i].Arguments = canon
 	}
-	ev, err := events.New(r.turn, path, &events.ModelCalled{Agent: ag.Name, LLM: ag.LLM, RequestHash: hash,
+	ev, err = events.New(r.turn, path, &events.ModelCalled{Agent: ag.Name, LLM: ag.LLM, RequestHash: hash,
 		Parts: parts, NewItems: newItems, Response: resp.ModelResponse, Usage: resp.Usage, Policy: mergeMatches(policy)})
 	if err == nil {
 		err = events.StoreLimits.Check(ev.Data)

@@ -67,8 +67,14 @@ func (r *run) loadSkill(s *toolSlot) ([]events.Event, *ResultError) {
 	s.result.Output = sk.Document()
 	path := r.prefix + fmt.Sprintf("%s/skill/%s", ag.Name, s.call.ID)
 	file := filepath.Join(sk.Shown, skills.File)
-	if ev, ok := r.rec.get(events.TypeSkillLoaded, path); ok {
-		if rec, err := events.DecodeAs[*events.SkillLoaded](ev); err == nil && rec.SHA256 != sk.SHA256 {
+	// A skill load acts on nothing (the skills were read at start): a replay-only
+	// engine loads it too.
+	rec, _, found, fail := replayed[*events.SkillLoaded](r, events.TypeSkillLoaded, path, "")
+	if fail != nil {
+		return nil, fail
+	}
+	if found {
+		if rec.SHA256 != sk.SHA256 {
 			return nil, &ResultError{Code: events.CodeNondeterminism, Path: path, Message: fmt.Sprintf(
 				"nondeterminism at %s: skill %s changed since the recording (%s was %s, is %s)", path, name, file, short(rec.SHA256), short(sk.SHA256))}
 		}

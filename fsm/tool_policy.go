@@ -64,11 +64,9 @@ func (r *run) decide(s *toolSlot, pending []events.Event) []events.Event {
 			s.verdict = recorded
 			pending = append(pending, events.MustNew(r.turn, path, recorded)) // logged already: emit skips it
 			if recorded.Decision == string(policy.Deny) {
-				if ev, ok := r.rec.get(events.TypeToolResulted, s.path); ok {
-					if tr, err := events.DecodeAs[*events.ToolResulted](ev); err == nil {
-						s.result = tr
-						return append(pending, ev)
-					}
+				if tr, ev, found, fail := replayed[*events.ToolResulted](r, events.TypeToolResulted, s.path, ""); found && fail == nil {
+					s.result = tr
+					return append(pending, ev)
 				}
 			}
 			return pending

@@ -1,9 +1,7 @@
 package fsm
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"sort"
 	"time"
@@ -72,350 +70,31 @@ func (s *toolSlot) expiresIn() time.Duration {
 	return 0
 }
 
-// toolStep schedules a model response's tool calls durably with the model call, runs
-// the ones without a recorded result concurrently, appends each result as it comes,
-// and adds outputs to the conversation in call order. A non-nil result ends the turn.
+// toolStep carries out a model response's tool calls: it plans them (planTools),
+// records the plan — the model call and every ToolScheduled durable before any tool
+// runs —, runs the calls that need it concurrently, each result appended as it comes
+// (runSlots), and folds the outputs into the conversation in call order (foldTools).
+// A non-nil result ends the turn.
 func (r *run) toolStep(resp events.ModelResponse, pending []events.Event) (*Result, error) {
-	ag := r.agent
-	slots := make([]*toolSlot, len(resp.ToolCalls))
-	var recordedResults []events.Event
-	hint := ""
-	var next *Agent // the agent a handoff in this response hands to
-	for i, c := range resp.ToolCalls {
-		s := &toolSlot{call: c, tool: ag.tool(c.Name), path: r.prefix + fmt.Sprintf("%s/tool/%s", ag.Name, c.ID), args: c.Arguments}
-		slots[i] = s
-		if h := ag.handoff(c.Name); h != nil {
-			s.derived, s.result = true, &events.ToolResulted{CallID: c.ID, Tool: c.Name}
-			if next != nil {
-				s.result.Output = ignoredHandoffOutput(next.Name)
-				continue
-			}
-			next = r.app.Agents[h.Agent]
-			s.result.Output = handoffOutput(next.Name)
-			pending = append(pending, events.MustNew(r.turn, r.prefix+fmt.Sprintf("%s/handoff/%s", ag.Name, c.ID),
-				&events.HandoffOccurred{From: ag.Name, To: next.Name, CallID: c.ID, Tool: c.Name}))
-			continue
-		}
-		if c.Name == LoadSkillTool && ag.Skills != nil && ag.Skills.Len() > 0 {
-			s.derived = true // derived too: the skills were read at start
-			loaded, fail := r.loadSkill(s)
-			if fail != nil {
-				return r.fail(fail.Code, fail.Message, fail.Path, pending...)
-			}
-			pending = append(pending, loaded...)
-			continue
-		}
-		if at := ag.agentTool(c.Name); at != nil {
-			s.nested, s.offer = r.app.Agents[at.Agent], at
-		}
-		r.toolCalls[c.Name]++
-		limit := ag.MaxToolCalls
-		if s.tool != nil && s.tool.Spec().MaxCalls > 0 {
-			limit = s.tool.Spec().MaxCalls
-		}
-		if r.toolCalls[c.Name] > limit {
-			return r.fail(events.CodeToolCallCap, fmt.Sprintf("tool %s was called more than %d times in one turn", c.Name, limit), s.path, pending...)
-		}
-		if key := c.Name + "\x00" + string(c.Arguments); key == r.loopKey {
-			r.loopCount++
-		} else {
-			r.loopKey, r.loopCount = key, 1
-		}
-		if c.Invalid != "" { // not JSON: answered here, nothing is scheduled or runs
-			s.derived, s.result = true, &events.ToolResulted{CallID: c.ID, Tool: c.Name}
-			setToolError(s.result, ToolErrInvalidArguments, "the arguments are not valid JSON ("+c.Invalid+"); send one JSON object that fits the tool's parameters", true)
-		}
-		switch {
-		case r.loopCount >= ag.LoopFail:
-			ev := events.MustNew(r.turn, s.path+"/loop", &events.LoopDetected{Tool: c.Name, Repeats: r.loopCount, Action: "fail"})
-			return r.fail(events.CodeLoopDetected, fmt.Sprintf("tool %s was called with the same arguments %d times in a row", c.Name, r.loopCount), s.path, append(pending, ev)...)
-		case r.loopCount == LoopHintRepeats:
-			pending = append(pending, events.MustNew(r.turn, s.path+"/loop", &events.LoopDetected{Tool: c.Name, Repeats: r.loopCount, Action: "hint"}))
-			hint = fmt.Sprintf(LoopHint, c.Name, r.loopCount)
-		}
-		if s.result != nil {
-			continue // arguments that are not JSON
-		}
-		if r.app.ToolPolicy != nil {
-			if pending = r.decide(s, pending); s.result != nil {
-				continue // denied: the model gets the policy's answer, nothing runs
-			}
-		}
-		if s.needsApproval() {
-			var err error
-			if pending, err = r.approvalGate(s, pending); err != nil {
-				return r.fail(events.CodeCorruptLog, err.Error(), s.path, pending...)
-			}
-			if s.waiting != nil || s.result != nil {
-				continue // waits for a person, or was rejected (its output is the rejection)
-			}
-		}
-		// An agent tool is driven again after a crash: its own activities are recorded
-		// under its path, so nothing it did is repeated.
-		idempotent := s.nested != nil || (s.tool != nil && s.tool.Spec().Idempotent)
-		nestedName := ""
-		if s.nested != nil {
-			nestedName = s.nested.Name
-		}
-		sched := events.MustNew(r.turn, s.path, &events.ToolScheduled{CallID: c.ID, Tool: c.Name, Arguments: s.args, Idempotent: idempotent, Agent: nestedName})
-		if ev, ok := r.rec.get(events.TypeToolResulted, s.path); ok && s.nested == nil {
-			tr, err := events.DecodeAs[*events.ToolResulted](ev)
-			if err != nil {
-				return r.fail(events.CodeCorruptLog, err.Error(), s.path, pending...)
-			}
-			s.result = tr
-			recordedResults = append(recordedResults, ev)
-			if recSched, ok := r.rec.get(events.TypeToolScheduled, s.path); ok {
-				sched = recSched
-			}
-			pending = append(pending, sched)
-			continue
-		}
-		if r.rec.has(events.TypeToolScheduled, s.path) && !idempotent {
-			return r.fail(events.CodeToolOutcomeUnknown, fmt.Sprintf(
-				"tool %s (call %s) was scheduled but its result was never recorded; it is not idempotent, so it is not run again", c.Name, c.ID), s.path, pending...)
-		}
-		s.run = true
-		pending = append(pending, sched)
+	p, fail := r.planTools(resp, pending)
+	if fail != nil {
+		return r.fail(fail.Code, fail.Message, fail.Path, p.pending...)
 	}
-	if r.e.opts.ReplayOnly {
-		for _, s := range slots {
-			if s.run && s.nested == nil && s.tool != nil {
-				// The recording has no result here: that is where it diverges.
-				return r.fail(events.CodeNondeterminism, fmt.Sprintf(
-					"the recording has no result of tool %s (call %s) here, and a replay-only engine runs no tool", s.call.Name, s.call.ID), s.path, pending...)
-			}
-		}
+	if waiting := p.waiting(); len(waiting) > 0 && !p.runsAny() && len(p.recorded) == 0 {
+		return r.suspend(waiting, p.pending...) // nothing runs first: one commit holds it all
 	}
-	waiting := waitingOf(slots)
-	if len(waiting) > 0 && !anyToRun(slots) && len(recordedResults) == 0 {
-		return r.suspend(waiting, pending...) // nothing runs first: one commit holds it all
-	}
-	// ModelCalled and every ToolScheduled are durable before any tool runs.
-	if err := r.emit(pending...); err != nil {
+	if err := r.emit(p.pending...); err != nil {
 		return nil, err
 	}
 	// Recorded results go back in the order they were first appended (completion order).
-	sort.Slice(recordedResults, func(i, j int) bool { return recordedResults[i].Seq < recordedResults[j].Seq })
-	if err := r.emit(recordedResults...); err != nil {
+	sort.Slice(p.recorded, func(i, j int) bool { return p.recorded[i].Seq < p.recorded[j].Seq })
+	if err := r.emit(p.recorded...); err != nil {
 		return nil, err
 	}
-	if err := r.runSlots(slots); err != nil {
+	if err := r.runSlots(p.slots); err != nil {
 		return nil, err
 	}
-	for _, s := range slots {
-		if s.stop != nil && s.stop.failure != nil {
-			if r.stopRequested() { // the nested agent stopped because the turn was canceled
-				return r.cancelTurn()
-			}
-			f := s.stop.failure
-			return r.fail(f.Code, fmt.Sprintf("agent tool %s (call %s) failed: %s", s.call.Name, s.call.ID, f.Message), f.Path)
-		}
-	}
-	waiting = waitingOf(slots) // with the questions nested runs wait for, in call order
-	if res, err := r.outputGate(slots); res != nil || err != nil {
-		return res, err
-	}
-	if len(waiting) > 0 {
-		return r.suspend(waiting)
-	}
-	if resp.Text != "" {
-		r.conv.append(events.AssistantMessage(ag.Name, resp.Text))
-	}
-	for _, s := range slots {
-		r.conv.append(events.Item{Type: events.ItemFunctionCall, CallID: s.call.ID, Name: s.call.Name, Arguments: s.call.Arguments, Agent: ag.Name})
-	}
-	for _, s := range slots {
-		r.conv.append(events.Item{Type: events.ItemFunctionCallOutput, CallID: s.call.ID, Output: s.result.ModelText()})
-	}
-	if hint != "" {
-		r.conv.append(events.Item{Type: events.ItemMessage, Role: "system", Content: hint})
-	}
-	if next != nil {
-		r.agent = next
-	}
-	return nil, nil
-}
-
-func anyToRun(slots []*toolSlot) bool {
-	for _, s := range slots {
-		if s.run {
-			return true
-		}
-	}
-	return false
-}
-
-// runSlots runs every slot that needs it concurrently and appends each ToolResulted
-// as soon as its tool returns. A store failure is returned after all tools finish.
-func (r *run) runSlots(slots []*toolSlot) error {
-	type done struct {
-		s     *toolSlot
-		tr    *events.ToolResulted
-		stop  *nestedStop
-		usage events.Usage
-	}
-	n := 0
-	for _, s := range slots {
-		if s.run {
-			n++
-		}
-	}
-	ch := make(chan done, n)
-	for _, s := range slots {
-		if !s.run {
-			continue
-		}
-		call := func() {
-			if s.nested != nil {
-				tr, stop, usage := r.runNested(s)
-				ch <- done{s, tr, stop, usage}
-				return
-			}
-			ch <- done{s: s, tr: r.execute(s)}
-		}
-		if n == 1 {
-			call() // one tool: no goroutine to hand it to
-		} else {
-			go call()
-		}
-	}
-	var firstErr error
-	for ; n > 0; n-- {
-		d := <-ch
-		d.s.result, d.s.stop = d.tr, d.stop
-		r.usage = r.usage.Add(d.usage)
-		if firstErr != nil || d.stop != nil {
-			d.s.recorded.fire(false) // the turn ends without this result
-			continue
-		}
-		if d.s.edited {
-			d.tr.Note = r.editedNote(d.s)
-		}
-		err := r.app.GuardrailPolicy.redactResult(d.tr)
-		var ev events.Event
-		if err == nil {
-			ev, err = storableResult(r.turn, d.s.path, d.tr)
-		}
-		switch {
-		case err != nil:
-			d.s.recorded.fire(false)
-		case d.s.nested != nil || (d.s.tool != nil && d.s.tool.Spec().Idempotent):
-			r.log.postpone(ev, d.s.recorded)
-		default:
-			err = r.emit(ev) // durable now: a finished side effect must never look unknown
-			d.s.recorded.fire(err == nil)
-		}
-		firstErr = err
-	}
-	return firstErr
-}
-
-// execute runs one tool with its timeout, turning every way it can fail into a tool
-// error result. It never returns a platform failure.
-func (r *run) execute(s *toolSlot) *events.ToolResulted {
-	start := r.e.opts.Clock()
-	tr := &events.ToolResulted{CallID: s.call.ID, Tool: s.call.Name}
-	_, endSpan := r.traced(r.ctx, SpanStart{Operation: SpanExecuteTool, Name: s.call.Name, Path: s.path, CallID: s.call.ID})
-	began := time.Now()
-	finish := func() *events.ToolResulted {
-		tr.DurationMS = r.e.opts.Clock().Sub(start).Milliseconds()
-		r.e.opts.Observer.ToolCalled(s.call.Name, time.Since(began), tr.IsError)
-		endSpan(toolSpanEnd(tr))
-		return tr
-	}
-	if s.tool == nil {
-		setToolError(tr, ToolErrUnknownTool, fmt.Sprintf("no tool named %s", s.call.Name), true)
-		return finish()
-	}
-	if r.e.opts.ReplayOnly {
-		setToolError(tr, ToolErrReplayOnly, fmt.Sprintf("the recording has no result of %s here, and a replay-only engine runs no tool", s.call.Name), true)
-		return finish()
-	}
-	spec := s.tool.Spec()
-	// The tool's context ends when a person cancels the turn: bash loses its PID
-	// namespace, HTTP and MCP requests are cut, a Go function sees ctx.Done().
-	ctx, stop := r.cancelContext()
-	defer stop()
-	ctx = WithCallInfo(ctx, CallInfo{Session: r.session, User: r.owner, Turn: r.turn, Agent: r.agent.Name, Path: s.path, Approved: s.needsApproval()})
-	s.recorded = &recordedHooks{}
-	ctx = withRecordedHooks(ctx, s.recorded)
-	if spec.Timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, spec.Timeout)
-		defer cancel()
-	}
-	type outcome struct {
-		out   json.RawMessage
-		err   error
-		panic any
-	}
-	ch := make(chan outcome, 1)
-	go func() {
-		defer func() {
-			if p := recover(); p != nil {
-				ch <- outcome{panic: p}
-			}
-		}()
-		out, err := s.tool.Call(ctx, s.args)
-		ch <- outcome{out: out, err: err}
-	}()
-	var o outcome
-	select {
-	case o = <-ch:
-	case <-ctx.Done():
-		if !r.canceled() {
-			setToolError(tr, ToolErrTimeout, fmt.Sprintf("the tool did not finish within %s", spec.Timeout), true)
-			return finish()
-		}
-		// Canceled: a tool that honours its context returns at once; one that does
-		// not gets the grace period, then is left behind.
-		grace := time.NewTimer(r.e.opts.CancelGrace)
-		defer grace.Stop()
-		select {
-		case o = <-ch:
-		case <-grace.C:
-			setToolError(tr, ToolErrAbandoned, fmt.Sprintf("the turn was canceled (%s) and the tool did not stop within %s; turnlog stopped waiting for it, and it may still be running", r.cancelReason(), r.e.opts.CancelGrace), true)
-			return finish()
-		}
-	}
-	var argErr *ArgumentsError
-	var toolErr *ToolError
-	switch {
-	case r.canceled() && (errors.Is(o.err, context.Canceled) || isCanceledToolError(o.err)):
-		setToolError(tr, ToolErrCanceled, fmt.Sprintf("the turn was canceled (%s) while the tool ran; it was stopped", r.cancelReason()), true)
-	case o.panic != nil:
-		setToolError(tr, ToolErrPanicked, fmt.Sprint(o.panic), spec.ShowErrors)
-	case errors.As(o.err, &argErr):
-		setToolError(tr, ToolErrInvalidArguments, argErr.Field+": "+argErr.Message, true)
-	case errors.As(o.err, &toolErr):
-		kind := toolErr.Kind
-		if kind == "" {
-			kind = ToolErrFailed
-		}
-		setToolError(tr, kind, toolErr.Message, toolErr.Public || spec.ShowErrors)
-	case errors.Is(o.err, context.DeadlineExceeded) && spec.Timeout > 0:
-		setToolError(tr, ToolErrTimeout, fmt.Sprintf("the tool did not finish within %s", spec.Timeout), true)
-	case o.err != nil:
-		setToolError(tr, ToolErrFailed, o.err.Error(), spec.ShowErrors)
-	default:
-		if len(o.out) == 0 {
-			o.out = json.RawMessage("null")
-		}
-		canon, err := events.Canonicalize(o.out)
-		if err != nil {
-			setToolError(tr, ToolErrInvalidOutput, err.Error(), true)
-			break
-		}
-		tr.Output = outputText(canon)
-	}
-	return finish()
-}
-
-// isCanceledToolError: a tool's own account that it was canceled.
-func isCanceledToolError(err error) bool {
-	var te *ToolError
-	return errors.As(err, &te) && te.Kind == ToolErrCanceled
+	return r.foldTools(resp, p)
 }
 
 // outputText is what the model reads of a canonical output: a JSON string's text as
