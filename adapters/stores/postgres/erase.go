@@ -65,7 +65,7 @@ func erase(ctx context.Context, tx *sql.Tx, req projection.ErasureRequest) (proj
 			return c, nil, err
 		}
 	}
-	const in = `session_id IN (SELECT session_id FROM erasing)`
+	const in = sqlrows.ErasingSessions
 	// Lock the sessions' rows: a branch or a turn that starts meanwhile waits, then
 	// finds them gone.
 	if _, err := tx.ExecContext(ctx, `SELECT id FROM proj_sessions WHERE id IN (SELECT session_id FROM erasing) FOR UPDATE`); err != nil {
@@ -103,21 +103,8 @@ func erase(ctx context.Context, tx *sql.Tx, req projection.ErasureRequest) (proj
 		WHERE s.id = e.session_id AND m.app = s.app AND m.owner = s.owner AND m.key >= e.session_id || '/' AND m.key < e.session_id || '0'`); err != nil {
 		return c, nil, err
 	}
-	for _, st := range []struct {
-		n    *int
-		what string
-		q    string
-	}{
-		{&c.Events, "events", `DELETE FROM events WHERE ` + in},
-		{&c.Sessions, "sessions", `DELETE FROM proj_sessions WHERE id IN (SELECT session_id FROM erasing)`},
-		{&c.Turns, "turns", `DELETE FROM proj_turns WHERE ` + in},
-		{&c.HistoryItems, "history", `DELETE FROM proj_history WHERE ` + in},
-		{&c.Interrupts, "interrupts", `DELETE FROM proj_interrupts WHERE ` + in},
-		{&c.QueuedInputs, "queued inputs", `DELETE FROM proj_queue WHERE ` + in},
-		{&c.IdempotencyKeys, "idempotency keys", `DELETE FROM idempotency_keys WHERE ` + in},
-		{&c.Deliveries, "webhook deliveries", `DELETE FROM webhook_outbox WHERE ` + in},
-	} {
-		if err := exec(st.n, st.what, st.q); err != nil {
+	for _, st := range sqlrows.SessionEraseSteps(&c) {
+		if err := exec(st.Count, st.What, st.Query); err != nil {
 			return c, nil, err
 		}
 	}
@@ -127,15 +114,8 @@ func erase(ctx context.Context, tx *sql.Tx, req projection.ErasureRequest) (proj
 		}
 	}
 	if req.Owner != "" {
-		for _, st := range []struct {
-			n       *int
-			what, q string
-		}{
-			{&c.Memories, "memories", `DELETE FROM memories WHERE owner = $1`},
-			{&c.IdempotencyKeys, "idempotency keys", `DELETE FROM idempotency_keys WHERE owner = $1`},
-			{&c.SignIns, "sign-ins", `DELETE FROM ui_sessions WHERE user_name = $1`},
-		} {
-			if err := exec(st.n, st.what, st.q, req.Owner); err != nil {
+		for _, st := range sqlrows.OwnerEraseSteps(&c) {
+			if err := exec(st.Count, st.What, sqlrows.Dollar(st.Query), req.Owner); err != nil {
 				return c, nil, err
 			}
 		}

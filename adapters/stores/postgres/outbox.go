@@ -15,6 +15,12 @@ import (
 // delivery of the same app, webhook and session is pending or being sent (or it was
 // sent again by hand, outside the order). A row another node holds locked is still
 // seen here, so its line waits: at most one delivery of a line is in flight.
+// The outbox statements both stores run (sqlrows), in PostgreSQL's parameters.
+var (
+	qDeliveriesPage  = qDeliveryCols + sqlrows.Dollar(sqlrows.QDeliveriesWhere)
+	qDeliveryOutcome = sqlrows.Dollar(sqlrows.QDeliveryOutcome)
+)
+
 const qLineHead = `(o.manual OR NOT EXISTS (SELECT 1 FROM webhook_outbox e
 	WHERE e.app = o.app AND e.webhook = o.webhook AND e.session_id = o.session_id AND e.seq < o.seq
 	AND e.status IN ('pending', 'sending') AND NOT e.manual))`
@@ -59,8 +65,7 @@ func (s *Store) RecordDelivery(ctx context.Context, id string, attempt int, o pr
 	if o.Status != projection.DeliveryPending {
 		next = o.At
 	}
-	_, err := s.db.ExecContext(ctx, `UPDATE webhook_outbox SET status = $1, next_at_ms = $2, delivered_at = $3, last_status = $4, last_error = $5
-		WHERE delivery_id = $6 AND status = 'sending' AND attempts = $7`,
+	_, err := s.db.ExecContext(ctx, qDeliveryOutcome,
 		string(o.Status), next.UnixMilli(), delivered, sqlrows.NullInt(int64(o.HTTPStatus)), sqlrows.NullString(o.Error), id, attempt)
 	return err
 }
@@ -85,9 +90,7 @@ func (s *Store) Deliveries(ctx context.Context, f projection.DeliveryFilter) ([]
 	if f.Limit <= 0 {
 		f.Limit = 100
 	}
-	rows, err := s.db.QueryContext(ctx, qDeliveryCols+` WHERE ($1 = '' OR status = $1) AND ($2 = '' OR webhook = $2) AND ($3 = '' OR session_id = $3)
-		AND ($4 = '' OR (created_at, delivery_id) < (SELECT created_at, delivery_id FROM webhook_outbox WHERE delivery_id = $4))
-		ORDER BY created_at DESC, delivery_id DESC LIMIT $5`, string(f.Status), f.Webhook, f.Session, f.After, f.Limit)
+	rows, err := s.db.QueryContext(ctx, qDeliveriesPage, string(f.Status), f.Webhook, f.Session, f.After, f.Limit)
 	if err != nil {
 		return nil, fmt.Errorf("list deliveries: %w", err)
 	}

@@ -26,13 +26,15 @@ ORDER BY l.depth DESC, h.seq, h.idx`
 LEFT JOIN proj_interrupts i ON h.item ->> 'type' = 'function_call' AND i.session_id = h.session_id AND i.turn_id = h.turn_id
      AND i.path = (h.item ->> 'agent') || '/tool/' || (h.item ->> 'call_id') || '/approval' AND i.edited_arguments IS NOT NULL
 ORDER BY l.depth DESC, h.seq, h.idx`
-	qSessionCols  = `SELECT id, app, owner, metadata::text, created_at, active_agent, turn_count, last_commit_seq, parent_id, parent_seq, parent_turn FROM proj_sessions`
-	qTurnCols     = `SELECT session_id, turn_id, status, agent, input, start_seq, end_seq, started_at, ended_at, model_calls, tool_calls, input_tokens, output_tokens, error_code, error_message, end_agent, agents::text FROM proj_turns`
-	qPending      = `SELECT session_id, turn_id, interrupt_id, kind, path, coalesce(call_id, ''), coalesce(tool, ''), arguments::text, coalesce(reason, ''), status, requested_at, coalesce(policy::text, '{}') FROM proj_interrupts WHERE session_id = $1 AND status = 'pending' ORDER BY requested_seq`
-	qQueued       = `SELECT session_id, turn_id, input, by_user, status, queued_at, queued_seq FROM proj_queue WHERE session_id = $1 AND status = 'queued' ORDER BY queued_seq`
-	qAudit        = `SELECT seq, turn_id, at, path, kind, coalesce(tool, ''), coalesce(outcome, ''), coalesce(rule, ''), coalesce(reason, ''), resources, exit_code, coalesce(diff, ''), coalesce(answered_by, ''), proposed, approved FROM audit WHERE session_id = $1 ORDER BY seq, kind`
-	qSessionsPage = qSessionCols + ` WHERE owner = $1 AND (app = $2 OR $2 = '') AND ($3 = '' OR created_at < $3 OR (created_at = $3 AND id < $4)) ORDER BY created_at DESC, id DESC LIMIT $5`
+	qSessionCols = `SELECT id, app, owner, metadata::text, created_at, active_agent, turn_count, last_commit_seq, parent_id, parent_seq, parent_turn FROM proj_sessions`
+	qTurnCols    = `SELECT session_id, turn_id, status, agent, input, start_seq, end_seq, started_at, ended_at, model_calls, tool_calls, input_tokens, output_tokens, error_code, error_message, end_agent, agents::text FROM proj_turns`
+	qPending     = `SELECT session_id, turn_id, interrupt_id, kind, path, coalesce(call_id, ''), coalesce(tool, ''), arguments::text, coalesce(reason, ''), status, requested_at, coalesce(policy::text, '{}') FROM proj_interrupts WHERE session_id = $1 AND status = 'pending' ORDER BY requested_seq`
+	qQueued      = `SELECT session_id, turn_id, input, by_user, status, queued_at, queued_seq FROM proj_queue WHERE session_id = $1 AND status = 'queued' ORDER BY queued_seq`
+	qAudit       = `SELECT seq, turn_id, at, path, kind, coalesce(tool, ''), coalesce(outcome, ''), coalesce(rule, ''), coalesce(reason, ''), resources, exit_code, coalesce(diff, ''), coalesce(answered_by, ''), proposed, approved FROM audit WHERE session_id = $1 ORDER BY seq, kind`
 )
+
+// qSessionsPage is the page of sessions both stores read (sqlrows).
+var qSessionsPage = qSessionCols + sqlrows.Dollar(sqlrows.QSessionsPageWhere)
 
 // Events implements events.Log.
 func (s *Store) Events(ctx context.Context, session string, after int64) ([]events.Event, error) {
@@ -90,7 +92,7 @@ func (s *Store) SessionsWaiting(ctx context.Context, owner, app string) ([]proje
 
 // Branches lists the sessions branched from session, by branch point.
 func (s *Store) Branches(ctx context.Context, session string) ([]projection.Session, error) {
-	return s.querySessions(ctx, qSessionCols+` WHERE parent_id = $1 ORDER BY parent_seq, created_at, id`, session)
+	return s.querySessions(ctx, qSessionCols+sqlrows.Dollar(sqlrows.QBranchesWhere), session)
 }
 
 // History returns a session's committed conversation; a branch's starts with its

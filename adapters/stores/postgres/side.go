@@ -68,7 +68,13 @@ func (s *Store) SessionOwner(ctx context.Context, session string) (string, strin
 	return sess.App, sess.Owner, nil
 }
 
-const qKeyGet = `SELECT owner, key, route, body_hash, session_id, turn_id, start_seq, created_at, expires_at FROM idempotency_keys WHERE owner = $1 AND key = $2`
+// The key statements both stores run (sqlrows), in PostgreSQL's parameters.
+var (
+	qKeyGet     = sqlrows.Dollar(sqlrows.QKeyGet)
+	qKeyClaim   = sqlrows.Dollar(sqlrows.QKeyClaim)
+	qKeyTarget  = sqlrows.Dollar(sqlrows.QKeyTarget)
+	qKeyRelease = sqlrows.Dollar(sqlrows.QKeyRelease)
+)
 
 // ClaimKey takes (owner, key) for a request unless a live record holds it: then it
 // returns that record and claimed false. Expired records are deleted on the way.
@@ -79,8 +85,7 @@ func (s *Store) ClaimKey(ctx context.Context, r projection.IdempotencyRecord, no
 		if _, err := tx.ExecContext(ctx, `DELETE FROM idempotency_keys WHERE owner = $1 AND key = $2 AND expires_at <= $3`, r.Owner, r.Key, sqlrows.KeyTime(now)); err != nil {
 			return fmt.Errorf("expire idempotency keys: %w", err)
 		}
-		res, err := tx.ExecContext(ctx, `INSERT INTO idempotency_keys (owner, key, route, body_hash, session_id, turn_id, created_at, expires_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (owner, key) DO NOTHING`,
+		res, err := tx.ExecContext(ctx, qKeyClaim,
 			r.Owner, r.Key, r.Route, r.BodyHash, r.Session, r.Turn, sqlrows.KeyTime(r.CreatedAt), sqlrows.KeyTime(r.ExpiresAt))
 		if err != nil {
 			return fmt.Errorf("claim idempotency key: %w", err)
@@ -106,15 +111,14 @@ func (s *Store) Key(ctx context.Context, owner, key string) (projection.Idempote
 // SetKeyTarget records what the request made that claimed (owner, key) at
 // claimedAt. Errors: conflict (that claim is no longer the key's, or made something).
 func (s *Store) SetKeyTarget(ctx context.Context, owner, key string, claimedAt time.Time, session, turn string, startSeq int64) error {
-	res, err := s.db.ExecContext(ctx, `UPDATE idempotency_keys SET session_id = $1, turn_id = $2, start_seq = $3
-		WHERE owner = $4 AND key = $5 AND created_at = $6 AND session_id = ''`, session, turn, startSeq, owner, key, sqlrows.KeyTime(claimedAt))
+	res, err := s.db.ExecContext(ctx, qKeyTarget, session, turn, startSeq, owner, key, sqlrows.KeyTime(claimedAt))
 	return sqlrows.OneKeyRow(res, err, key)
 }
 
 // ReleaseKey forgets the claim of (owner, key) made at claimedAt, when it made
 // nothing; any other claim of the key stays.
 func (s *Store) ReleaseKey(ctx context.Context, owner, key string, claimedAt time.Time) error {
-	_, err := s.db.ExecContext(ctx, `DELETE FROM idempotency_keys WHERE owner = $1 AND key = $2 AND created_at = $3 AND session_id = ''`, owner, key, sqlrows.KeyTime(claimedAt))
+	_, err := s.db.ExecContext(ctx, qKeyRelease, owner, key, sqlrows.KeyTime(claimedAt))
 	return err
 }
 

@@ -76,7 +76,7 @@ func (w *writer) erase(ctx context.Context, req projection.ErasureRequest) (proj
 			return c, nil, err
 		}
 	}
-	const in = `session_id IN (SELECT session_id FROM erasing)`
+	const in = sqlrows.ErasingSessions
 	var orphan string
 	err := w.conn.QueryRowContext(ctx, `SELECT coalesce(min(id), '') FROM proj_sessions WHERE parent_id IN (SELECT session_id FROM erasing)
 		AND id NOT IN (SELECT session_id FROM erasing)`).Scan(&orphan)
@@ -113,22 +113,8 @@ func (w *writer) erase(ctx context.Context, req projection.ErasureRequest) (proj
 		JOIN memories m ON m.app = s.app AND m.owner = s.owner AND m.key >= e.session_id || '/' AND m.key < e.session_id || '0')`); err != nil {
 		return c, nil, err
 	}
-	steps := []struct {
-		n    *int
-		what string
-		q    string
-	}{
-		{&c.Events, "events", `DELETE FROM events WHERE ` + in},
-		{&c.Sessions, "sessions", `DELETE FROM proj_sessions WHERE id IN (SELECT session_id FROM erasing)`},
-		{&c.Turns, "turns", `DELETE FROM proj_turns WHERE ` + in},
-		{&c.HistoryItems, "history", `DELETE FROM proj_history WHERE ` + in},
-		{&c.Interrupts, "interrupts", `DELETE FROM proj_interrupts WHERE ` + in},
-		{&c.QueuedInputs, "queued inputs", `DELETE FROM proj_queue WHERE ` + in},
-		{&c.IdempotencyKeys, "idempotency keys", `DELETE FROM idempotency_keys WHERE ` + in},
-		{&c.Deliveries, "webhook deliveries", `DELETE FROM webhook_outbox WHERE ` + in},
-	}
-	for _, st := range steps {
-		if err := exec(st.n, st.what, st.q); err != nil {
+	for _, st := range sqlrows.SessionEraseSteps(&c) {
+		if err := exec(st.Count, st.What, st.Query); err != nil {
 			return c, nil, err
 		}
 	}
@@ -138,14 +124,10 @@ func (w *writer) erase(ctx context.Context, req projection.ErasureRequest) (proj
 		}
 	}
 	if req.Owner != "" {
-		if err := exec(&c.Memories, "memories", `DELETE FROM memories WHERE owner = ?`, req.Owner); err != nil {
-			return c, nil, err
-		}
-		if err := exec(&c.IdempotencyKeys, "idempotency keys", `DELETE FROM idempotency_keys WHERE owner = ?`, req.Owner); err != nil {
-			return c, nil, err
-		}
-		if err := exec(&c.SignIns, "sign-ins", `DELETE FROM ui_sessions WHERE user_name = ?`, req.Owner); err != nil {
-			return c, nil, err
+		for _, st := range sqlrows.OwnerEraseSteps(&c) {
+			if err := exec(st.Count, st.What, st.Query, req.Owner); err != nil {
+				return c, nil, err
+			}
 		}
 	}
 	if err := exec(&unused, "sessions", `DELETE FROM erasing`); err != nil {

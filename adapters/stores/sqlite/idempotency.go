@@ -21,8 +21,7 @@ func (s *Store) ClaimKey(ctx context.Context, r projection.IdempotencyRecord, no
 		if _, err := w.conn.ExecContext(ctx, `DELETE FROM idempotency_keys WHERE expires_at <= ?`, sqlrows.KeyTime(now)); err != nil {
 			return fmt.Errorf("expire idempotency keys: %w", err)
 		}
-		res, err := w.conn.ExecContext(ctx, `INSERT INTO idempotency_keys (owner, key, route, body_hash, session_id, turn_id, created_at, expires_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (owner, key) DO NOTHING`,
+		res, err := w.conn.ExecContext(ctx, sqlrows.QKeyClaim,
 			r.Owner, r.Key, r.Route, r.BodyHash, r.Session, r.Turn, sqlrows.KeyTime(r.CreatedAt), sqlrows.KeyTime(r.ExpiresAt))
 		if err != nil {
 			return fmt.Errorf("claim idempotency key: %w", err)
@@ -31,7 +30,7 @@ func (s *Store) ClaimKey(ctx context.Context, r projection.IdempotencyRecord, no
 			claimed = true
 			return nil
 		}
-		existing, err = sqlrows.ScanKey(w.conn.QueryRowContext(ctx, qKeyGet, r.Owner, r.Key))
+		existing, err = sqlrows.ScanKey(w.conn.QueryRowContext(ctx, sqlrows.QKeyGet, r.Owner, r.Key))
 		return err
 	})
 	if claimed {
@@ -42,14 +41,13 @@ func (s *Store) ClaimKey(ctx context.Context, r projection.IdempotencyRecord, no
 
 // Key returns the record of (owner, key). Errors: sql.ErrNoRows when there is none.
 func (s *Store) Key(ctx context.Context, owner, key string) (projection.IdempotencyRecord, error) {
-	return sqlrows.ScanKey(s.read.QueryRowContext(ctx, qKeyGet, owner, key))
+	return sqlrows.ScanKey(s.read.QueryRowContext(ctx, sqlrows.QKeyGet, owner, key))
 }
 
 // SetKeyTarget records what a claimed key's request made.
 func (s *Store) SetKeyTarget(ctx context.Context, owner, key string, claimedAt time.Time, session, turn string, startSeq int64) error {
 	return s.exclusive(ctx, func(ctx context.Context, w *writer) error {
-		res, err := w.conn.ExecContext(ctx, `UPDATE idempotency_keys SET session_id = ?, turn_id = ?, start_seq = ?
-			WHERE owner = ? AND key = ? AND created_at = ? AND session_id = ''`, session, turn, startSeq, owner, key, sqlrows.KeyTime(claimedAt))
+		res, err := w.conn.ExecContext(ctx, sqlrows.QKeyTarget, session, turn, startSeq, owner, key, sqlrows.KeyTime(claimedAt))
 		return sqlrows.OneKeyRow(res, err, key)
 	})
 }
@@ -58,9 +56,7 @@ func (s *Store) SetKeyTarget(ctx context.Context, owner, key string, claimedAt t
 // request may be made again with the same key.
 func (s *Store) ReleaseKey(ctx context.Context, owner, key string, claimedAt time.Time) error {
 	return s.exclusive(ctx, func(ctx context.Context, w *writer) error {
-		_, err := w.conn.ExecContext(ctx, `DELETE FROM idempotency_keys WHERE owner = ? AND key = ? AND created_at = ? AND session_id = ''`, owner, key, sqlrows.KeyTime(claimedAt))
+		_, err := w.conn.ExecContext(ctx, sqlrows.QKeyRelease, owner, key, sqlrows.KeyTime(claimedAt))
 		return err
 	})
 }
-
-const qKeyGet = `SELECT owner, key, route, body_hash, session_id, turn_id, start_seq, created_at, expires_at FROM idempotency_keys WHERE owner = ? AND key = ?`

@@ -103,8 +103,7 @@ func (s *Store) RecordDelivery(ctx context.Context, id string, attempt int, o pr
 		if o.Status != projection.DeliveryPending {
 			next = o.At
 		}
-		_, err := w.conn.ExecContext(ctx, `UPDATE webhook_outbox SET status = ?, next_at_ms = ?, delivered_at = ?, last_status = ?, last_error = ?
-			WHERE delivery_id = ? AND status = 'sending' AND attempts = ?`,
+		_, err := w.conn.ExecContext(ctx, sqlrows.QDeliveryOutcome,
 			string(o.Status), next.UnixMilli(), delivered, sqlrows.NullInt(int64(o.HTTPStatus)), sqlrows.NullString(o.Error), id, attempt)
 		return err
 	})
@@ -134,9 +133,7 @@ func (s *Store) Deliveries(ctx context.Context, f projection.DeliveryFilter) ([]
 	if f.Limit <= 0 {
 		f.Limit = 100
 	}
-	rows, err := s.read.QueryContext(ctx, qDeliveryCols+` WHERE (?1 = '' OR status = ?1) AND (?2 = '' OR webhook = ?2) AND (?3 = '' OR session_id = ?3)
-		AND (?4 = '' OR (created_at, delivery_id) < (SELECT created_at, delivery_id FROM webhook_outbox WHERE delivery_id = ?4))
-		ORDER BY created_at DESC, delivery_id DESC LIMIT ?5`, string(f.Status), f.Webhook, f.Session, f.After, f.Limit)
+	rows, err := s.read.QueryContext(ctx, qDeliveryCols+sqlrows.QDeliveriesWhere, string(f.Status), f.Webhook, f.Session, f.After, f.Limit)
 	if err != nil {
 		return nil, fmt.Errorf("list deliveries: %w", err)
 	}

@@ -1,5 +1,7 @@
 package sqlite
 
+import "github.com/turnlog/turnlog/adapters/stores/sqlrows"
+
 const (
 	qLastSeq         = `SELECT coalesce(max(seq), 0) FROM events WHERE session_id = ?`
 	qInsertEvent     = `INSERT INTO events (session_id, seq, turn_id, type, path, v, data, blob_hash, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
@@ -34,8 +36,8 @@ const (
 )`
 	qSessionCols  = `SELECT id, app, owner, metadata, created_at, active_agent, turn_count, last_commit_seq, parent_id, parent_seq, parent_turn FROM proj_sessions`
 	qSession      = qSessionCols + ` WHERE id = ?`
-	qSessionsPage = qSessionCols + ` WHERE owner = ?1 AND (app = ?2 OR ?2 = '') AND (?3 = '' OR created_at < ?3 OR (created_at = ?3 AND id < ?4)) ORDER BY created_at DESC, id DESC LIMIT ?5`
-	qBranchesOf   = qSessionCols + ` WHERE parent_id = ? ORDER BY parent_seq, created_at, id`
+	qSessionsPage = qSessionCols + sqlrows.QSessionsPageWhere
+	qBranchesOf   = qSessionCols + sqlrows.QBranchesWhere
 	// qLineageOf lists a session's sources, oldest first, each with the seq up to
 	// which it contributes (NULL: the session itself, all of it); qHistoryOf and
 	// qHistoryUpTo read one source's items in the primary key's order, so no read

@@ -1,0 +1,115 @@
+package sqlrows
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/turnlog/turnlog/projection"
+)
+
+// The statements both SQL stores run, written once in the numbered parameters of
+// SQLite (?1, ?2, … — a bare ? counts on from the last): PostgreSQL runs them through
+// Dollar. Only standard SQL that both dialects read alike is shared here; what one
+// dialect does its own way (FTS5 or tsvector, INDEXED BY, ::text, FOR UPDATE) stays
+// in its store, and so does each store's append path.
+
+// Dollar is q with SQLite's parameters (?N, ?) as PostgreSQL's ($N). Quoted text is
+// left as it is.
+func Dollar(q string) string {
+	var b strings.Builder
+	b.Grow(len(q) + 8)
+	n, quoted := 0, false
+	for i := 0; i < len(q); i++ {
+		c := q[i]
+		switch {
+		case c == '\'':
+			quoted = !quoted
+			b.WriteByte(c)
+		case c == '?' && !quoted:
+			j := i + 1
+			for j < len(q) && q[j] >= '0' && q[j] <= '9' {
+				j++
+			}
+			if j > i+1 {
+				n, _ = strconv.Atoi(q[i+1 : j])
+			} else {
+				n++
+			}
+			b.WriteString("$" + strconv.Itoa(n))
+			i = j - 1
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
+// Idempotency keys: the record of (owner ?1, key ?2); a claim (its columns in
+// projection.IdempotencyRecord's order, from ?1 to ?8) unless the key is recorded;
+// what a claim made (session ?1, turn ?2, start seq ?3 of the claim of owner ?4, key ?5
+// made at ?6, while it made nothing); and the release of such a claim (owner ?1,
+// key ?2, claimed at ?3).
+const (
+	QKeyGet     = `SELECT owner, key, route, body_hash, session_id, turn_id, start_seq, created_at, expires_at FROM idempotency_keys WHERE owner = ?1 AND key = ?2`
+	QKeyClaim   = `INSERT INTO idempotency_keys (owner, key, route, body_hash, session_id, turn_id, created_at, expires_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT (owner, key) DO NOTHING`
+	QKeyTarget  = `UPDATE idempotency_keys SET session_id = ?1, turn_id = ?2, start_seq = ?3 WHERE owner = ?4 AND key = ?5 AND created_at = ?6 AND session_id = ''`
+	QKeyRelease = `DELETE FROM idempotency_keys WHERE owner = ?1 AND key = ?2 AND created_at = ?3 AND session_id = ''`
+)
+
+// Session pages: after the columns of proj_sessions, an owner's (?1) sessions, of
+// one app (?2, ” for all), after the cursor (created_at ?3, id ?4; ?3 ” for the
+// first page), newest first, at most ?5; and the sessions branched from ?1, by
+// branch point.
+const (
+	QSessionsPageWhere = ` WHERE owner = ?1 AND (app = ?2 OR ?2 = '') AND (?3 = '' OR created_at < ?3 OR (created_at = ?3 AND id < ?4)) ORDER BY created_at DESC, id DESC LIMIT ?5`
+	QBranchesWhere     = ` WHERE parent_id = ?1 ORDER BY parent_seq, created_at, id`
+)
+
+// Webhook deliveries: after the outbox's columns, the deliveries of a filter
+// (status ?1, webhook ?2, session ?3, each ” for any; after delivery ?4; at most ?5),
+// newest first; and an attempt's outcome (status ?1, next attempt ?2, delivered at ?3,
+// HTTP status ?4, error ?5 of delivery ?6's attempt ?7, while it is sending).
+const (
+	QDeliveriesWhere = ` WHERE (?1 = '' OR status = ?1) AND (?2 = '' OR webhook = ?2) AND (?3 = '' OR session_id = ?3)
+		AND (?4 = '' OR (created_at, delivery_id) < (SELECT created_at, delivery_id FROM webhook_outbox WHERE delivery_id = ?4))
+		ORDER BY created_at DESC, delivery_id DESC LIMIT ?5`
+	QDeliveryOutcome = `UPDATE webhook_outbox SET status = ?1, next_at_ms = ?2, delivered_at = ?3, last_status = ?4, last_error = ?5
+		WHERE delivery_id = ?6 AND status = 'sending' AND attempts = ?7`
+)
+
+// ErasingSessions is the condition on session_id of the rows an erasure removes:
+// the sessions its transaction has named in the erasing table.
+const ErasingSessions = `session_id IN (SELECT session_id FROM erasing)`
+
+// EraseStep is one statement of an erasure's transaction, what it removes (for its
+// error) and the count of the receipt it adds its rows to.
+type EraseStep struct {
+	Count *int
+	What  string
+	Query string
+}
+
+// SessionEraseSteps remove the erasing sessions' rows — after their memories and
+// before their blobs, which each store removes its own way — counted into c.
+func SessionEraseSteps(c *projection.ErasureCounts) []EraseStep {
+	return []EraseStep{
+		{&c.Events, "events", `DELETE FROM events WHERE ` + ErasingSessions},
+		{&c.Sessions, "sessions", `DELETE FROM proj_sessions WHERE id IN (SELECT session_id FROM erasing)`},
+		{&c.Turns, "turns", `DELETE FROM proj_turns WHERE ` + ErasingSessions},
+		{&c.HistoryItems, "history", `DELETE FROM proj_history WHERE ` + ErasingSessions},
+		{&c.Interrupts, "interrupts", `DELETE FROM proj_interrupts WHERE ` + ErasingSessions},
+		{&c.QueuedInputs, "queued inputs", `DELETE FROM proj_queue WHERE ` + ErasingSessions},
+		{&c.IdempotencyKeys, "idempotency keys", `DELETE FROM idempotency_keys WHERE ` + ErasingSessions},
+		{&c.Deliveries, "webhook deliveries", `DELETE FROM webhook_outbox WHERE ` + ErasingSessions},
+	}
+}
+
+// OwnerEraseSteps remove what a user (?1) keeps beyond their sessions: memories,
+// idempotency keys and sign-ins, counted into c.
+func OwnerEraseSteps(c *projection.ErasureCounts) []EraseStep {
+	return []EraseStep{
+		{&c.Memories, "memories", `DELETE FROM memories WHERE owner = ?1`},
+		{&c.IdempotencyKeys, "idempotency keys", `DELETE FROM idempotency_keys WHERE owner = ?1`},
+		{&c.SignIns, "sign-ins", `DELETE FROM ui_sessions WHERE user_name = ?1`},
+	}
+}
