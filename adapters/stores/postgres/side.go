@@ -18,15 +18,14 @@ func (s *Store) SaveMemory(ctx context.Context, m projection.Memory) (int64, boo
 	var id int64
 	var created bool
 	err := s.inTx(ctx, false, func(ctx context.Context, tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `INSERT INTO memories (app, owner, key, label, text, created_at, vector)
-			VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (app, owner, key) DO NOTHING`,
+		res, err := tx.ExecContext(ctx, qMemorySave,
 			m.App, m.Owner, m.Key, m.Label, m.Text, sqlrows.FormatTime(m.At), sqlrows.VectorBytes(m.Vector))
 		if err != nil {
 			return fmt.Errorf("save memory: %w", err)
 		}
 		n, _ := res.RowsAffected()
 		created = n == 1
-		return tx.QueryRowContext(ctx, `SELECT id FROM memories WHERE app = $1 AND owner = $2 AND key = $3`, m.App, m.Owner, m.Key).Scan(&id)
+		return tx.QueryRowContext(ctx, qMemoryID, m.App, m.Owner, m.Key).Scan(&id)
 	})
 	return id, created, err
 }
@@ -51,8 +50,7 @@ func (s *Store) SearchMemory(ctx context.Context, app, owner, text string, limit
 
 // MemoryVectors lists the newest memories of (app, owner) that have vectors.
 func (s *Store) MemoryVectors(ctx context.Context, app, owner string, limit int) ([]projection.MemoryHit, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT id, label, text, created_at, vector FROM memories
-		WHERE app = $1 AND owner = $2 AND vector IS NOT NULL ORDER BY id DESC LIMIT $3`, app, owner, limit)
+	rows, err := s.db.QueryContext(ctx, qMemoryVectors, app, owner, limit)
 	if err != nil {
 		return nil, fmt.Errorf("read memory vectors: %w", err)
 	}
@@ -68,12 +66,16 @@ func (s *Store) SessionOwner(ctx context.Context, session string) (string, strin
 	return sess.App, sess.Owner, nil
 }
 
-// The key statements both stores run (sqlrows), in PostgreSQL's parameters.
+// The key and memory statements both stores run (sqlrows), in PostgreSQL's
+// parameters.
 var (
-	qKeyGet     = sqlrows.Dollar(sqlrows.QKeyGet)
-	qKeyClaim   = sqlrows.Dollar(sqlrows.QKeyClaim)
-	qKeyTarget  = sqlrows.Dollar(sqlrows.QKeyTarget)
-	qKeyRelease = sqlrows.Dollar(sqlrows.QKeyRelease)
+	qMemorySave    = sqlrows.Dollar(sqlrows.QMemorySave)
+	qMemoryID      = sqlrows.Dollar(sqlrows.QMemoryID)
+	qMemoryVectors = sqlrows.Dollar(sqlrows.QMemoryVectors)
+	qKeyGet        = sqlrows.Dollar(sqlrows.QKeyGet)
+	qKeyClaim      = sqlrows.Dollar(sqlrows.QKeyClaim)
+	qKeyTarget     = sqlrows.Dollar(sqlrows.QKeyTarget)
+	qKeyRelease    = sqlrows.Dollar(sqlrows.QKeyRelease)
 )
 
 // ClaimKey takes (owner, key) for a request unless a live record holds it: then it

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"time"
 	"unicode"
 
 	"github.com/turnlog/turnlog/adapters/stores/sqlrows"
@@ -17,15 +16,14 @@ func (s *Store) SaveMemory(ctx context.Context, m projection.Memory) (int64, boo
 	var id int64
 	var created bool
 	err := s.exclusive(ctx, func(ctx context.Context, w *writer) error {
-		res, err := w.conn.ExecContext(ctx, `INSERT INTO memories (app, owner, key, label, text, created_at, vector)
-			VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (app, owner, key) DO NOTHING`,
-			m.App, m.Owner, m.Key, m.Label, m.Text, m.At.UTC().Format(time.RFC3339Nano), sqlrows.VectorBytes(m.Vector))
+		res, err := w.conn.ExecContext(ctx, sqlrows.QMemorySave,
+			m.App, m.Owner, m.Key, m.Label, m.Text, sqlrows.FormatTime(m.At), sqlrows.VectorBytes(m.Vector))
 		if err != nil {
 			return fmt.Errorf("save memory: %w", err)
 		}
 		n, _ := res.RowsAffected()
 		created = n == 1
-		return w.conn.QueryRowContext(ctx, `SELECT id FROM memories WHERE app = ? AND owner = ? AND key = ?`, m.App, m.Owner, m.Key).Scan(&id)
+		return w.conn.QueryRowContext(ctx, sqlrows.QMemoryID, m.App, m.Owner, m.Key).Scan(&id)
 	})
 	return id, created, err
 }
@@ -49,8 +47,7 @@ func (s *Store) SearchMemory(ctx context.Context, app, owner, text string, limit
 
 // MemoryVectors lists the newest memories of (app, owner) that have vectors.
 func (s *Store) MemoryVectors(ctx context.Context, app, owner string, limit int) ([]projection.MemoryHit, error) {
-	rows, err := s.read.QueryContext(ctx, `SELECT id, label, text, created_at, vector FROM memories
-		WHERE app = ? AND owner = ? AND vector IS NOT NULL ORDER BY id DESC LIMIT ?`, app, owner, limit)
+	rows, err := s.read.QueryContext(ctx, sqlrows.QMemoryVectors, app, owner, limit)
 	if err != nil {
 		return nil, fmt.Errorf("read memory vectors: %w", err)
 	}

@@ -1,5 +1,5 @@
 // Package sqlrows is what turnlog's SQL stores share: the statements both dialects
-// read alike (idempotency keys, session pages, the erasure's steps, webhook
+// read alike (idempotency keys, memories, session pages, the erasure's steps, webhook
 // deliveries — written once with SQLite's numbered parameters, Dollar giving them to
 // PostgreSQL), scanning events (verifying blobs), sessions, turns, keys, hits and
 // deliveries, decoding history items, the text forms of times, vectors and null

@@ -77,6 +77,15 @@ const (
 		WHERE delivery_id = ?6 AND status = 'sending' AND attempts = ?7`
 )
 
+// Memories: a memory saved (app ?1, owner ?2, key ?3, label ?4, text ?5, at ?6,
+// vector ?7) unless its key is saved already; the id of (app ?1, owner ?2, key ?3);
+// and the newest memories of (app ?1, owner ?2) that have a vector, at most ?3.
+const (
+	QMemorySave    = `INSERT INTO memories (app, owner, key, label, text, created_at, vector) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT (app, owner, key) DO NOTHING`
+	QMemoryID      = `SELECT id FROM memories WHERE app = ?1 AND owner = ?2 AND key = ?3`
+	QMemoryVectors = `SELECT id, label, text, created_at, vector FROM memories WHERE app = ?1 AND owner = ?2 AND vector IS NOT NULL ORDER BY id DESC LIMIT ?3`
+)
+
 // ErasingSessions is the condition on session_id of the rows an erasure removes:
 // the sessions its transaction has named in the erasing table.
 const ErasingSessions = `session_id IN (SELECT session_id FROM erasing)`
