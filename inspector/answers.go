@@ -35,8 +35,8 @@ func (s *Server) answer(c echo.Context) error {
 	// first sending answered every question.
 	key := s.formKey(c, answerFields(form))
 	if len(pending) == 0 {
-		if out, err := s.cfg.Turns.Run(ctx, turns.Request{Session: sess.ID, User: signInOf(c).User, Answers: map[string]fsm.Answer{}, Key: key}); err == nil && out.Kind == turns.Repeated {
-			out.Close() // this form was sent before, and answered
+		if m, ok, err := s.cfg.Turns.Made(ctx, key); err == nil && ok && m.Session == sess.ID {
+			// This form was sent before, and answered: as its first sending was.
 			return c.Redirect(http.StatusSeeOther, "/ui/sessions/"+sess.ID+"?done=answered")
 		}
 		return events.Errorf(events.CodeConflict, "session %s waits for no answer (someone may have answered already)", sess.ID)

@@ -3,8 +3,10 @@ package turns
 import (
 	"context"
 	"crypto/sha256"
+	"database/sql"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"strconv"
 	"sync"
 	"time"
@@ -124,20 +126,11 @@ func (s *Service) claim(ctx context.Context, k Key, adopt adopter) (*claim, erro
 	if len(k.Value) > MaxKeyLength {
 		return nil, events.FieldError(events.CodeInvalid, KeyField, "is longer than %d characters", MaxKeyLength)
 	}
-	canon := []byte{}
-	if len(k.Body) > 0 {
-		var err error
-		if canon, err = events.Canonicalize(k.Body); err != nil {
-			return nil, events.FieldError(events.CodeInvalid, "body", "%v", err)
-		}
+	hash, whole, err := bodyHashes(k.Body)
+	if err != nil {
+		return nil, err
 	}
-	// How a request asks for its answer is not part of what it asks: "stream" (like
-	// Accept) is left out of the hash. A key kept before that was hashed over the
-	// whole body, which still matches.
-	wholeSum := sha256.Sum256(canon)
-	whole := hex.EncodeToString(wholeSum[:])
-	sum := sha256.Sum256(withoutMember(canon, "stream"))
-	rec := projection.IdempotencyRecord{Owner: k.Owner, Key: k.Value, Route: k.Route, BodyHash: hex.EncodeToString(sum[:])}
+	rec := projection.IdempotencyRecord{Owner: k.Owner, Key: k.Value, Route: k.Route, BodyHash: hash}
 	id := rec.Owner + "\x00" + k.Value
 	for pass := 0; ; pass++ {
 		if pass == maxClaimPasses {
@@ -201,6 +194,45 @@ func (s *Service) claim(ctx context.Context, k Key, adopt adopter) (*claim, erro
 			return nil, err
 		} // a repeat elsewhere that released it first has claimed it anew: the next claim sees that
 	}
+}
+
+// bodyHashes are what a key's record holds of a body: the hash of its canonical
+// JSON without "stream" — how a request asks for its answer is not part of what it
+// asks (like Accept) — and, for a key kept before that, the hash of the whole.
+func bodyHashes(body []byte) (hash, whole string, err error) {
+	canon := []byte{}
+	if len(body) > 0 {
+		if canon, err = events.Canonicalize(body); err != nil {
+			return "", "", events.FieldError(events.CodeInvalid, "body", "%v", err)
+		}
+	}
+	wholeSum := sha256.Sum256(canon)
+	sum := sha256.Sum256(withoutMember(canon, "stream"))
+	return hex.EncodeToString(sum[:]), hex.EncodeToString(wholeSum[:]), nil
+}
+
+// Made says what the request with k's key made, when one with the same route and
+// body did (ok false: none did, or the key stands for another request) — without
+// claiming the key. A form sent again after its first sending was answered asks it.
+func (s *Service) Made(ctx context.Context, k Key) (Made, bool, error) {
+	if k.Value == "" || s.cfg.Keys == nil {
+		return Made{}, false, nil
+	}
+	hash, whole, err := bodyHashes(k.Body)
+	if err != nil {
+		return Made{}, false, err
+	}
+	rec, err := s.cfg.Keys.Key(ctx, k.Owner, k.Value)
+	if errors.Is(err, sql.ErrNoRows) || events.IsCode(err, events.CodeNotFound) {
+		return Made{}, false, nil
+	}
+	if err != nil {
+		return Made{}, false, err
+	}
+	if rec.Route != k.Route || (rec.BodyHash != hash && rec.BodyHash != whole) || rec.Session == "" || !rec.ExpiresAt.After(s.now()) {
+		return Made{}, false, nil
+	}
+	return Made{Session: rec.Session, Turn: rec.Turn, StartSeq: rec.StartSeq, Repeated: true}, true, nil
 }
 
 // maxClaimPasses bounds the claim loop: a key that neither can be claimed nor
