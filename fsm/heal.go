@@ -39,8 +39,6 @@ func (e *Engine) healBroken(session, turn string, cause error) {
 
 var errDraining = errors.New("draining")
 
-// closer is a store that says when it has closed.
-
 // failBroken appends the broken turn's TurnFailed if it still runs in the log. It
 // reports whether there is nothing more to do.
 func (e *Engine) failBroken(session, turn string, cause error) (bool, error) {

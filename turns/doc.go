@@ -18,5 +18,7 @@
 //
 // It owns no state beyond the keys in flight in this process; the log, the queue
 // and the keys are the store's. It must never know a transport: no HTTP status, no
-// header, no form — a transport maps its errors with events.HTTPStatus.
+// form, no echo — a transport maps its errors with events.HTTPStatus. Its errors
+// name fields by turnlog's names for them (Idempotency-Key, Last-Event-ID,
+// resume_map, as docs/api.md spells them), whichever transport carried them.
 package turns

@@ -12,7 +12,8 @@ import (
 // Run carries out a turn request: a repeat of a keyed request is answered with the
 // turn its first request started; input with After (and no key) continues the turn
 // After belongs to; otherwise the turn starts (or resumes) — and input for a busy
-// session is refused or queued, as its on_busy says. The caller closes the Outcome.
+// session is refused or queued, as its on_busy says. The caller closes the Outcome;
+// with an error there is none.
 func (s *Service) Run(ctx context.Context, r Request) (*Outcome, error) {
 	if err := r.check(); err != nil {
 		return nil, err
@@ -35,7 +36,11 @@ func (s *Service) Run(ctx context.Context, r Request) (*Outcome, error) {
 	started, err := s.begin(ctx, r, c)
 	if err == nil {
 		out.Started, out.Turn, out.Start = started, started.ID, started.StartSeq
-		return out, c.made(ctx, Made{Session: r.Session, Turn: started.ID, StartSeq: started.StartSeq})
+		if err := c.made(ctx, Made{Session: r.Session, Turn: started.ID, StartSeq: started.StartSeq}); err != nil {
+			out.Close() // the turn runs on; this request answers with the error
+			return nil, err
+		}
+		return out, nil
 	}
 	mode, merr := s.onBusy(ctx, r)
 	if r.Input == nil || !events.IsCode(err, events.CodeConflict) || merr != nil || mode == fsm.OnBusyReject {
@@ -108,8 +113,10 @@ func (s *Service) onBusy(ctx context.Context, r Request) (string, error) {
 // started (or resumed), or the input it queued.
 func (s *Service) repeat(ctx context.Context, r Request, m Made) (*Outcome, error) {
 	out := &Outcome{Kind: Repeated, Session: m.Session, Turn: m.Turn, Start: m.StartSeq, After: r.after(), Background: r.Background, svc: s}
-	if _, err := s.cfg.Reader.Turn(ctx, m.Session, m.Turn); !events.IsCode(err, events.CodeNotFound) {
-		return out, err
+	if _, err := s.cfg.Reader.Turn(ctx, m.Session, m.Turn); err == nil {
+		return out, nil
+	} else if !events.IsCode(err, events.CodeNotFound) {
+		return nil, err
 	}
 	out.Kind = Queued // not in the log yet: its input was queued
 	if r.Stream {

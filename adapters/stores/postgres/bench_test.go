@@ -5,6 +5,7 @@ import (
 
 	"github.com/turnlog/turnlog/adapters/stores/postgres"
 	"github.com/turnlog/turnlog/adapters/stores/storetest"
+	"github.com/turnlog/turnlog/fsm"
 )
 
 // BenchmarkAppendConcurrent is the SQLite store's benchmark of the same name on
@@ -21,5 +22,5 @@ func BenchmarkAppendConcurrent(b *testing.B) {
 func BenchmarkStoreEngineSteps(b *testing.B) {
 	storetest.BenchEngineSteps(b, storetest.Harness{Open: func(t testing.TB) storetest.Store {
 		return postgres.MustOpen(t, postgres.Options{})
-	}})
+	}, Cluster: func(s storetest.Store) fsm.Cluster { return s.(*postgres.Store) }})
 }

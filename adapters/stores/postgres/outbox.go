@@ -11,16 +11,16 @@ import (
 	"github.com/turnlog/turnlog/projection"
 )
 
-// qLineHead holds for a delivery of the outbox o that heads its line: no earlier
-// delivery of the same app, webhook and session is pending or being sent (or it was
-// sent again by hand, outside the order). A row another node holds locked is still
-// seen here, so its line waits: at most one delivery of a line is in flight.
 // The outbox statements both stores run (sqlrows), in PostgreSQL's parameters.
 var (
 	qDeliveriesPage  = qDeliveryCols + sqlrows.Dollar(sqlrows.QDeliveriesWhere)
 	qDeliveryOutcome = sqlrows.Dollar(sqlrows.QDeliveryOutcome)
 )
 
+// qLineHead holds for a delivery of the outbox o that heads its line: no earlier
+// delivery of the same app, webhook and session is pending or being sent (or it was
+// sent again by hand, outside the order). A row another node holds locked is still
+// seen here, so its line waits: at most one delivery of a line is in flight.
 const qLineHead = `(o.manual OR NOT EXISTS (SELECT 1 FROM webhook_outbox e
 	WHERE e.app = o.app AND e.webhook = o.webhook AND e.session_id = o.session_id AND e.seq < o.seq
 	AND e.status IN ('pending', 'sending') AND NOT e.manual))`

@@ -8,8 +8,8 @@ import (
 )
 
 // The statements both SQL stores run, written once in the numbered parameters of
-// SQLite (?1, ?2, … — a bare ? counts on from the last): PostgreSQL runs them through
-// Dollar. Only standard SQL that both dialects read alike is shared here; what one
+// SQLite (?1, ?2, …; a bare ? is one more than the largest number before it, as
+// SQLite numbers it): PostgreSQL runs them through Dollar. Only standard SQL that both dialects read alike is shared here; what one
 // dialect does its own way (FTS5 or tsvector, INDEXED BY, ::text, FOR UPDATE) stays
 // in its store, and so does each store's append path.
 
@@ -18,7 +18,7 @@ import (
 func Dollar(q string) string {
 	var b strings.Builder
 	b.Grow(len(q) + 8)
-	n, quoted := 0, false
+	largest, quoted := 0, false
 	for i := 0; i < len(q); i++ {
 		c := q[i]
 		switch {
@@ -30,11 +30,11 @@ func Dollar(q string) string {
 			for j < len(q) && q[j] >= '0' && q[j] <= '9' {
 				j++
 			}
+			n := largest + 1
 			if j > i+1 {
 				n, _ = strconv.Atoi(q[i+1 : j])
-			} else {
-				n++
 			}
+			largest = max(largest, n)
 			b.WriteString("$" + strconv.Itoa(n))
 			i = j - 1
 		default:
@@ -57,7 +57,7 @@ const (
 )
 
 // Session pages: after the columns of proj_sessions, an owner's (?1) sessions, of
-// one app (?2, ” for all), after the cursor (created_at ?3, id ?4; ?3 ” for the
+// one app (?2, empty for all), after the cursor (created_at ?3, id ?4; ?3 empty for the
 // first page), newest first, at most ?5; and the sessions branched from ?1, by
 // branch point.
 const (
@@ -66,7 +66,7 @@ const (
 )
 
 // Webhook deliveries: after the outbox's columns, the deliveries of a filter
-// (status ?1, webhook ?2, session ?3, each ” for any; after delivery ?4; at most ?5),
+// (status ?1, webhook ?2, session ?3, each empty for any; after delivery ?4; at most ?5),
 // newest first; and an attempt's outcome (status ?1, next attempt ?2, delivered at ?3,
 // HTTP status ?4, error ?5 of delivery ?6's attempt ?7, while it is sending).
 const (

@@ -65,7 +65,8 @@ func BenchEngineSteps(b *testing.B, h Harness) {
 	b.StopTimer()
 	for i := 0; i < b.N; i++ {
 		var n atomic.Int64
-		e, err := fsm.New(h.Open(b), []*fsm.App{app}, fsm.Options{Clock: time.Now, NewID: func() string { return fmt.Sprintf("b%08d", n.Add(1)) }})
+		s := h.Open(b)
+		e, err := fsm.New(s, []*fsm.App{app}, fsm.Options{Clock: time.Now, NewID: func() string { return fmt.Sprintf("b%08d", n.Add(1)) }, Cluster: h.cluster(s)})
 		if err != nil {
 			b.Fatal(err)
 		}

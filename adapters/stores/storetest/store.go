@@ -49,6 +49,19 @@ type Harness struct {
 	// Open returns a new, empty store that the test owns; it is closed by the test's
 	// cleanup. Its clock is the wall clock; data over 64 KiB must go to its blobs.
 	Open func(t testing.TB) Store
+	// Cluster is what nodes share of a store Open returned, for a store several
+	// nodes share (nil: one node): the suite's engines run with it as their
+	// fsm.Options.Cluster, so their runs take leases and their appends are fenced,
+	// as in production.
+	Cluster func(Store) fsm.Cluster
+}
+
+// cluster is what h says nodes share of s (nil: one node).
+func (h Harness) cluster(s Store) fsm.Cluster {
+	if h.Cluster == nil {
+		return nil
+	}
+	return h.Cluster(s)
 }
 
 // Exercise runs the whole suite on the stores h opens.

@@ -67,7 +67,7 @@ func newWorld(t *testing.T, h Harness) *world {
 		Agents: map[string]*fsm.Agent{"main": {Name: "main", LLM: "scripted", Model: model, Tools: tools, MaxTurns: 4, MaxToolCalls: 4}}}
 	prefix := worlds.Add(1)
 	var n atomic.Int64
-	e, err := fsm.New(w.s, []*fsm.App{app}, fsm.Options{Clock: time.Now, NewID: func() string { return fmt.Sprintf("w%d-%06d", prefix, n.Add(1)) }})
+	e, err := fsm.New(w.s, []*fsm.App{app}, fsm.Options{Clock: time.Now, NewID: func() string { return fmt.Sprintf("w%d-%06d", prefix, n.Add(1)) }, Cluster: h.cluster(w.s)})
 	if err != nil {
 		t.Fatal(err)
 	}
