@@ -541,3 +541,41 @@ func TestAKeyUsedAgainIsNotAnsweredWithItsOldTurn(t *testing.T) {
 		t.Fatalf("the repeat of the key's second use answered %v (the first use's turn: %v); turns %+v", repeat["turn_id"], first["turn_id"], turns)
 	}
 }
+
+// TestARepeatIsAnsweredHoweverItAsks: a repeat is answered as its first request was,
+// whatever it adds to how it asks — a stream's Accept on a background request, a
+// Last-Event-ID that names no event — since what it asks was checked the first time.
+func TestARepeatIsAnsweredHoweverItAsks(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	s := b.newSession(t, "key-alice", "demo")
+	send := func(headers map[string]string) (int, map[string]any) {
+		req, _ := http.NewRequest("POST", b.srv.URL+"/v1/sessions/"+s+"/turns", strings.NewReader(`{"input": "where is order 42?", "background": true}`))
+		req.Header.Set("Authorization", "Bearer key-alice")
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Idempotency-Key", "asks")
+		for k, v := range headers {
+			req.Header.Set(k, v)
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		var v map[string]any
+		json.NewDecoder(res.Body).Decode(&v)
+		return res.StatusCode, v
+	}
+	code, first := send(nil)
+	if code != http.StatusAccepted {
+		t.Fatalf("the first request: %d %v", code, first)
+	}
+	for _, h := range []map[string]string{{"Accept": "text/event-stream"}, {"Last-Event-ID": "not-a-seq"}} {
+		if code, again := send(h); code != http.StatusAccepted || again["turn_id"] != first["turn_id"] {
+			t.Fatalf("the repeat with %v: %d %v, want 202 for turn %v", h, code, again, first["turn_id"])
+		}
+	}
+	if turns, _ := b.store.Turns(context.Background(), s); len(turns) != 1 {
+		t.Fatalf("the repeats made turns: %+v", turns)
+	}
+}

@@ -81,10 +81,12 @@ func turnRequestOf(c echo.Context, raw []byte, body turnRequest) (turns.Request,
 	}
 	if h := c.Request().Header.Get("Last-Event-ID"); h != "" {
 		seq, err := strconv.ParseInt(h, 10, 64)
-		if err != nil || seq < 0 {
+		switch {
+		case err == nil && seq >= 0:
+			req.After = &seq
+		case req.Key.Value == "" && req.Input != nil: // it would name the turn to continue
 			return req, events.FieldError(events.CodeInvalid, "Last-Event-ID", "must be an event id (a seq), got %q", events.ShortenForMessage(h, 32))
 		}
-		req.After = &seq
 	}
 	return req, nil
 }

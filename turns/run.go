@@ -15,9 +15,6 @@ import (
 // session is refused or queued, as its on_busy says. The caller closes the Outcome;
 // with an error there is none.
 func (s *Service) Run(ctx context.Context, r Request) (*Outcome, error) {
-	if err := r.check(); err != nil {
-		return nil, err
-	}
 	c, err := s.claim(ctx, r.key(), s.startedFor(r.Session))
 	if err != nil {
 		return nil, err
@@ -28,6 +25,11 @@ func (s *Service) Run(ctx context.Context, r Request) (*Outcome, error) {
 	defer c.finish(ctx)
 	if c == nil && r.Input != nil && r.After != nil {
 		return s.continued(ctx, r)
+	}
+	// A repeat is answered as its first request was (however it asks for the answer);
+	// the request that acts must ask for one thing, one way.
+	if err := r.check(); err != nil {
+		return nil, err
 	}
 	out := &Outcome{Kind: Started, Session: r.Session, Background: r.Background, svc: s}
 	if r.Stream {
