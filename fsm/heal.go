@@ -53,6 +53,9 @@ func (e *Engine) failBroken(session, turn string, cause error) (bool, error) {
 	}
 	ctx = h.bound(ctx)
 	defer unlock()
+	// This is the run that writes the turn's end: whoever sees it and answers a
+	// client waits until it lets the session go (Settled), as for any run.
+	e.setRunningTurn(h, turn, 0)
 	t, err := e.store.Turn(ctx, session, turn)
 	if err != nil {
 		return errors.As(err, &te) && te.Code == events.CodeNotFound, err
