@@ -41,6 +41,7 @@ func BenchmarkHTTPTurnsByNodes(b *testing.B) {
 				db = postgres.TestSchemaDSN(b)
 			}
 			var urls []string
+			var stores []*postgres.Store
 			for range c.nodes {
 				tl, err := turnlog.Open(context.Background(), turnlog.Options{DB: db, ConfigData: demo.Config, Functions: demo.Functions()})
 				if err != nil {
@@ -50,13 +51,24 @@ func BenchmarkHTTPTurnsByNodes(b *testing.B) {
 				srv := httptest.NewServer(h)
 				b.Cleanup(func() { stop(); srv.Close(); tl.Close() })
 				urls = append(urls, srv.URL)
+				if s, ok := tl.Store.(*postgres.Store); ok {
+					stores = append(stores, s)
+				}
 			}
-			benchTurnsOver(b, urls, 50, c.sticky)
+			trips := func() (n int64) {
+				for _, s := range stores {
+					n += s.RoundTrips()
+				}
+				return n
+			}
+			benchTurnsOver(b, urls, 50, c.sticky, trips)
 		})
 	}
 }
 
-func benchTurnsOver(b *testing.B, urls []string, sessions int, sticky bool) {
+// benchTurnsOver runs b.N turns over urls from sessions clients; trips, when the
+// nodes count what they send their database, gives the round-trips/turn metric.
+func benchTurnsOver(b *testing.B, urls []string, sessions int, sticky bool, trips func() int64) {
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: sessions}}
 	post := func(url, path, body string) (map[string]any, error) {
 		res, err := client.Post(url+path, "application/json", strings.NewReader(body))
@@ -84,6 +96,7 @@ func benchTurnsOver(b *testing.B, urls []string, sessions int, sticky bool) {
 	var took []time.Duration
 	var wg sync.WaitGroup
 	b.ResetTimer()
+	tripsBefore := trips()
 	start := time.Now()
 	for i, id := range ids {
 		wg.Add(1)
@@ -115,4 +128,7 @@ func benchTurnsOver(b *testing.B, urls []string, sessions int, sticky bool) {
 	sort.Slice(took, func(i, j int) bool { return took[i] < took[j] })
 	b.ReportMetric(float64(len(took))/elapsed.Seconds(), "turns/s")
 	b.ReportMetric(float64(took[len(took)/2])/float64(time.Millisecond), "p50-ms")
+	if n := trips() - tripsBefore; n > 0 {
+		b.ReportMetric(float64(n)/float64(len(took)), "round-trips/turn")
+	}
 }

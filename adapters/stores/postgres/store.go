@@ -8,7 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/turnlog/turnlog/adapters/stores/sqlrows"
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/projection"
@@ -42,6 +43,7 @@ type Store struct {
 	onCancel  atomic.Pointer[func(session, turn, reason string)] // a cancel another node relays
 	scope     string                                             // the schema the store's tables are in: its notifications carry it
 	router    atomic.Pointer[projection.WebhookRouter]           // which webhooks hear of an event
+	trips     *roundTrips                                        // what the pool sends the database
 }
 
 var _ events.Log = (*Store)(nil)
@@ -59,10 +61,13 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	if opts.Clock == nil {
 		opts.Clock = time.Now
 	}
-	db, err := sql.Open("pgx", dsn)
+	cfg, err := pgx.ParseConfig(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("open the database: %w", err)
 	}
+	trips := &roundTrips{}
+	cfg.Tracer = trips
+	db := stdlib.OpenDB(*cfg)
 	db.SetMaxOpenConns(opts.MaxConns)
 	db.SetMaxIdleConns(opts.MaxConns)
 	if err := db.PingContext(ctx); err != nil {
@@ -79,7 +84,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("read the schema: %w", err)
 	}
 	lctx, stop := context.WithCancel(context.Background())
-	s := &Store{db: db, opts: opts, done: make(chan struct{}), stop: stop, heard: make(chan struct{}), listening: make(chan struct{}), scope: scope}
+	s := &Store{db: db, trips: trips, opts: opts, done: make(chan struct{}), stop: stop, heard: make(chan struct{}), listening: make(chan struct{}), scope: scope}
 	go func() {
 		defer close(s.heard)
 		s.listen(lctx, dsn)

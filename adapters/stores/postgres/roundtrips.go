@@ -1,0 +1,69 @@
+package postgres
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// roundTrips counts what the store's pool sends the database and waits for: each
+// statement run (Exec, Query, BEGIN and COMMIT included) and each statement prepared
+// for the statement cache is one round trip. The LISTEN connection, which only
+// waits, is not counted.
+type roundTrips struct {
+	n atomic.Int64
+	// recording, while a caller records (Store.RecordRoundTrips), gets each one's SQL.
+	mu        sync.Mutex
+	recording *[]string
+}
+
+var (
+	_ pgx.QueryTracer   = (*roundTrips)(nil)
+	_ pgx.PrepareTracer = (*roundTrips)(nil)
+)
+
+func (r *roundTrips) count(sql string) {
+	r.n.Add(1)
+	r.mu.Lock()
+	if r.recording != nil {
+		*r.recording = append(*r.recording, strings.Join(strings.Fields(sql), " "))
+	}
+	r.mu.Unlock()
+}
+
+func (r *roundTrips) TraceQueryStart(ctx context.Context, _ *pgx.Conn, data pgx.TraceQueryStartData) context.Context {
+	r.count(data.SQL)
+	return ctx
+}
+
+func (r *roundTrips) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+func (r *roundTrips) TracePrepareStart(ctx context.Context, _ *pgx.Conn, data pgx.TracePrepareStartData) context.Context {
+	r.count("prepare: " + data.SQL)
+	return ctx
+}
+
+func (r *roundTrips) TracePrepareEnd(context.Context, *pgx.Conn, pgx.TracePrepareEndData) {}
+
+// RoundTrips is how many round trips the store's pool has made to the database
+// since it opened: each statement it ran and each it prepared.
+func (s *Store) RoundTrips() int64 { return s.trips.n.Load() }
+
+// RecordRoundTrips records the SQL of every round trip the store makes from now
+// until the function it returns is called, which returns them in order — what a
+// request costs the database, named.
+func (s *Store) RecordRoundTrips() func() []string {
+	var got []string
+	s.trips.mu.Lock()
+	s.trips.recording = &got
+	s.trips.mu.Unlock()
+	return func() []string {
+		s.trips.mu.Lock()
+		defer s.trips.mu.Unlock()
+		s.trips.recording = nil
+		return got
+	}
+}
