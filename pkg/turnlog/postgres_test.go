@@ -94,7 +94,7 @@ func TestPostgresRoundTripsPerTurnAreNamed(t *testing.T) {
 	for _, c := range []struct {
 		key     string
 		ceiling int // the statements a turn runs today (docs/deploy.md)
-	}{{"", 46}, {"turn-key", 51}} {
+	}{{"", 10}, {"turn-key", 15}} {
 		record := store.RecordRoundTrips()
 		out := post("/v1/sessions/"+session+"/turns", input, c.key)
 		trips := record()

@@ -2,16 +2,12 @@ package postgres
 
 import (
 	"context"
-	"crypto/sha256"
 	"database/sql"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/turnlog/turnlog/adapters/stores/sqlrows"
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/fsm"
 	"github.com/turnlog/turnlog/projection"
@@ -63,15 +59,7 @@ func (s *Store) append(ctx context.Context, lease fsm.Lease, after int64, evs []
 		return nil, err
 	}
 	began := time.Now()
-	var out []events.Event
-	err := s.inTx(ctx, unsynced, func(ctx context.Context, tx *sql.Tx) error {
-		var err error
-		if err := fence(ctx, tx, lease); err != nil {
-			return err
-		}
-		out, err = s.appendIn(ctx, tx, session, after, evs)
-		return err
-	})
+	out, err := s.appendPipelined(ctx, lease, after, evs, unsynced)
 	if err != nil {
 		return nil, err
 	}
@@ -106,96 +94,9 @@ func (s *Store) inTx(ctx context.Context, unsynced bool, fn func(context.Context
 	return nil
 }
 
-func (s *Store) appendIn(ctx context.Context, tx *sql.Tx, session string, after int64, evs []events.Event) ([]events.Event, error) {
-	var last int64
-	if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(seq), 0) FROM events WHERE session_id = $1`, session).Scan(&last); err != nil {
-		return nil, fmt.Errorf("read last seq of %s: %w", session, err)
-	}
-	if last != after {
-		return nil, &events.Error{Code: events.CodeConflict, Field: "seq",
-			Message: fmt.Sprintf("session %s is at seq %d, not %d: another writer appended first", session, last, after)}
-	}
-	if last == 0 && !events.OpensSession(evs[0].Type) {
-		return nil, events.Errorf(events.CodeNotFound, "session %s not found (it was never created, or it was erased)", session)
-	}
-	at := s.opts.Clock().UTC()
-	out := make([]events.Event, len(evs))
-	var app string
-	for i, ev := range evs {
-		ev.Session, ev.Seq, ev.At = session, after+int64(i)+1, at
-		if err := s.insert(ctx, tx, ev); err != nil {
-			return nil, err
-		}
-		changes, err := projection.Changes(ev)
-		if err == nil {
-			err = applyChanges(ctx, tx, changes)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("project %s/%d: %w", ev.Session, ev.Seq, err)
-		}
-		if app, err = s.enqueueWebhooks(ctx, tx, ev, app); err != nil {
-			return nil, err
-		}
-		out[i] = ev
-	}
-	if _, err := tx.ExecContext(ctx, `SELECT pg_notify($1, $2)`, commitsChannel, s.scope+"/"+session); err != nil {
-		return nil, fmt.Errorf("notify the commit: %w", err)
-	}
-	return out, nil
-}
-
-func (s *Store) insert(ctx context.Context, tx *sql.Tx, ev events.Event) error {
-	data := ev.Data
-	var blobHash any
-	if len(data) > s.opts.BlobThreshold {
-		sum := sha256.Sum256(data)
-		h := "sha256:" + hex.EncodeToString(sum[:])
-		if _, err := tx.ExecContext(ctx, `INSERT INTO blobs (hash, size, data) VALUES ($1, $2, $3) ON CONFLICT (hash) DO NOTHING`, h, len(data), []byte(data)); err != nil {
-			return fmt.Errorf("store blob %s: %w", h, err)
-		}
-		blobHash = h
-		data = events.MustMarshal(sqlrows.BlobRef{Blob: h, Size: len(ev.Data)})
-	}
-	_, err := tx.ExecContext(ctx, `INSERT INTO events (session_id, seq, turn_id, type, path, v, data, blob_hash, at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-		ev.Session, ev.Seq, ev.Turn, ev.Type, ev.Path, ev.V, string(data), blobHash, sqlrows.FormatTime(ev.At))
-	if err != nil {
-		switch state := sqlState(err); {
-		case state == "23505" && constraintName(err) == "events_session_id_seq_key":
-			return &events.Error{Code: events.CodeConflict, Field: "seq", Message: fmt.Sprintf("event %s/%d already exists: another writer appended first", ev.Session, ev.Seq), Err: err}
-		case state == "23514" || strings.HasPrefix(state, "22"):
-			// A check, or data the json type or a view's function cannot take.
-			return &events.Error{Code: events.CodeInvalid, Field: "data", Message: fmt.Sprintf("event %s/%d holds what the store cannot keep", ev.Session, ev.Seq), Err: err}
-		}
-		return fmt.Errorf("insert event %s/%d: %w", ev.Session, ev.Seq, err)
-	}
-	return nil
-}
-
 // RouteWebhooks makes every later append write an outbox row, in its own transaction,
 // for each webhook the router names for an event it holds.
 func (s *Store) RouteWebhooks(r projection.WebhookRouter) { s.router.Store(&r) }
-
-func (s *Store) enqueueWebhooks(ctx context.Context, tx *sql.Tx, ev events.Event, app string) (string, error) {
-	r := s.router.Load()
-	kind := projection.WebhookEventOf(ev.Type)
-	if r == nil || kind == "" {
-		return app, nil
-	}
-	if app == "" {
-		if err := tx.QueryRowContext(ctx, `SELECT app FROM proj_sessions WHERE id = $1`, ev.Session).Scan(&app); err != nil {
-			return "", fmt.Errorf("read the app of %s: %w", ev.Session, err)
-		}
-	}
-	for _, hook := range (*r)(app, kind) {
-		_, err := tx.ExecContext(ctx, `INSERT INTO webhook_outbox (delivery_id, app, webhook, event, session_id, seq, turn_id, status, next_at_ms, created_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', $8, $9) ON CONFLICT (delivery_id) DO NOTHING`,
-			projection.DeliveryID(app, hook, ev.Session, ev.Seq), app, hook, kind, ev.Session, ev.Seq, ev.Turn, ev.At.UnixMilli(), sqlrows.KeyTime(ev.At))
-		if err != nil {
-			return "", fmt.Errorf("write the webhook outbox: %w", err)
-		}
-	}
-	return app, nil
-}
 
 // constraintName is the constraint a PostgreSQL error names, or "".
 func constraintName(err error) string {

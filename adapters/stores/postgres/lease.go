@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"time"
 
@@ -48,23 +47,6 @@ func (s *Store) RenewLease(ctx context.Context, session string, token int64, ttl
 // ReleaseLease gives the lease with token up (a lease lost meanwhile stays).
 func (s *Store) ReleaseLease(ctx context.Context, session string, token int64) error {
 	_, err := s.db.ExecContext(ctx, `DELETE FROM session_leases WHERE session_id = $1 AND token = $2`, session, token)
-	return err
-}
-
-// fence refuses an append made under a lease that is no longer the session's (a
-// lease without a token fences nothing): the lease row is locked for the
-// transaction, so a takeover waits for it, and an append after a takeover sees the
-// new token.
-func fence(ctx context.Context, tx *sql.Tx, lease fsm.Lease) error {
-	session, token := lease.Session, lease.Token
-	if token == 0 {
-		return nil
-	}
-	var current int64
-	err := tx.QueryRowContext(ctx, `SELECT token FROM session_leases WHERE session_id = $1 FOR SHARE`, session).Scan(&current)
-	if isNoRows(err) || (err == nil && current != token) {
-		return events.Errorf(events.CodeConflict, "this node lost the lease of session %s: another node runs it now", session)
-	}
 	return err
 }
 

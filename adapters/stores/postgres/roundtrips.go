@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -10,9 +11,9 @@ import (
 )
 
 // roundTrips counts what the store's pool sends the database and waits for: each
-// statement run (Exec, Query, BEGIN and COMMIT included) and each statement prepared
-// for the statement cache is one round trip. The LISTEN connection, which only
-// waits, is not counted.
+// statement run (Exec, Query, BEGIN and COMMIT included), each statement prepared for
+// the statement cache, and each pipeline (an append: its statements go at once) is
+// one round trip. The LISTEN connection, which only waits, is not counted.
 type roundTrips struct {
 	n atomic.Int64
 	// recording, while a caller records (Store.RecordRoundTrips), gets each one's SQL.
@@ -23,6 +24,7 @@ type roundTrips struct {
 var (
 	_ pgx.QueryTracer   = (*roundTrips)(nil)
 	_ pgx.PrepareTracer = (*roundTrips)(nil)
+	_ pgx.BatchTracer   = (*roundTrips)(nil)
 )
 
 func (r *roundTrips) count(sql string) {
@@ -47,6 +49,19 @@ func (r *roundTrips) TracePrepareStart(ctx context.Context, _ *pgx.Conn, data pg
 }
 
 func (r *roundTrips) TracePrepareEnd(context.Context, *pgx.Conn, pgx.TracePrepareEndData) {}
+
+func (r *roundTrips) TraceBatchStart(ctx context.Context, _ *pgx.Conn, data pgx.TraceBatchStartData) context.Context {
+	what := fmt.Sprintf("pipeline of %d statements", data.Batch.Len())
+	if q := data.Batch.QueuedQueries; len(q) > 0 {
+		what += ": " + q[0].SQL + " …"
+	}
+	r.count(what)
+	return ctx
+}
+
+func (r *roundTrips) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
+
+func (r *roundTrips) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
 
 // RoundTrips is how many round trips the store's pool has made to the database
 // since it opened: each statement it ran and each it prepared.

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -44,6 +45,7 @@ type Store struct {
 	scope     string                                             // the schema the store's tables are in: its notifications carry it
 	router    atomic.Pointer[projection.WebhookRouter]           // which webhooks hear of an event
 	trips     *roundTrips                                        // what the pool sends the database
+	apps      sync.Map                                           // session → app, for webhook routing (an app never changes)
 }
 
 var _ events.Log = (*Store)(nil)

@@ -1,0 +1,223 @@
+package postgres
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/turnlog/turnlog/adapters/stores/sqlrows"
+	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/fsm"
+	"github.com/turnlog/turnlog/projection"
+)
+
+// An append is one round trip: its statements go to the database as one pgx
+// pipeline, which the database runs as one implicit transaction. The first checks the
+// append (turnlog_append_check: the lease, the seq, that the session exists) and
+// raises when it fails; then come the events (and blobs), their read-model changes,
+// the webhook outbox rows and the notify. A statement that fails rolls the whole
+// append back, and its SQLSTATE says what it was.
+
+// appendStep is one statement of an append's pipeline and what it does, for the error
+// of its failure.
+type appendStep struct {
+	what string
+	ev   *events.Event // the event the step writes (nil: the check, the notify)
+}
+
+// pipeline is an append's statements to session as they are queued.
+type pipeline struct {
+	session string
+	after   int64
+	b       pgx.Batch
+	steps   []appendStep
+}
+
+func (p *pipeline) queue(what string, ev *events.Event, query string, args ...any) {
+	p.b.Queue(query, args...)
+	p.steps = append(p.steps, appendStep{what: what, ev: ev})
+}
+
+// changesInto queues read-model changes (applyChanges writes to an execer).
+type changesInto struct {
+	p  *pipeline
+	ev *events.Event
+}
+
+func (c changesInto) ExecContext(_ context.Context, query string, args ...any) (sql.Result, error) {
+	c.p.queue(fmt.Sprintf("project %s/%d", c.ev.Session, c.ev.Seq), c.ev, query, args...)
+	return nil, nil
+}
+
+// appendPipelined appends evs to lease.Session after seq after in one round trip (see
+// above), unsynced as AppendUnsynced. Its transaction is decided whole even if ctx
+// ends: a caller never mistakes a committed append for a failed one.
+func (s *Store) appendPipelined(ctx context.Context, lease fsm.Lease, after int64, evs []events.Event, unsynced bool) ([]events.Event, error) {
+	ctx = context.WithoutCancel(ctx)
+	session := lease.Session
+	app, err := s.webhookApp(ctx, session, evs)
+	if err != nil {
+		return nil, err
+	}
+	p := &pipeline{session: session, after: after}
+	if unsynced {
+		p.queue("commit unsynced", nil, `SELECT set_config('synchronous_commit', 'off', true)`)
+	}
+	p.queue("check the append", nil, `SELECT turnlog_append_check($1, $2, $3, $4)`, session, after, lease.Token, events.OpensSession(evs[0].Type))
+	at := s.opts.Clock().UTC()
+	out := make([]events.Event, len(evs))
+	for i, ev := range evs {
+		ev.Session, ev.Seq, ev.At = session, after+int64(i)+1, at
+		out[i] = ev
+		ev := &out[i]
+		s.queueInsert(p, ev)
+		changes, err := projection.Changes(*ev)
+		if err == nil {
+			err = applyChanges(ctx, changesInto{p, ev}, changes)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("project %s/%d: %w", ev.Session, ev.Seq, err)
+		}
+		s.queueWebhooks(p, ev, app)
+	}
+	p.queue("notify the commit", nil, `SELECT pg_notify($1, $2)`, commitsChannel, s.scope+"/"+session)
+	if err := s.run(ctx, p); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// queueInsert queues ev's row, and its blob when its data is over the threshold.
+func (s *Store) queueInsert(p *pipeline, ev *events.Event) {
+	data := ev.Data
+	var blobHash any
+	if len(data) > s.opts.BlobThreshold {
+		sum := sha256.Sum256(data)
+		h := "sha256:" + hex.EncodeToString(sum[:])
+		p.queue("store blob "+h, ev, `INSERT INTO blobs (hash, size, data) VALUES ($1, $2, $3) ON CONFLICT (hash) DO NOTHING`, h, len(data), []byte(data))
+		blobHash = h
+		data = events.MustMarshal(sqlrows.BlobRef{Blob: h, Size: len(ev.Data)})
+	}
+	p.queue(fmt.Sprintf("insert event %s/%d", ev.Session, ev.Seq), ev,
+		`INSERT INTO events (session_id, seq, turn_id, type, path, v, data, blob_hash, at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+		ev.Session, ev.Seq, ev.Turn, ev.Type, ev.Path, ev.V, string(data), blobHash, sqlrows.FormatTime(ev.At))
+}
+
+// queueWebhooks queues an outbox row for each webhook the router names for ev.
+func (s *Store) queueWebhooks(p *pipeline, ev *events.Event, app string) {
+	r := s.router.Load()
+	kind := projection.WebhookEventOf(ev.Type)
+	if r == nil || kind == "" {
+		return
+	}
+	for _, hook := range (*r)(app, kind) {
+		p.queue("write the webhook outbox", ev, `INSERT INTO webhook_outbox (delivery_id, app, webhook, event, session_id, seq, turn_id, status, next_at_ms, created_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', $8, $9) ON CONFLICT (delivery_id) DO NOTHING`,
+			projection.DeliveryID(app, hook, ev.Session, ev.Seq), app, hook, kind, ev.Session, ev.Seq, ev.Turn, ev.At.UnixMilli(), sqlrows.KeyTime(ev.At))
+	}
+}
+
+// webhookApp is the app of session when an event of evs may go to a webhook ("" when
+// none may): from the event that opens the session, from what this store has seen of
+// it, or read once.
+func (s *Store) webhookApp(ctx context.Context, session string, evs []events.Event) (string, error) {
+	if s.router.Load() == nil || !slicesContainsWebhookEvent(evs) {
+		return "", nil
+	}
+	if app, ok := s.apps.Load(session); ok {
+		return app.(string), nil
+	}
+	for _, ev := range evs {
+		changes, err := projection.Changes(ev)
+		if err != nil {
+			continue
+		}
+		for _, c := range changes {
+			if open, ok := c.(projection.SessionOpened); ok && open.Session.App != "" {
+				s.apps.Store(session, open.Session.App)
+				return open.Session.App, nil
+			}
+		}
+	}
+	var app string
+	if err := s.db.QueryRowContext(ctx, `SELECT app FROM proj_sessions WHERE id = $1`, session).Scan(&app); err != nil {
+		if errors.Is(err, sql.ErrNoRows) {
+			return "", nil // the check refuses the append
+		}
+		return "", storageError(fmt.Errorf("read the app of %s: %w", session, err))
+	}
+	s.apps.Store(session, app)
+	return app, nil
+}
+
+func slicesContainsWebhookEvent(evs []events.Event) bool {
+	for _, ev := range evs {
+		if projection.WebhookEventOf(ev.Type) != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// run sends p's statements as one pipeline on a connection of the pool and reads
+// each one's outcome; the first that failed says why nothing was written.
+func (s *Store) run(ctx context.Context, p *pipeline) error {
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return storageError(fmt.Errorf("take a connection: %w", err))
+	}
+	defer conn.Close()
+	return conn.Raw(func(driverConn any) error {
+		pc := driverConn.(*stdlib.Conn).Conn()
+		br := pc.SendBatch(ctx, &p.b)
+		for i := range p.steps {
+			if _, err := br.Exec(); err != nil {
+				br.Close()
+				return appendError(p, p.steps[i], err)
+			}
+		}
+		if err := br.Close(); err != nil {
+			return storageError(fmt.Errorf("commit: %w", err))
+		}
+		return nil
+	})
+}
+
+// appendError is the typed error of an append whose step failed.
+func appendError(p *pipeline, step appendStep, err error) error {
+	switch state := sqlState(err); {
+	case state == "TL001":
+		return &events.Error{Code: events.CodeConflict, Message: fmt.Sprintf("this node lost the lease of session %s: another node runs it now", p.session), Err: err}
+	case state == "TL002":
+		msg := fmt.Sprintf("session %s is not at seq %d: another writer appended first", p.session, p.after)
+		if last, perr := strconv.ParseInt(pgDetail(err), 10, 64); perr == nil {
+			msg = fmt.Sprintf("session %s is at seq %d, not %d: another writer appended first", p.session, last, p.after)
+		}
+		return &events.Error{Code: events.CodeConflict, Field: "seq", Message: msg, Err: err}
+	case state == "TL003":
+		return events.Errorf(events.CodeNotFound, "session %s not found (it was never created, or it was erased)", p.session)
+	case state == "23505" && constraintName(err) == "events_session_id_seq_key" && step.ev != nil:
+		return &events.Error{Code: events.CodeConflict, Field: "seq", Message: fmt.Sprintf("event %s/%d already exists: another writer appended first", step.ev.Session, step.ev.Seq), Err: err}
+	case (state == "23514" || strings.HasPrefix(state, "22")) && step.ev != nil:
+		// A check, or data the json type or a view's function cannot take.
+		return &events.Error{Code: events.CodeInvalid, Field: "data", Message: fmt.Sprintf("event %s/%d holds what the store cannot keep", step.ev.Session, step.ev.Seq), Err: err}
+	}
+	return storageError(fmt.Errorf("%s: %w", step.what, err))
+}
+
+// pgDetail is the DETAIL of a PostgreSQL error, or "".
+func pgDetail(err error) string {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return pe.Detail
+	}
+	return ""
+}
