@@ -63,7 +63,7 @@ func (c changesInto) ExecContext(_ context.Context, query string, args ...any) (
 func (s *Store) appendPipelined(ctx context.Context, lease fsm.Lease, after int64, evs []events.Event, unsynced bool) ([]events.Event, error) {
 	ctx = context.WithoutCancel(ctx)
 	session := lease.Session
-	app, err := s.webhookApp(ctx, session, evs)
+	app, learned, err := s.webhookApp(ctx, session, evs)
 	if err != nil {
 		return nil, err
 	}
@@ -91,6 +91,9 @@ func (s *Store) appendPipelined(ctx context.Context, lease fsm.Lease, after int6
 	p.queue("notify the commit", nil, `SELECT pg_notify($1, $2)`, commitsChannel, s.scope+"/"+session)
 	if err := s.run(ctx, p); err != nil {
 		return nil, err
+	}
+	if learned {
+		s.apps.Store(session, app) // known once the session is in the log
 	}
 	return out, nil
 }
@@ -126,14 +129,12 @@ func (s *Store) queueWebhooks(p *pipeline, ev *events.Event, app string) {
 }
 
 // webhookApp is the app of session when an event of evs may go to a webhook ("" when
-// none may): from the event that opens the session, from what this store has seen of
-// it, or read once.
-func (s *Store) webhookApp(ctx context.Context, session string, evs []events.Event) (string, error) {
+// none may): from the event of evs that opens the session, from what this store has
+// seen of it, or read once; learned says the caller keeps it once the append commits.
+// (An erasure forgets what was kept of its sessions.)
+func (s *Store) webhookApp(ctx context.Context, session string, evs []events.Event) (app string, learned bool, err error) {
 	if s.router.Load() == nil || !slicesContainsWebhookEvent(evs) {
-		return "", nil
-	}
-	if app, ok := s.apps.Load(session); ok {
-		return app.(string), nil
+		return "", false, nil
 	}
 	for _, ev := range evs {
 		changes, err := projection.Changes(ev)
@@ -142,20 +143,20 @@ func (s *Store) webhookApp(ctx context.Context, session string, evs []events.Eve
 		}
 		for _, c := range changes {
 			if open, ok := c.(projection.SessionOpened); ok && open.Session.App != "" {
-				s.apps.Store(session, open.Session.App)
-				return open.Session.App, nil
+				return open.Session.App, true, nil
 			}
 		}
 	}
-	var app string
+	if app, ok := s.apps.Load(session); ok {
+		return app.(string), false, nil
+	}
 	if err := s.db.QueryRowContext(ctx, `SELECT app FROM proj_sessions WHERE id = $1`, session).Scan(&app); err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
-			return "", nil // the check refuses the append
+			return "", false, nil // the check refuses the append
 		}
-		return "", storageError(fmt.Errorf("read the app of %s: %w", session, err))
+		return "", false, storageError(fmt.Errorf("read the app of %s: %w", session, err))
 	}
-	s.apps.Store(session, app)
-	return app, nil
+	return app, true, nil
 }
 
 func slicesContainsWebhookEvent(evs []events.Event) bool {
@@ -168,7 +169,9 @@ func slicesContainsWebhookEvent(evs []events.Event) bool {
 }
 
 // run sends p's statements as one pipeline on a connection of the pool and reads
-// each one's outcome; the first that failed says why nothing was written.
+// each one's outcome; the first that failed says why nothing was written. (A
+// connection lost after the pipeline was sent leaves its outcome unknown, as a lost
+// COMMIT would: that error is untyped.)
 func (s *Store) run(ctx context.Context, p *pipeline) error {
 	conn, err := s.db.Conn(ctx)
 	if err != nil {
@@ -177,6 +180,15 @@ func (s *Store) run(ctx context.Context, p *pipeline) error {
 	defer conn.Close()
 	return conn.Raw(func(driverConn any) error {
 		pc := driverConn.(*stdlib.Conn).Conn()
+		// Each statement is prepared on the connection once, by name (its text), and
+		// the pipeline binds the prepared ones: a warm connection sends the append in
+		// one round trip, a cold one prepares each statement it has not seen first —
+		// counted, and never undone by a failed append.
+		for _, q := range p.b.QueuedQueries {
+			if _, err := pc.Prepare(ctx, q.SQL, q.SQL); err != nil {
+				return storageError(fmt.Errorf("prepare %.60s: %w", q.SQL, err))
+			}
+		}
 		br := pc.SendBatch(ctx, &p.b)
 		for i := range p.steps {
 			if _, err := br.Exec(); err != nil {

@@ -31,6 +31,9 @@ func (s *Store) Erase(ctx context.Context, req projection.ErasureRequest) (proje
 			return err
 		}
 		rec.Counts, rec.Sessions = c, erased
+		for _, id := range erased {
+			s.apps.Delete(id) // an erased session's id may open a session again
+		}
 		counts, _ := json.Marshal(c)
 		sessions, _ := json.Marshal(erased)
 		_, err = tx.ExecContext(ctx, `INSERT INTO erasures (id, kind, subject, by_user, at, sessions, counts) VALUES ($1, $2, $3, $4, $5, $6, $7)`,

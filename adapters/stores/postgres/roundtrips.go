@@ -43,12 +43,20 @@ func (r *roundTrips) TraceQueryStart(ctx context.Context, _ *pgx.Conn, data pgx.
 
 func (r *roundTrips) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
 
+type preparingKey struct{}
+
 func (r *roundTrips) TracePrepareStart(ctx context.Context, _ *pgx.Conn, data pgx.TracePrepareStartData) context.Context {
-	r.count("prepare: " + data.SQL)
-	return ctx
+	return context.WithValue(ctx, preparingKey{}, data.SQL)
 }
 
-func (r *roundTrips) TracePrepareEnd(context.Context, *pgx.Conn, pgx.TracePrepareEndData) {}
+// TracePrepareEnd counts a prepare that went to the database (one already prepared
+// on the connection did not).
+func (r *roundTrips) TracePrepareEnd(ctx context.Context, _ *pgx.Conn, data pgx.TracePrepareEndData) {
+	if !data.AlreadyPrepared {
+		sql, _ := ctx.Value(preparingKey{}).(string)
+		r.count("prepare: " + sql)
+	}
+}
 
 func (r *roundTrips) TraceBatchStart(ctx context.Context, _ *pgx.Conn, data pgx.TraceBatchStartData) context.Context {
 	what := fmt.Sprintf("pipeline of %d statements", data.Batch.Len())
