@@ -38,6 +38,8 @@ bench: helper ## the SPEC §10 benchmarks: engine step, storage, rebuild, append
 	$(GO) test -run '^$$' -bench 'AppendConcurrent' -benchtime 5000x -timeout 30m ./adapters/stores/postgres # with TURNLOG_TEST_POSTGRES set (.ci/start-postgres); skipped without
 	$(GO) test -run '^$$' -bench 'StoreEngineSteps' -benchtime 1x -p 1 -timeout 30m ./adapters/stores/sqlite ./adapters/stores/postgres
 	$(GO) test -run '^$$' -bench 'HTTPTurnsByNodes' -benchtime 600x -timeout 30m ./pkg/turnlog # the PostgreSQL runs with TURNLOG_TEST_POSTGRES set
+	$(GO) test -run '^$$' -bench 'HTTPTurnsOverDelay' -benchtime 300x -timeout 30m ./pkg/turnlog # PostgreSQL through a delay line of 0, 0.5 and 1 ms each way, beside SQLite
+	$(GO) test -run '^$$' -bench 'AppendVsRawInsert' -benchtime 10000x -timeout 30m ./adapters/stores/postgres # appends/s beside plain autocommitted INSERTs
 	$(GO) test -run '^$$' -bench 'Branch|HistoryRead|ApprovalRoundTrip|EnqueueStart' -benchtime 200x -timeout 30m ./fsm
 	$(GO) test -run '^$$' -bench 'HTTPTurn|HTTPApprovalRoundTrip|IdempotentReplay' -benchtime 300x -timeout 30m ./httpapi
 	$(GO) test -run '^$$' -bench 'Canonicalize' -benchmem ./events

@@ -43,14 +43,8 @@ func BenchmarkHTTPTurnsByNodes(b *testing.B) {
 			var urls []string
 			var stores []*postgres.Store
 			for range c.nodes {
-				tl, err := turnlog.Open(context.Background(), turnlog.Options{DB: db, ConfigData: demo.Config, Functions: demo.Functions()})
-				if err != nil {
-					b.Fatal(err)
-				}
-				h, stop := tl.Handler(turnlog.ServeOptions{Dev: true})
-				srv := httptest.NewServer(h)
-				b.Cleanup(func() { stop(); srv.Close(); tl.Close() })
-				urls = append(urls, srv.URL)
+				url, tl := benchNode(b, db)
+				urls = append(urls, url)
 				if s, ok := tl.Store.(*postgres.Store); ok {
 					stores = append(stores, s)
 				}
@@ -64,6 +58,18 @@ func BenchmarkHTTPTurnsByNodes(b *testing.B) {
 			benchTurnsOver(b, urls, 50, c.sticky, trips)
 		})
 	}
+}
+
+// benchNode serves the demo on db over HTTP (dev mode) until the benchmark ends.
+func benchNode(b *testing.B, db string) (string, *turnlog.Turnlog) {
+	tl, err := turnlog.Open(context.Background(), turnlog.Options{DB: db, ConfigData: demo.Config, Functions: demo.Functions()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	h, stop := tl.Handler(turnlog.ServeOptions{Dev: true})
+	srv := httptest.NewServer(h)
+	b.Cleanup(func() { stop(); srv.Close(); tl.Close() })
+	return srv.URL, tl
 }
 
 // benchTurnsOver runs b.N turns over urls from sessions clients; trips, when the

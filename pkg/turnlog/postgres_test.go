@@ -90,14 +90,31 @@ func TestPostgresRoundTripsPerTurnAreNamed(t *testing.T) {
 	}
 	session := regexp.MustCompile(`"id":"([^"]+)"`).FindStringSubmatch(post("/v1/sessions", `{"app": "demo"}`, ""))[1]
 	const input = `{"input": "can I get a refund for order 1001?"}`
+	// A turn's last round trip is its session's queue, looked at once the turn has let
+	// the session go — after its answer: waited for, so it falls in its own turn.
+	settled := func(r *postgres.RoundTripRecording) []string {
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			got := r.SQL()
+			if len(got) > 0 && strings.Contains(got[len(got)-1], "FROM proj_queue") {
+				return r.Stop()
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the turn never looked at its queue: %v", got)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	warm := store.RecordRoundTrips()
 	post("/v1/sessions/"+session+"/turns", input, "warm") // every statement prepared once
+	settled(warm)
 	for _, c := range []struct {
 		key     string
 		ceiling int // the statements a turn runs today (docs/deploy.md)
 	}{{"", 10}, {"turn-key", 15}} {
 		record := store.RecordRoundTrips()
 		out := post("/v1/sessions/"+session+"/turns", input, c.key)
-		trips := record()
+		trips := settled(record)
 		if !strings.Contains(out, `"status":"completed"`) || !strings.Contains(out, "Refundable") {
 			t.Fatalf("the turn: %s", out)
 		}

@@ -75,18 +75,36 @@ func (r *roundTrips) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEnd
 // since it opened: each statement it ran and each it prepared.
 func (s *Store) RoundTrips() int64 { return s.trips.n.Load() }
 
-// RecordRoundTrips records the SQL of every round trip the store makes from now
-// until the function it returns is called, which returns them in order — what a
-// request costs the database, named.
-func (s *Store) RecordRoundTrips() func() []string {
-	var got []string
+// RoundTripRecording holds the SQL of every round trip a store made since it began
+// (Store.RecordRoundTrips), in order — what a request costs the database, named.
+type RoundTripRecording struct {
+	trips *roundTrips
+	got   []string
+}
+
+// RecordRoundTrips begins recording the store's round trips (one recording at a
+// time: a new one ends the one before).
+func (s *Store) RecordRoundTrips() *RoundTripRecording {
+	r := &RoundTripRecording{trips: s.trips}
 	s.trips.mu.Lock()
-	s.trips.recording = &got
+	s.trips.recording = &r.got
 	s.trips.mu.Unlock()
-	return func() []string {
-		s.trips.mu.Lock()
-		defer s.trips.mu.Unlock()
-		s.trips.recording = nil
-		return got
+	return r
+}
+
+// SQL is what the recording holds so far.
+func (r *RoundTripRecording) SQL() []string {
+	r.trips.mu.Lock()
+	defer r.trips.mu.Unlock()
+	return append([]string(nil), r.got...)
+}
+
+// Stop ends the recording and returns what it holds.
+func (r *RoundTripRecording) Stop() []string {
+	r.trips.mu.Lock()
+	defer r.trips.mu.Unlock()
+	if r.trips.recording == &r.got {
+		r.trips.recording = nil
 	}
+	return r.got
 }
