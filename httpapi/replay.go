@@ -136,7 +136,7 @@ func (s *Server) getTurn(c echo.Context) error {
 		res, ended, err := s.turns.ResultOf(ctx, session, turn)
 		status := "running"
 		if events.IsCode(err, events.CodeNotFound) {
-			if s.isQueued(ctx, session, turn) {
+			if s.turns.IsQueued(ctx, session, turn) {
 				err, status = nil, "queued" // it waits in the session's queue
 			} else {
 				// It may have left the queue and started between the two reads.
@@ -180,18 +180,4 @@ func (s *Server) followTurn(c echo.Context) error {
 		after = n
 	}
 	return s.answerTurn(c, c.Param("id"), c.Param("turn_id"), true, 0, after)
-}
-
-// isQueued says whether turn waits in session's queue.
-func (s *Server) isQueued(ctx context.Context, session, turn string) bool {
-	queue, err := s.cfg.Engine.Queue(ctx, session)
-	if err != nil {
-		return false
-	}
-	for _, q := range queue {
-		if q.Turn == turn {
-			return true
-		}
-	}
-	return false
 }

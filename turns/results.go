@@ -80,7 +80,7 @@ func (s *Service) Await(ctx context.Context, session, turn string) (*fsm.Result,
 	defer stop()
 	for {
 		res, ended, err := s.ResultOf(ctx, session, turn)
-		if events.IsCode(err, events.CodeNotFound) && s.isQueued(ctx, session, turn) {
+		if events.IsCode(err, events.CodeNotFound) && s.IsQueued(ctx, session, turn) {
 			err = nil // it waits in the session's queue
 		}
 		if err != nil {
@@ -98,8 +98,8 @@ func (s *Service) Await(ctx context.Context, session, turn string) (*fsm.Result,
 	}
 }
 
-// isQueued says whether turn waits in session's queue.
-func (s *Service) isQueued(ctx context.Context, session, turn string) bool {
+// IsQueued says whether turn is an input waiting in session's queue.
+func (s *Service) IsQueued(ctx context.Context, session, turn string) bool {
 	queue, err := s.cfg.Engine.Queue(ctx, session)
 	return err == nil && slices.ContainsFunc(queue, func(q projection.QueuedInput) bool { return q.Turn == turn })
 }

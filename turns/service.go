@@ -69,6 +69,3 @@ func (s *Service) WithKeyTTL(ttl time.Duration) *Service {
 	c.cfg.KeyTTL = ttl
 	return &c
 }
-
-// Engine is the engine the service acts through.
-func (s *Service) Engine() Engine { return s.cfg.Engine }
