@@ -6,7 +6,7 @@ package fsm
 import (
 	"context"
 	"sync"
-	"time"
+	"sync/atomic"
 
 	"github.com/turnlog/turnlog/events"
 )
@@ -14,7 +14,7 @@ import (
 // runHandle lets a person cancel the turn running on a session.
 type runHandle struct {
 	session  string
-	lease    int64              // the session's lease token on a shared store (0: none)
+	lease    runLease           // the session's lease, on a store several nodes share
 	turn     string             // set once TurnStarted is durable (under Engine.mu)
 	from     int64              // the seq this run began at: its TurnStarted, a resume's TurnResumed (0: the turn's start is older)
 	stopped  context.Context    // done when the turn is to stop now: tools' contexts end
@@ -28,6 +28,10 @@ type runHandle struct {
 	reason string // why it was stopped (the first reason given)
 
 	quiet bool // its unlock does not kick the session's queue (set before it)
+	// queueEmpty: no input waited in the session's queue as of the run's last append
+	// (set as a turn starts; cleared by a queue event the run appended past, and by a
+	// kick that found the run here).
+	queueEmpty atomic.Bool
 }
 
 func (h *runHandle) setReason(reason string) {
@@ -85,6 +89,17 @@ func (e *Engine) Settled(ctx context.Context, session, turn string, end int64) e
 // takes the session's lease (renewed until unlock). Errors: conflict (a turn runs
 // here, or another node holds the session), shutting_down.
 func (e *Engine) lock(session string) (*runHandle, func(), error) {
+	return e.lockAs(session, false)
+}
+
+// lockToAppend is lock for a run whose first act is an append (a turn's start, a
+// resume's answers): on a store several nodes share, that append takes the lease, so
+// no round trip of its own does; another node holding the session refuses it.
+func (e *Engine) lockToAppend(session string) (*runHandle, func(), error) {
+	return e.lockAs(session, true)
+}
+
+func (e *Engine) lockAs(session string, lazily bool) (*runHandle, func(), error) {
 	e.mu.Lock()
 	if e.draining {
 		e.mu.Unlock()
@@ -104,63 +119,24 @@ func (e *Engine) lock(session string) (*runHandle, func(), error) {
 		e.mu.Unlock()
 		close(h.finished)
 	}
-	leaser := e.opts.Cluster
-	if leaser == nil {
-		return h, func() {
+	if c := e.opts.Cluster; c != nil && !lazily {
+		token, err := c.AcquireLease(context.Background(), session, e.opts.NodeID, e.opts.LeaseTTL)
+		if err != nil {
 			free()
-			if !h.quiet {
-				go e.kick(session) // the session is free: its next queued input may run
-			}
-		}, nil
+			return nil, nil, err
+		}
+		h.lease.hold(e, h, token)
 	}
-	ctx := context.Background()
-	token, err := leaser.AcquireLease(ctx, session, e.opts.NodeID, e.opts.LeaseTTL)
-	if err != nil {
-		free()
-		return nil, nil, err
-	}
-	h.lease = token
-	stopRenewing := e.renewLease(leaser, h)
 	return h, func() {
-		stopRenewing()
-		leaser.ReleaseLease(ctx, session, token)
+		held := h.lease.drop(e, h)
 		free()
-		if !h.quiet {
+		// The next queued input may run now. A run whose last append found the queue
+		// empty and gave the lease up with it has nothing to start (an input queued
+		// after that append is started by whoever queued it).
+		if !h.quiet && (held || !h.queueEmpty.Load()) {
 			go e.kick(session)
 		}
 	}, nil
-}
-
-// renewLease renews h's lease a few times within each TTL until stopped; a lease it
-// finds lost stops the turn (its appends are refused anyway).
-func (e *Engine) renewLease(l Leaser, h *runHandle) (stop func()) {
-	done := make(chan struct{})
-	stopped := make(chan struct{})
-	go func() {
-		defer close(stopped)
-		tick := time.NewTicker(e.opts.LeaseTTL / 3)
-		defer tick.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-tick.C:
-				if err := l.RenewLease(context.Background(), h.session, h.lease, e.opts.LeaseTTL); events.IsCode(err, events.CodeConflict) {
-					h.stop("this node lost the session's lease: another node runs it now")
-					return
-				}
-			}
-		}
-	}()
-	return func() { close(done); <-stopped }
-}
-
-// bound is ctx with h's lease, so that the store fences the appends made with it.
-func (h *runHandle) bound(ctx context.Context) context.Context {
-	if h.lease == 0 {
-		return ctx
-	}
-	return WithLease(ctx, h.session, h.lease)
 }
 
 func (e *Engine) setRunningTurn(h *runHandle, turn string, from int64) {

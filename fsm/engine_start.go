@@ -49,7 +49,7 @@ func (e *Engine) StartTurn(ctx context.Context, session, input string) (*Started
 		return nil, err
 	}
 	ctx = context.WithoutCancel(ctx)
-	h, unlock, err := e.lock(session)
+	h, unlock, err := e.lockToAppend(session)
 	if err != nil {
 		return nil, err
 	}
@@ -77,7 +77,7 @@ func (e *Engine) StartTurn(ctx context.Context, session, input string) (*Started
 // nothing new to summarise).
 func (e *Engine) Compact(ctx context.Context, session string) (*Result, error) {
 	ctx = context.WithoutCancel(ctx)
-	h, unlock, err := e.lock(session)
+	h, unlock, err := e.lockToAppend(session)
 	if err != nil {
 		return nil, err
 	}
@@ -100,12 +100,21 @@ func (e *Engine) prepareQueued(ctx context.Context, session string, q projection
 	return e.prepareTurnAs(ctx, session, q.Input, h, q.Turn)
 }
 
-// prepareTurnAs is prepareTurn with the turn's id given ("": a new one).
+// prepareTurnAs is prepareTurn with the turn's id given ("": a new one; else a queued
+// input's, which its start takes out of the queue).
 func (e *Engine) prepareTurnAs(ctx context.Context, session, input string, h *runHandle, turn string) (*run, error) {
-	s, err := e.store.Session(ctx, session)
+	head, err := e.store.Head(ctx, session)
 	if err != nil {
 		return nil, err
 	}
+	s, last := head.Session, head.LastSeq
+	queuedBefore := 0
+	if turn != "" {
+		queuedBefore = 1
+	}
+	// The turn starts after seq last or not at all: any input queued since comes
+	// between, and clears this as the start appends past it.
+	h.queueEmpty.Store(head.Queued == queuedBefore)
 	app, ok := e.apps[s.App]
 	if !ok {
 		return nil, events.Errorf(events.CodeInvalid, "session %s belongs to app %q, which is not configured", session, s.App)
@@ -114,10 +123,6 @@ func (e *Engine) prepareTurnAs(ctx context.Context, session, input string, h *ru
 	if !ok {
 		return nil, events.Errorf(events.CodeInvalid, "session %s is with agent %q, which app %s no longer has", session, s.ActiveAgent, app.Name)
 	}
-	last, err := e.store.LastSeq(ctx, session)
-	if err != nil {
-		return nil, err
-	}
 	if last != s.LastCommitSeq {
 		if lt, err := e.store.LastTurn(ctx, session); err == nil && lt.Status == projection.TurnSuspended {
 			return nil, events.Errorf(events.CodeConflict, "turn %s of session %s is suspended: answer its interrupts with resume_map", lt.ID, session)
@@ -125,6 +130,9 @@ func (e *Engine) prepareTurnAs(ctx context.Context, session, input string, h *ru
 		if inflight, err := e.inFlight(ctx, session); err != nil || inflight != "" {
 			if err != nil {
 				return nil, err
+			}
+			if e.opts.Cluster != nil { // not here (the session was free here): on another node
+				return nil, events.Errorf(events.CodeConflict, "session %s is busy on another node: its turn %s is in flight there (or, if that node stopped, until a node recovers it)", session, inflight)
 			}
 			return nil, events.Errorf(events.CodeConflict, "session %s has turn %s in flight: it ends once the store takes writes again, or at the next start", session, inflight)
 		}

@@ -5,15 +5,17 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"os"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/projection"
 )
 
-// Leaser is a store shared by several nodes: a node takes a session's lease before
-// it drives a turn of it, so that a turn runs on one node at a time; the run's
-// appends carry the lease (Cluster.AppendLeased) and are refused once it is lost.
+// Leaser is a store shared by several nodes: a node holds a session's lease while it
+// drives a turn of it, so that a turn runs on one node at a time; the run's appends
+// carry the lease (Cluster.AppendLeased) and are refused once it is lost.
 type Leaser interface {
 	// AcquireLease takes session's lease for node until ttl from now, when it is free,
 	// expired or node's already, and returns its new token. Errors: conflict (another
@@ -29,35 +31,135 @@ type Leaser interface {
 // DefaultLeaseTTL is how long a session's lease lasts without renewal.
 const DefaultLeaseTTL = 15 * time.Second
 
-type leaseKey struct{}
-
-type lease struct {
-	session string
-	token   int64
+// runLease is a run's hold on its session's lease: taken before the run (lock) or
+// with its first append (lockToAppend), renewed by every append and, between them, a
+// few times within each TTL, and given up with the append that ends the run (or at
+// unlock). Appends are made under mu; the renewer only reads what it was given.
+type runLease struct {
+	mu        sync.Mutex
+	token     int64        // 0: not held
+	renewedAt atomic.Int64 // when an append or the renewer last renewed it (unix ns)
+	stopRenew func()
 }
 
-// WithLease marks ctx as a run's holding session's lease: the engine's appends made
-// with it go through Cluster.AppendLeased with the token.
-func WithLease(ctx context.Context, session string, token int64) context.Context {
-	return context.WithValue(ctx, leaseKey{}, lease{session, token})
+// hold starts holding token: renewed until dropped.
+func (l *runLease) hold(e *Engine, h *runHandle, token int64) {
+	l.token = token
+	l.renewedAt.Store(time.Now().UnixNano())
+	l.stopRenew = e.renewLease(h, token)
 }
 
-// LeaseOf is the lease token ctx carries for session (ok false: none).
-func LeaseOf(ctx context.Context, session string) (int64, bool) {
-	l, ok := ctx.Value(leaseKey{}).(lease)
-	if !ok || l.session != session {
-		return 0, false
+// drop stops renewing and gives the lease up if the run still holds it; held says it
+// did (unlock, not an append, let the session go).
+func (l *runLease) drop(e *Engine, h *runHandle) (held bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.stopRenew != nil {
+		l.stopRenew()
+		l.stopRenew = nil
 	}
-	return l.token, true
+	if l.token == 0 {
+		return false
+	}
+	e.opts.Cluster.ReleaseLease(context.Background(), h.session, l.token)
+	l.token = 0
+	return true
 }
 
-// appendEvents appends evs to session after seq after: fenced by the lease ctx
-// carries (a run's, on a cluster), else through the store itself; unsynced as
-// AppendUnsynced. Every append the engine makes goes through here.
+// appendLeased appends evs through the cluster under h's lease: taking it when the
+// run holds none yet, renewing it otherwise, and giving it up when evs end the run.
+func (l *runLease) appendLeased(ctx context.Context, e *Engine, h *runHandle, after int64, evs []events.Event, unsynced bool) ([]events.Event, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	lease := Lease{Session: h.session, Token: l.token, Node: e.opts.NodeID, TTL: e.opts.LeaseTTL, Release: endsRun(evs)}
+	if lease.Release && l.stopRenew != nil {
+		l.stopRenew() // not to renew what the append gives up
+		l.stopRenew = nil
+	}
+	out, token, err := e.opts.Cluster.AppendLeased(ctx, lease, after, evs, unsynced)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case lease.Release:
+		l.token = 0
+	case lease.Token == 0:
+		l.hold(e, h, token)
+	default:
+		l.renewedAt.Store(time.Now().UnixNano())
+	}
+	return out, nil
+}
+
+// endsRun says whether evs end the run that appends them: its turn committed,
+// failed, was canceled, or waits for people.
+func endsRun(evs []events.Event) bool {
+	for _, ev := range evs {
+		switch ev.Type {
+		case events.TypeTurnCommitted, events.TypeTurnFailed, events.TypeTurnCanceled, events.TypeTurnSuspended:
+			return ev.Turn != ""
+		}
+	}
+	return false
+}
+
+// renewLease renews token a few times within each TTL, when no append has renewed it
+// meanwhile, until stopped; a lease it finds lost stops the turn (its appends are
+// refused anyway).
+func (e *Engine) renewLease(h *runHandle, token int64) (stop func()) {
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	every := e.opts.LeaseTTL / 3
+	go func() {
+		defer close(stopped)
+		tick := time.NewTicker(every)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+				if time.Since(time.Unix(0, h.lease.renewedAt.Load())) < every {
+					continue // an append renewed it
+				}
+				err := e.opts.Cluster.RenewLease(context.Background(), h.session, token, e.opts.LeaseTTL)
+				if events.IsCode(err, events.CodeConflict) {
+					h.stop("this node lost the session's lease: another node runs it now")
+					return
+				}
+				if err == nil {
+					h.lease.renewedAt.Store(time.Now().UnixNano())
+				}
+			}
+		}
+	}()
+	return func() { close(done); <-stopped }
+}
+
+type runKey struct{}
+
+// bound is ctx carrying h, so that the engine's appends made with it go under h's
+// lease.
+func (h *runHandle) bound(ctx context.Context) context.Context {
+	return context.WithValue(ctx, runKey{}, h)
+}
+
+// runOf is the run ctx carries for session (nil: none).
+func runOf(ctx context.Context, session string) *runHandle {
+	h, _ := ctx.Value(runKey{}).(*runHandle)
+	if h == nil || h.session != session {
+		return nil
+	}
+	return h
+}
+
+// appendEvents appends evs to session after seq after: under the lease of the run ctx
+// carries, on a cluster, else through the store itself; unsynced as AppendUnsynced.
+// Every append the engine makes goes through here.
 func (e *Engine) appendEvents(ctx context.Context, session string, after int64, evs []events.Event, unsynced bool) ([]events.Event, error) {
-	if c := e.opts.Cluster; c != nil {
-		if token, ok := LeaseOf(ctx, session); ok {
-			return c.AppendLeased(ctx, Lease{Session: session, Token: token}, after, evs, unsynced)
+	if e.opts.Cluster != nil {
+		if h := runOf(ctx, session); h != nil {
+			return h.lease.appendLeased(ctx, e, h, after, evs, unsynced)
 		}
 	}
 	if unsynced {

@@ -105,6 +105,10 @@ type Store interface {
 	LastSeq(ctx context.Context, session string) (int64, error)
 	// Session returns a session summary. Errors: not_found.
 	Session(ctx context.Context, id string) (projection.Session, error)
+	// Head returns a session's summary with its log's newest seq and its queue's
+	// length, read at one moment (one round trip to a database across a network).
+	// Errors: not_found.
+	Head(ctx context.Context, id string) (projection.SessionHead, error)
 	// History returns the committed conversation; a branch's starts with its
 	// source's items up to the branch point.
 	History(ctx context.Context, session string) ([]events.Item, error)
@@ -140,16 +144,24 @@ type Store interface {
 type Cluster interface {
 	Leaser
 	CancelRelay
-	// AppendLeased is Append (AppendUnsynced when unsynced) fenced by the session's
-	// lease: refused with a conflict, writing nothing, once lease.Token is no longer
-	// the session's. The engine makes every append of a run holding a lease with it.
-	AppendLeased(ctx context.Context, lease Lease, after int64, evs []events.Event, unsynced bool) ([]events.Event, error)
+	// AppendLeased is Append (AppendUnsynced when unsynced) under the session's
+	// lease, in the append's own transaction: it takes the lease when lease.Token is
+	// 0 (for lease.Node, until lease.TTL from the commit; refused with a conflict
+	// while another node holds it), else renews it by lease.TTL (refused with a
+	// conflict, writing nothing, once lease.Token is no longer the session's), and
+	// with lease.Release gives it up as the append commits. It returns the lease's
+	// token after the append (0 once given up). The engine makes every append of a
+	// run on a cluster with it.
+	AppendLeased(ctx context.Context, lease Lease, after int64, evs []events.Event, unsynced bool) ([]events.Event, int64, error)
 }
 
-// Lease is a session's lease as a node holds it: the token AcquireLease returned.
+// Lease is a session's lease as an append carries it.
 type Lease struct {
 	Session string
-	Token   int64
+	Token   int64 // the token AcquireLease or an earlier append returned (0: none yet)
+	Node    string
+	TTL     time.Duration
+	Release bool // the append ends the run: the lease goes with it
 }
 
 // CallInfo tells a tool which call it is serving.

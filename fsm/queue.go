@@ -52,6 +52,9 @@ func (e *Engine) appendPastQueue(ctx context.Context, session string, after int6
 				return nil, err
 			}
 		}
+		if h := runOf(ctx, session); h != nil {
+			h.queueEmpty.Store(false) // its unlock looks at the queue
+		}
 		after = between[len(between)-1].Seq
 	}
 }
@@ -106,6 +109,7 @@ func (e *Engine) Enqueue(ctx context.Context, session, user, input string, inter
 	if err := e.appendQueueEvent(ctx, session, ev); err != nil {
 		return Queued{}, fmt.Errorf("queue input: %w", err)
 	}
+	e.queuedBehind(session)
 	if interrupt {
 		e.interruptRunning(ctx, session)
 	}
@@ -161,9 +165,12 @@ func (e *Engine) kick(session string) {
 			return // it ends, or is answered, and kicks then
 		}
 		next := waiting[0]
-		h, unlock, err := e.lock(session)
+		if e.queuedBehind(session) {
+			return // it kicks when it ends
+		}
+		h, unlock, err := e.lockToAppend(session)
 		if err != nil {
-			return // a turn runs here: it kicks when it ends
+			return // a turn runs here (it kicks when it ends), or on another node
 		}
 		ctx = h.bound(ctx)
 		r, err := e.prepareQueued(ctx, session, next, h)
@@ -201,6 +208,19 @@ func (e *Engine) kick(session string) {
 		}()
 		return
 	}
+}
+
+// queuedBehind tells the run holding session here, if one does, that input waits in
+// the queue: its unlock looks (the run may have made its last append before the input
+// was queued). It says whether a run held the session.
+func (e *Engine) queuedBehind(session string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	h := e.running[session]
+	if h != nil {
+		h.queueEmpty.Store(false)
+	}
+	return h != nil
 }
 
 // kickAll starts the queues of every session that has one and is free (at start).

@@ -183,6 +183,19 @@ func (s *staleSeq) LastSeq(ctx context.Context, session string) (int64, error) {
 	return n, err
 }
 
+// echoEngine is an engine on store of one app ("test") whose agent echoes its input.
+func echoEngine(t *testing.T, store fsm.Store) *fsm.Engine {
+	t.Helper()
+	agent := &fsm.Agent{Name: "a", LLM: "m", Model: modelFunc(func(r fsm.ModelRequest) (fsm.ModelResponse, error) {
+		return fsm.ModelResponse{ModelResponse: events.ModelResponse{Text: "echo: " + r.Items[len(r.Items)-1].Content}}, nil
+	})}
+	e, err := fsm.New(store, []*fsm.App{{Name: "test", StartAgent: "a", Agents: map[string]*fsm.Agent{"a": agent}}}, fsm.Options{Clock: testClock, NewID: counterIDs("id")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
 // TestEnqueueWhileTheTurnAppends: input queued while the running turn appends its
 // own events is queued all the same (a queue event belongs to no turn), and so is
 // its cancellation.
@@ -190,13 +203,7 @@ func TestEnqueueWhileTheTurnAppends(t *testing.T) {
 	t.Parallel()
 	store, _ := sqlite.MustOpen(t, sqlite.Options{Clock: testClock, Synchronous: "OFF"})
 	stale := &staleSeq{Store: store}
-	agent := &fsm.Agent{Name: "a", LLM: "m", Model: modelFunc(func(fsm.ModelRequest) (fsm.ModelResponse, error) {
-		return fsm.ModelResponse{ModelResponse: events.ModelResponse{Text: "hi"}}, nil
-	})}
-	e, err := fsm.New(stale, []*fsm.App{{Name: "test", StartAgent: "a", Agents: map[string]*fsm.Agent{"a": agent}}}, fsm.Options{Clock: testClock, NewID: counterIDs("id")})
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := echoEngine(t, stale)
 	ctx := context.Background()
 	s, err := e.CreateSession(ctx, "test", "alice", nil)
 	if err != nil {

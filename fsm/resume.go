@@ -39,7 +39,7 @@ func (e *Engine) Resume(ctx context.Context, session, user string, answers map[s
 		}
 	}
 	ctx = context.WithoutCancel(ctx)
-	h, unlock, err := e.lock(session)
+	h, unlock, err := e.lockToAppend(session)
 	if err != nil {
 		return nil, err
 	}

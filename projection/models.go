@@ -22,6 +22,14 @@ type Session struct {
 	ParentTurn    string          `json:"parent_turn,omitempty"`
 }
 
+// SessionHead is a session's summary with where its log ends and how many inputs
+// wait in its queue, read at one moment: what a turn needs to start.
+type SessionHead struct {
+	Session
+	LastSeq int64 // the newest seq of its log
+	Queued  int   // inputs waiting in its queue
+}
+
 // TurnStatus is where a turn stands, in the one vocabulary every output of turnlog
 // uses (the API, streams, webhooks, SQL views, the inspector): running, queued (an
 // input waiting in its session's queue, which has no turn row yet), suspended

@@ -15,14 +15,21 @@ import (
 
 // Append implements events.Log: one transaction, durable when it returns.
 func (s *Store) Append(ctx context.Context, session string, after int64, evs []events.Event) ([]events.Event, error) {
-	return s.append(ctx, fsm.Lease{Session: session}, after, evs, false)
+	out, _, err := s.append(ctx, fsm.Lease{Session: session}, after, evs, false)
+	return out, err
 }
 
-// AppendLeased implements fsm.Cluster: Append (AppendUnsynced when unsynced) in a
-// transaction that first checks lease is still the session's (fence).
-func (s *Store) AppendLeased(ctx context.Context, lease fsm.Lease, after int64, evs []events.Event, unsynced bool) ([]events.Event, error) {
-	if lease.Token == 0 {
-		return nil, events.FieldError(events.CodeInvalid, "lease", "names no token")
+// AppendLeased implements fsm.Cluster: Append (AppendUnsynced when unsynced) in the
+// transaction that takes, renews or gives up the session's lease (fsm.Cluster says
+// how), and returns the lease's token after it.
+func (s *Store) AppendLeased(ctx context.Context, lease fsm.Lease, after int64, evs []events.Event, unsynced bool) ([]events.Event, int64, error) {
+	switch {
+	case lease.Token < 0:
+		return nil, 0, events.FieldError(events.CodeInvalid, "lease.token", "is negative")
+	case lease.Token == 0 && lease.Node == "":
+		return nil, 0, events.FieldError(events.CodeInvalid, "lease.node", "is empty: a lease is taken for a node")
+	case lease.TTL < 0:
+		return nil, 0, events.FieldError(events.CodeInvalid, "lease.ttl", "is negative")
 	}
 	return s.append(ctx, lease, after, evs, unsynced)
 }
@@ -31,7 +38,8 @@ func (s *Store) AppendLeased(ctx context.Context, lease fsm.Lease, after int64, 
 // (synchronous_commit off): visible at once, kept by a crash of turnlog, and safe
 // from a crash of the database with its next synced commit.
 func (s *Store) AppendUnsynced(ctx context.Context, session string, after int64, evs []events.Event) ([]events.Event, error) {
-	return s.append(ctx, fsm.Lease{Session: session}, after, evs, true)
+	out, _, err := s.append(ctx, fsm.Lease{Session: session}, after, evs, true)
+	return out, err
 }
 
 func validate(session string, evs []events.Event) error {
@@ -46,28 +54,29 @@ func validate(session string, evs []events.Event) error {
 	return nil
 }
 
-// append appends evs after seq after, fenced by lease when it has a token.
-func (s *Store) append(ctx context.Context, lease fsm.Lease, after int64, evs []events.Event, unsynced bool) ([]events.Event, error) {
+// append appends evs after seq after under lease (none: no token, no node), and
+// returns the lease's token after it.
+func (s *Store) append(ctx context.Context, lease fsm.Lease, after int64, evs []events.Event, unsynced bool) ([]events.Event, int64, error) {
 	session := lease.Session
 	if err := validate(session, evs); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	if len(evs) == 0 {
-		return nil, nil
+		return nil, lease.Token, nil
 	}
 	if err := s.closedError(); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	began := time.Now()
-	out, err := s.appendPipelined(ctx, lease, after, evs, unsynced)
+	out, token, err := s.appendPipelined(ctx, lease, after, evs, unsynced)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	s.watch.Notify(map[string]int64{session: out[len(out)-1].Seq})
 	if s.opts.OnCommit != nil {
 		s.opts.OnCommit(len(out), time.Since(began))
 	}
-	return out, nil
+	return out, token, nil
 }
 
 // inTx runs fn in a transaction that, once begun, is decided whole even if ctx ends:

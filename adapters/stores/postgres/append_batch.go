@@ -21,9 +21,10 @@ import (
 
 // An append is one round trip: its statements go to the database as one pgx
 // pipeline, which the database runs as one implicit transaction. The first checks the
-// append (turnlog_append_check: the lease, the seq, that the session exists) and
-// raises when it fails; then come the events (and blobs), their read-model changes,
-// the webhook outbox rows and the notify. A statement that fails rolls the whole
+// append and moves the run's lease (turnlog_append_leased: the lease taken, renewed
+// or given up, the seq, that the session exists) and raises when it fails; then come
+// the events (and blobs), their read-model changes, the webhook outbox rows and the
+// notify. A statement that fails rolls the whole
 // append back, and its SQLSTATE says what it was.
 
 // appendStep is one statement of an append's pipeline and what it does, for the error
@@ -39,6 +40,8 @@ type pipeline struct {
 	after   int64
 	b       pgx.Batch
 	steps   []appendStep
+	checkAt int   // the step that checks the append and returns the lease's token
+	token   int64 // ... that token, once run
 }
 
 func (p *pipeline) queue(what string, ev *events.Event, query string, args ...any) {
@@ -60,18 +63,20 @@ func (c changesInto) ExecContext(_ context.Context, query string, args ...any) (
 // appendPipelined appends evs to lease.Session after seq after in one round trip (see
 // above), unsynced as AppendUnsynced. Its transaction is decided whole even if ctx
 // ends: a caller never mistakes a committed append for a failed one.
-func (s *Store) appendPipelined(ctx context.Context, lease fsm.Lease, after int64, evs []events.Event, unsynced bool) ([]events.Event, error) {
+func (s *Store) appendPipelined(ctx context.Context, lease fsm.Lease, after int64, evs []events.Event, unsynced bool) ([]events.Event, int64, error) {
 	ctx = context.WithoutCancel(ctx)
 	session := lease.Session
 	app, learned, err := s.webhookApp(ctx, session, evs)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	p := &pipeline{session: session, after: after}
 	if unsynced {
 		p.queue("commit unsynced", nil, `SELECT set_config('synchronous_commit', 'off', true)`)
 	}
-	p.queue("check the append", nil, `SELECT turnlog_append_check($1, $2, $3, $4)`, session, after, lease.Token, events.OpensSession(evs[0].Type))
+	p.checkAt = len(p.steps)
+	p.queue("check the append", nil, `SELECT turnlog_append_leased($1, $2, $3, $4, $5, $6, $7)`,
+		session, after, lease.Token, lease.Node, lease.TTL.Microseconds(), lease.Release, events.OpensSession(evs[0].Type))
 	at := s.opts.Clock().UTC()
 	out := make([]events.Event, len(evs))
 	for i, ev := range evs {
@@ -84,18 +89,18 @@ func (s *Store) appendPipelined(ctx context.Context, lease fsm.Lease, after int6
 			err = applyChanges(ctx, changesInto{p, ev}, changes)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("project %s/%d: %w", ev.Session, ev.Seq, err)
+			return nil, 0, fmt.Errorf("project %s/%d: %w", ev.Session, ev.Seq, err)
 		}
 		s.queueWebhooks(p, ev, app)
 	}
 	p.queue("notify the commit", nil, `SELECT pg_notify($1, $2)`, commitsChannel, s.scope+"/"+session)
 	if err := s.run(ctx, p); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	if learned {
 		s.apps.Store(session, app) // known once the session is in the log
 	}
-	return out, nil
+	return out, p.token, nil
 }
 
 // queueInsert queues ev's row, and its blob when its data is over the threshold.
@@ -191,7 +196,13 @@ func (s *Store) run(ctx context.Context, p *pipeline) error {
 		}
 		br := pc.SendBatch(ctx, &p.b)
 		for i := range p.steps {
-			if _, err := br.Exec(); err != nil {
+			var err error
+			if i == p.checkAt {
+				err = br.QueryRow().Scan(&p.token)
+			} else {
+				_, err = br.Exec()
+			}
+			if err != nil {
 				br.Close()
 				return appendError(p, p.steps[i], err)
 			}
@@ -216,6 +227,8 @@ func appendError(p *pipeline, step appendStep, err error) error {
 		return &events.Error{Code: events.CodeConflict, Field: "seq", Message: msg, Err: err}
 	case state == "TL003":
 		return events.Errorf(events.CodeNotFound, "session %s not found (it was never created, or it was erased)", p.session)
+	case state == "TL004":
+		return &events.Error{Code: events.CodeConflict, Message: fmt.Sprintf("session %s is busy on another node", p.session), Err: err}
 	case state == "23505" && constraintName(err) == "events_session_id_seq_key" && step.ev != nil:
 		return &events.Error{Code: events.CodeConflict, Field: "seq", Message: fmt.Sprintf("event %s/%d already exists: another writer appended first", step.ev.Session, step.ev.Seq), Err: err}
 	case (state == "23514" || strings.HasPrefix(state, "22")) && step.ev != nil:

@@ -34,7 +34,7 @@ func (s *Store) AcquireLease(ctx context.Context, session, node string, ttl time
 // lost: another node took the session over).
 func (s *Store) RenewLease(ctx context.Context, session string, token int64, ttl time.Duration) error {
 	res, err := s.db.ExecContext(ctx, `UPDATE session_leases SET expires_at = clock_timestamp() + $3 * interval '1 microsecond'
-		WHERE session_id = $1 AND token = $2`, session, token, ttl.Microseconds())
+		WHERE session_id = $1 AND token = $2 AND expires_at > '-infinity'`, session, token, ttl.Microseconds())
 	if err != nil {
 		return fmt.Errorf("renew the lease of %s: %w", session, err)
 	}
@@ -44,9 +44,12 @@ func (s *Store) RenewLease(ctx context.Context, session string, token int64, ttl
 	return nil
 }
 
-// ReleaseLease gives the lease with token up (a lease lost meanwhile stays).
+// ReleaseLease gives the lease with token up (a lease lost meanwhile stays). Its row
+// stays, expired for ever, so that the next taking raises the token again: a token
+// is never given twice for a session, and an append of a node that paused past its
+// lease is refused whoever held the session since.
 func (s *Store) ReleaseLease(ctx context.Context, session string, token int64) error {
-	_, err := s.db.ExecContext(ctx, `DELETE FROM session_leases WHERE session_id = $1 AND token = $2`, session, token)
+	_, err := s.db.ExecContext(ctx, `UPDATE session_leases SET expires_at = '-infinity' WHERE session_id = $1 AND token = $2`, session, token)
 	return err
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -440,5 +441,71 @@ func queueRan(t *testing.T, s storetest.Store, session string) []projection.Turn
 			t.Fatalf("the queued input never ran: %+v", turns)
 		}
 		time.Sleep(20 * time.Millisecond) // the queue starts once the turn before it ends
+	}
+}
+
+// afterLastAppend is a node's store that, once, right after a run's last append (the
+// one that ends its turn) commits — before the engine lets the session go —, calls
+// then.
+type afterLastAppend struct {
+	*postgres.Store
+	armed atomic.Bool
+	then  func(session string)
+}
+
+func (s *afterLastAppend) AppendLeased(ctx context.Context, lease fsm.Lease, after int64, evs []events.Event, unsynced bool) ([]events.Event, int64, error) {
+	out, token, err := s.Store.AppendLeased(ctx, lease, after, evs, unsynced)
+	if err == nil && lease.Release && s.armed.CompareAndSwap(true, false) {
+		s.then(lease.Session)
+	}
+	return out, token, err
+}
+
+// TestTheLastAppendLetsTheSessionGo: a turn's last append gives its node's lease up.
+// Input queued on node B right after it runs on node B at once, while node A has not
+// yet let the session go, and node A does not run it again.
+func TestTheLastAppendLetsTheSessionGo(t *testing.T) {
+	t.Parallel()
+	dsn := postgres.TestSchemaDSN(t)
+	storeA := &afterLastAppend{Store: postgres.MustOpenOn(t, dsn)}
+	storeB := postgres.MustOpenOn(t, dsn)
+	gate, entered := make(chan struct{}), make(chan struct{}, 4)
+	close(gate)
+	a, b := node(t, storeA, "node-a", gate, entered), node(t, storeB, "node-b", gate, entered)
+	ctx := context.Background()
+	sess, err := a.CreateSession(ctx, "demo", "alice", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var queued fsm.Queued
+	ran := make(chan []projection.Turn, 1)
+	storeA.then = func(session string) {
+		q, err := b.Enqueue(ctx, session, "alice", "after the first", false)
+		if err != nil {
+			t.Error(err)
+		}
+		queued = q
+		ran <- queueRan(t, storeB, session) // node a holds its run until node b has run it
+	}
+	storeA.armed.Store(true)
+	first, err := a.StartTurn(ctx, sess.ID, "hello")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := first.Wait(); err != nil || res.Status != fsm.StatusCompleted {
+		t.Fatalf("node a's turn: %+v %v", res, err)
+	}
+	turns := <-ran
+	if len(turns) != 2 || turns[1].ID != queued.TurnID {
+		t.Fatalf("turns %+v", turns)
+	}
+	if err := a.Settled(ctx, sess.ID, first.ID, math.MaxInt64); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Settled(ctx, sess.ID, queued.TurnID, math.MaxInt64); err != nil {
+		t.Fatal(err)
+	}
+	if turns, _ := storeB.Turns(ctx, sess.ID); len(turns) != 2 {
+		t.Fatalf("the queued input ran again: %+v", turns)
 	}
 }

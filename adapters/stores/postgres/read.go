@@ -27,11 +27,15 @@ LEFT JOIN proj_interrupts i ON h.item ->> 'type' = 'function_call' AND i.session
      AND i.path = (h.item ->> 'agent') || '/tool/' || (h.item ->> 'call_id') || '/approval' AND i.edited_arguments IS NOT NULL
 ORDER BY l.depth DESC, h.seq, h.idx`
 	qSessionCols = `SELECT id, app, owner, metadata::text, created_at, active_agent, turn_count, last_commit_seq, parent_id, parent_seq, parent_turn FROM proj_sessions`
+	qSessionHead = `SELECT s.id, s.app, s.owner, s.metadata::text, s.created_at, s.active_agent, s.turn_count, s.last_commit_seq, s.parent_id, s.parent_seq, s.parent_turn`
 	qTurnCols    = `SELECT session_id, turn_id, status, agent, input, start_seq, end_seq, started_at, ended_at, model_calls, tool_calls, input_tokens, output_tokens, error_code, error_message, end_agent, agents::text FROM proj_turns`
 	qPending     = `SELECT session_id, turn_id, interrupt_id, kind, path, coalesce(call_id, ''), coalesce(tool, ''), arguments::text, coalesce(reason, ''), status, requested_at, coalesce(policy::text, '{}') FROM proj_interrupts WHERE session_id = $1 AND status = 'pending' ORDER BY requested_seq`
 	qQueued      = `SELECT session_id, turn_id, input, by_user, status, queued_at, queued_seq FROM proj_queue WHERE session_id = $1 AND status = 'queued' ORDER BY queued_seq`
 	qAudit       = `SELECT seq, turn_id, at, path, kind, coalesce(tool, ''), coalesce(outcome, ''), coalesce(rule, ''), coalesce(reason, ''), resources, exit_code, coalesce(diff, ''), coalesce(answered_by, ''), proposed, approved FROM audit WHERE session_id = $1 ORDER BY seq, kind`
 )
+
+// qSessionHeadOf reads a SessionHead (sqlrows).
+var qSessionHeadOf = qSessionHead + sqlrows.Dollar(sqlrows.QSessionHeadTail)
 
 // qSessionsPage is the page of sessions both stores read (sqlrows).
 var qSessionsPage = qSessionCols + sqlrows.Dollar(sqlrows.QSessionsPageWhere)
@@ -62,6 +66,19 @@ func (s *Store) Session(ctx context.Context, id string) (projection.Session, err
 		return ss, fmt.Errorf("read session %s: %w", id, err)
 	}
 	return ss, nil
+}
+
+// Head returns a session's summary with its log's newest seq and its queue's length,
+// in one statement. Errors: not_found.
+func (s *Store) Head(ctx context.Context, id string) (projection.SessionHead, error) {
+	h, err := sqlrows.ScanSessionHead(s.db.QueryRowContext(ctx, qSessionHeadOf, id))
+	if isNoRows(err) {
+		return h, events.Errorf(events.CodeNotFound, "session %s not found", id)
+	}
+	if err != nil {
+		return h, fmt.Errorf("read session %s: %w", id, err)
+	}
+	return h, nil
 }
 
 func (s *Store) querySessions(ctx context.Context, q string, args ...any) ([]projection.Session, error) {

@@ -73,37 +73,34 @@ var (
 	qMemoryID      = sqlrows.Dollar(sqlrows.QMemoryID)
 	qMemoryVectors = sqlrows.Dollar(sqlrows.QMemoryVectors)
 	qKeyGet        = sqlrows.Dollar(sqlrows.QKeyGet)
-	qKeyClaim      = sqlrows.Dollar(sqlrows.QKeyClaim)
 	qKeyTarget     = sqlrows.Dollar(sqlrows.QKeyTarget)
 	qKeyRelease    = sqlrows.Dollar(sqlrows.QKeyRelease)
 )
 
 // ClaimKey takes (owner, key) for a request unless a live record holds it: then it
-// returns that record and claimed false. Expired records are deleted on the way.
+// returns that record and claimed false. An expired record is replaced. One
+// statement (turnlog_claim_key).
 func (s *Store) ClaimKey(ctx context.Context, r projection.IdempotencyRecord, now time.Time) (projection.IdempotencyRecord, bool, error) {
-	var existing projection.IdempotencyRecord
-	claimed := false
-	err := s.inTx(ctx, false, func(ctx context.Context, tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, `DELETE FROM idempotency_keys WHERE owner = $1 AND key = $2 AND expires_at <= $3`, r.Owner, r.Key, sqlrows.KeyTime(now)); err != nil {
-			return fmt.Errorf("expire idempotency keys: %w", err)
-		}
-		res, err := tx.ExecContext(ctx, qKeyClaim,
-			r.Owner, r.Key, r.Route, r.BodyHash, r.Session, r.Turn, sqlrows.KeyTime(r.CreatedAt), sqlrows.KeyTime(r.ExpiresAt))
-		if err != nil {
-			return fmt.Errorf("claim idempotency key: %w", err)
-		}
-		if n, _ := res.RowsAffected(); n == 1 {
-			claimed = true
-			return nil
-		}
-		existing, err = sqlrows.ScanKey(tx.QueryRowContext(ctx, qKeyGet, r.Owner, r.Key))
-		return err
-	})
-	if claimed {
-		return r, true, err
+	var claimed bool
+	row := s.db.QueryRowContext(ctx, `SELECT * FROM turnlog_claim_key($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+		r.Owner, r.Key, r.Route, r.BodyHash, r.Session, r.Turn, sqlrows.KeyTime(r.CreatedAt), sqlrows.KeyTime(r.ExpiresAt), sqlrows.KeyTime(now))
+	got, err := sqlrows.ScanKey(claimedRow{row, &claimed})
+	if err != nil {
+		return got, false, storageError(fmt.Errorf("claim idempotency key: %w", err))
 	}
-	return existing, false, err
+	if claimed {
+		return r, true, nil
+	}
+	return got, false, nil
 }
+
+// claimedRow reads a claim's first column (claimed) before the key's record.
+type claimedRow struct {
+	row     *sql.Row
+	claimed *bool
+}
+
+func (c claimedRow) Scan(dest ...any) error { return c.row.Scan(append([]any{c.claimed}, dest...)...) }
 
 // Key returns the record of (owner, key). Errors: sql.ErrNoRows when there is none.
 func (s *Store) Key(ctx context.Context, owner, key string) (projection.IdempotencyRecord, error) {

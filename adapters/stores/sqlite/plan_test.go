@@ -21,7 +21,7 @@ func TestStepQueriesSeek(t *testing.T) {
 		"qLastSeq": qLastSeq, "qEventsAfter": qEventsAfter, "qSessionMoved": qSessionMoved,
 		"qTurnProgress": qTurnProgress, "qTurnClose": qTurnClose, "qTurnPause": qTurnPause,
 		"qInterruptSet": qInterruptSet, "qInterruptEnd": qInterruptEnd, "qPending": qPending,
-		"qSession": qSession, "qTurn": qTurn, "qLastTurn": qLastTurn, "qTurnEndingAt": qTurnEndingAt,
+		"qSession": qSession, "qSessionHead": qSessionHead, "qTurn": qTurn, "qLastTurn": qLastTurn, "qTurnEndingAt": qTurnEndingAt,
 		"qRunningTurns": qRunningTurns, "qSuspended": qSuspended,
 	} {
 		args := make([]any, strings.Count(q, "?")) // unbound parameters plan as NULLs

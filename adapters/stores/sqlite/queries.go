@@ -36,6 +36,7 @@ const (
 )`
 	qSessionCols  = `SELECT id, app, owner, metadata, created_at, active_agent, turn_count, last_commit_seq, parent_id, parent_seq, parent_turn FROM proj_sessions`
 	qSession      = qSessionCols + ` WHERE id = ?`
+	qSessionHead  = `SELECT s.id, s.app, s.owner, s.metadata, s.created_at, s.active_agent, s.turn_count, s.last_commit_seq, s.parent_id, s.parent_seq, s.parent_turn` + sqlrows.QSessionHeadTail
 	qSessionsPage = qSessionCols + sqlrows.QSessionsPageWhere
 	qBranchesOf   = qSessionCols + sqlrows.QBranchesWhere
 	// qLineageOf lists a session's sources, oldest first, each with the seq up to

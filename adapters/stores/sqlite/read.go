@@ -42,6 +42,19 @@ func (s *Store) Session(ctx context.Context, id string) (projection.Session, err
 	return ss, nil
 }
 
+// Head returns a session's summary with its log's newest seq and its queue's length,
+// read at one moment. Errors: not_found.
+func (s *Store) Head(ctx context.Context, id string) (projection.SessionHead, error) {
+	h, err := sqlrows.ScanSessionHead(s.queryRow(ctx, qSessionHead, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return h, events.Errorf(events.CodeNotFound, "session %s not found", id)
+	}
+	if err != nil {
+		return h, fmt.Errorf("read session %s: %w", id, err)
+	}
+	return h, nil
+}
+
 func (s *Store) querySessions(ctx context.Context, q string, args ...any) ([]projection.Session, error) {
 	rows, err := s.query(ctx, q, args...)
 	if err != nil {

@@ -50,15 +50,30 @@ func ScanEvent(sc Scanner) (events.Event, error) {
 	return ev, nil
 }
 
+// ScanSession reads a session's columns.
 func ScanSession(sc Scanner) (projection.Session, error) {
+	return scanSession(sc)
+}
+
+// ScanSessionHead reads a session's columns followed by its log's newest seq and its
+// queue's length (QSessionHeadTail).
+func ScanSessionHead(sc Scanner) (projection.SessionHead, error) {
+	var h projection.SessionHead
+	var err error
+	h.Session, err = scanSession(sc, &h.LastSeq, &h.Queued)
+	return h, err
+}
+
+func scanSession(sc Scanner, more ...any) (projection.Session, error) {
 	var (
 		ss                    projection.Session
 		meta, parentID, pturn sql.NullString
 		created               string
 		parentSeq             sql.NullInt64
 	)
-	if err := sc.Scan(&ss.ID, &ss.App, &ss.Owner, &meta, &created, &ss.ActiveAgent, &ss.TurnCount, &ss.LastCommitSeq,
-		&parentID, &parentSeq, &pturn); err != nil {
+	cols := append([]any{&ss.ID, &ss.App, &ss.Owner, &meta, &created, &ss.ActiveAgent, &ss.TurnCount, &ss.LastCommitSeq,
+		&parentID, &parentSeq, &pturn}, more...)
+	if err := sc.Scan(cols...); err != nil {
 		return ss, err
 	}
 	if meta.Valid {

@@ -61,6 +61,10 @@ const (
 // first page), newest first, at most ?5; and the sessions branched from ?1, by
 // branch point.
 const (
+	// QSessionHeadTail follows a session's columns (of proj_sessions s) to read its
+	// SessionHead: the newest seq of its log and the length of its queue.
+	QSessionHeadTail = `, (SELECT coalesce(max(seq), 0) FROM events WHERE session_id = s.id),
+  (SELECT count(*) FROM proj_queue WHERE session_id = s.id AND status = 'queued') FROM proj_sessions s WHERE s.id = ?1`
 	QSessionsPageWhere = ` WHERE owner = ?1 AND (app = ?2 OR ?2 = '') AND (?3 = '' OR created_at < ?3 OR (created_at = ?3 AND id < ?4)) ORDER BY created_at DESC, id DESC LIMIT ?5`
 	QBranchesWhere     = ` WHERE parent_id = ?1 ORDER BY parent_seq, created_at, id`
 )

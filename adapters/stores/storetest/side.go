@@ -2,8 +2,11 @@ package storetest
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -112,11 +115,44 @@ func idempotencyKeys(t *testing.T, h Harness) {
 	if _, claimed, _ := s.ClaimKey(ctx, rec, now.Add(25*time.Hour)); !claimed {
 		t.Fatal("an expired key was not given up")
 	}
+	if k, err := s.Key(ctx, "alice", "k1"); err != nil || k.Session != "" || k.Turn != "" || k.StartSeq != 0 {
+		t.Fatalf("an expired key claimed again keeps what its first claim made: %+v %v", k, err)
+	}
 	if err := s.ReleaseKey(ctx, "bob", "k1", now); err != nil {
 		t.Fatal(err)
 	}
 	if _, claimed, _ := s.ClaimKey(ctx, bob, now.Add(time.Hour)); !claimed {
 		t.Fatal("a released key was not given up")
+	}
+	// Claims of one key at once: one takes it, each other one is answered with the
+	// record it took.
+	carol := rec
+	carol.Owner = "carol"
+	var wg sync.WaitGroup
+	var claims atomic.Int32
+	errs := make(chan error, 8)
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			got, claimed, err := s.ClaimKey(ctx, carol, now)
+			switch {
+			case err != nil:
+				errs <- err
+			case claimed:
+				claims.Add(1)
+			case got.Owner != "carol" || got.BodyHash != "h1":
+				errs <- fmt.Errorf("a claim that lost was answered with %+v", got)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if claims.Load() != 1 {
+		t.Fatalf("%d claims of one key at once took it", claims.Load())
 	}
 }
 

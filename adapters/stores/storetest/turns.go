@@ -146,6 +146,7 @@ func queuedInputs(t *testing.T, h Harness) {
 	if sessions, err := w.s.QueuedSessions(w.ctx); err != nil || !slices.Contains(sessions, id) {
 		t.Fatalf("queued sessions: %v %v", sessions, err)
 	}
+	headIs(t, w, id, 1)
 	close(w.gate)
 	slow.Wait()
 	deadline := time.Now().Add(30 * time.Second)
@@ -164,6 +165,25 @@ func queuedInputs(t *testing.T, h Harness) {
 	w.settled(id)
 	if waiting, _ := w.s.Queued(w.ctx, id); len(waiting) != 0 {
 		t.Fatalf("a queue that ran: %+v", waiting)
+	}
+	headIs(t, w, id, 0)
+	if _, err := w.s.Head(w.ctx, "no-such-session"); !events.IsCode(err, events.CodeNotFound) {
+		t.Fatalf("the head of no session: %v", err)
+	}
+}
+
+// headIs checks that session id's head reads what Session, LastSeq and Queued read
+// apart, with queued inputs waiting.
+func headIs(t *testing.T, w *world, id string, queued int) {
+	t.Helper()
+	head, err := w.s.Head(w.ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess, _ := w.s.Session(w.ctx, id)
+	last, _ := w.s.LastSeq(w.ctx, id)
+	if head.Session.ID != sess.ID || head.Owner != sess.Owner || head.LastCommitSeq != sess.LastCommitSeq || head.LastSeq != last || head.Queued != queued || last == 0 {
+		t.Fatalf("head %+v; session %+v at seq %d with %d queued", head, sess, last, queued)
 	}
 }
 
