@@ -2,7 +2,8 @@
 -- append's round trip runs first (0005's turnlog_append_check stays for nodes of
 -- the release before it, during a rolling upgrade). The lease:
 --   p_token > 0   it must still have that token, else TL001 (another node runs the
---                 session now); it is renewed to p_ttl_us from now, never shortened;
+--                 session now); it is renewed to p_ttl_us from now once less than two
+--                 thirds of that is left (never shortened);
 --   p_token = 0, p_node <> ''
 --                 the append takes it for p_node until p_ttl_us from now, when it
 --                 is free, expired or p_node's already; else TL004 (another node
@@ -14,21 +15,35 @@
 -- taking raises its token again: a token is never given twice for a session.
 -- Then the log: TL002 the session is not at seq p_after (its last seq is the
 -- detail); TL003 it does not exist and the append does not open it.
+-- With p_unsynced the append's commit does not wait for the WAL to reach the disk.
+-- (The other nodes hear of the commit from the node's notifier, after it: a NOTIFY
+-- here would hold the notify lock through the commit's flush, and every notifying
+-- commit would wait behind it.)
 -- It returns the lease's token after the append (0: none, or given up). A raise
 -- rolls the whole append back, lease included.
-CREATE FUNCTION turnlog_append_leased(p_session text, p_after bigint, p_token bigint, p_node text, p_ttl_us bigint, p_release boolean, p_opens boolean) RETURNS bigint
+CREATE FUNCTION turnlog_append_leased(p_session text, p_after bigint, p_token bigint, p_node text, p_ttl_us bigint, p_release boolean,
+    p_opens boolean, p_unsynced boolean) RETURNS bigint
 LANGUAGE plpgsql AS $$
 DECLARE
     held bigint := p_token;
     last_seq bigint;
+    until timestamptz;
 BEGIN
+    IF p_unsynced THEN
+        PERFORM set_config('synchronous_commit', 'off', true);
+    END IF;
     IF p_token > 0 THEN
-        -- The row stays locked to the commit: a takeover waits for it, and sees the
-        -- renewed expiry.
-        UPDATE session_leases SET expires_at = greatest(expires_at, clock_timestamp() + p_ttl_us * interval '1 microsecond')
-        WHERE session_id = p_session AND token = p_token AND expires_at > '-infinity';
+        -- Locked to the commit: a takeover waits for it. Renewed only once a third of
+        -- the TTL has gone (a row version of its own each time), so that a run's
+        -- appends do not rewrite the row at every step.
+        SELECT expires_at INTO until FROM session_leases
+        WHERE session_id = p_session AND token = p_token AND expires_at > '-infinity' FOR UPDATE;
         IF NOT FOUND THEN
             RAISE EXCEPTION 'this node lost the lease of session %', p_session USING ERRCODE = 'TL001';
+        END IF;
+        IF NOT p_release AND until < clock_timestamp() + (p_ttl_us * 2 / 3) * interval '1 microsecond' THEN
+            UPDATE session_leases SET expires_at = clock_timestamp() + p_ttl_us * interval '1 microsecond'
+            WHERE session_id = p_session AND token = p_token AND expires_at < clock_timestamp() + p_ttl_us * interval '1 microsecond';
         END IF;
     ELSIF p_node <> '' THEN
         INSERT INTO session_leases AS l (session_id, node, token, expires_at)
@@ -53,3 +68,7 @@ BEGIN
     END IF;
     RETURN held;
 END $$;
+
+-- Nothing looks leases up by their expiry: without the index a renewal rewrites the
+-- row in place (a heap-only update), not every index of it.
+DROP INDEX session_leases_expiry;

@@ -38,13 +38,12 @@ func BenchmarkHTTPTurnsOverDelay(b *testing.B) {
 					}
 				}
 				url, tl := benchNode(b, db)
-				trips := func() int64 {
+				benchTurnsOver(b, []string{url}, sessions, true, func() (int64, int64) {
 					if s, ok := tl.Store.(*postgres.Store); ok {
-						return s.RoundTrips()
+						return s.RoundTrips(), s.Notifies()
 					}
-					return 0
-				}
-				benchTurnsOver(b, []string{url}, sessions, true, trips)
+					return 0, 0
+				})
 			})
 		}
 	}

@@ -49,13 +49,12 @@ func BenchmarkHTTPTurnsByNodes(b *testing.B) {
 					stores = append(stores, s)
 				}
 			}
-			trips := func() (n int64) {
+			benchTurnsOver(b, urls, 50, c.sticky, func() (trips, notifies int64) {
 				for _, s := range stores {
-					n += s.RoundTrips()
+					trips, notifies = trips+s.RoundTrips(), notifies+s.Notifies()
 				}
-				return n
-			}
-			benchTurnsOver(b, urls, 50, c.sticky, trips)
+				return trips, notifies
+			})
 		})
 	}
 }
@@ -72,9 +71,11 @@ func benchNode(b *testing.B, db string) (string, *turnlog.Turnlog) {
 	return srv.URL, tl
 }
 
-// benchTurnsOver runs b.N turns over urls from sessions clients; trips, when the
-// nodes count what they send their database, gives the round-trips/turn metric.
-func benchTurnsOver(b *testing.B, urls []string, sessions int, sticky bool, trips func() int64) {
+// benchTurnsOver runs b.N turns over urls from sessions clients; counts, when the
+// nodes count what they send their database, gives the round-trips/turn metric (what
+// their pools send: what turns wait for) and notifies/turn (what their notifiers send
+// the other nodes, off the turns' path).
+func benchTurnsOver(b *testing.B, urls []string, sessions int, sticky bool, counts func() (trips, notifies int64)) {
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: sessions}}
 	post := func(url, path, body string) (map[string]any, error) {
 		res, err := client.Post(url+path, "application/json", strings.NewReader(body))
@@ -102,7 +103,7 @@ func benchTurnsOver(b *testing.B, urls []string, sessions int, sticky bool, trip
 	var took []time.Duration
 	var wg sync.WaitGroup
 	b.ResetTimer()
-	tripsBefore := trips()
+	tripsBefore, notifiesBefore := counts()
 	start := time.Now()
 	for i, id := range ids {
 		wg.Add(1)
@@ -134,7 +135,8 @@ func benchTurnsOver(b *testing.B, urls []string, sessions int, sticky bool, trip
 	sort.Slice(took, func(i, j int) bool { return took[i] < took[j] })
 	b.ReportMetric(float64(len(took))/elapsed.Seconds(), "turns/s")
 	b.ReportMetric(float64(took[len(took)/2])/float64(time.Millisecond), "p50-ms")
-	if n := trips() - tripsBefore; n > 0 {
-		b.ReportMetric(float64(n)/float64(len(took)), "round-trips/turn")
+	if trips, notifies := counts(); trips > tripsBefore {
+		b.ReportMetric(float64(trips-tripsBefore)/float64(len(took)), "round-trips/turn")
+		b.ReportMetric(float64(notifies-notifiesBefore)/float64(len(took)), "notifies/turn")
 	}
 }

@@ -73,6 +73,7 @@ func (s *Store) append(ctx context.Context, lease fsm.Lease, after int64, evs []
 		return nil, 0, err
 	}
 	s.watch.Notify(map[string]int64{session: out[len(out)-1].Seq})
+	s.notes.add(session)
 	if s.opts.OnCommit != nil {
 		s.opts.OnCommit(len(out), time.Since(began))
 	}

@@ -22,9 +22,9 @@ import (
 // An append is one round trip: its statements go to the database as one pgx
 // pipeline, which the database runs as one implicit transaction. The first checks the
 // append and moves the run's lease (turnlog_append_leased: the lease taken, renewed
-// or given up, the seq, that the session exists) and raises when it fails; then come
-// the events (and blobs), their read-model changes, the webhook outbox rows and the
-// notify. A statement that fails rolls the whole
+// or given up, the seq, that the session exists; the commit unsynced) and raises when
+// it fails; then come the events (and blobs), their read-model changes and the
+// webhook outbox rows. The other nodes hear of it from the notifier (notify.go). A statement that fails rolls the whole
 // append back, and its SQLSTATE says what it was.
 
 // appendStep is one statement of an append's pipeline and what it does, for the error
@@ -40,8 +40,7 @@ type pipeline struct {
 	after   int64
 	b       pgx.Batch
 	steps   []appendStep
-	checkAt int   // the step that checks the append and returns the lease's token
-	token   int64 // ... that token, once run
+	token   int64 // the lease's token the first step (the check) returned
 }
 
 func (p *pipeline) queue(what string, ev *events.Event, query string, args ...any) {
@@ -71,12 +70,8 @@ func (s *Store) appendPipelined(ctx context.Context, lease fsm.Lease, after int6
 		return nil, 0, err
 	}
 	p := &pipeline{session: session, after: after}
-	if unsynced {
-		p.queue("commit unsynced", nil, `SELECT set_config('synchronous_commit', 'off', true)`)
-	}
-	p.checkAt = len(p.steps)
-	p.queue("check the append", nil, `SELECT turnlog_append_leased($1, $2, $3, $4, $5, $6, $7)`,
-		session, after, lease.Token, lease.Node, lease.TTL.Microseconds(), lease.Release, events.OpensSession(evs[0].Type))
+	p.queue("check the append", nil, `SELECT turnlog_append_leased($1, $2, $3, $4, $5, $6, $7, $8)`,
+		session, after, lease.Token, lease.Node, lease.TTL.Microseconds(), lease.Release, events.OpensSession(evs[0].Type), unsynced)
 	at := s.opts.Clock().UTC()
 	out := make([]events.Event, len(evs))
 	for i, ev := range evs {
@@ -93,7 +88,6 @@ func (s *Store) appendPipelined(ctx context.Context, lease fsm.Lease, after int6
 		}
 		s.queueWebhooks(p, ev, app)
 	}
-	p.queue("notify the commit", nil, `SELECT pg_notify($1, $2)`, commitsChannel, s.scope+"/"+session)
 	if err := s.run(ctx, p); err != nil {
 		return nil, 0, err
 	}
@@ -197,7 +191,7 @@ func (s *Store) run(ctx context.Context, p *pipeline) error {
 		br := pc.SendBatch(ctx, &p.b)
 		for i := range p.steps {
 			var err error
-			if i == p.checkAt {
+			if i == 0 {
 				err = br.QueryRow().Scan(&p.token)
 			} else {
 				_, err = br.Exec()

@@ -10,9 +10,9 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// commitsChannel is the channel every append notifies with its session's id at
-// commit, so that readers following a session on any node wake; cancelsChannel
-// carries cancels to the node that runs the turn.
+// commitsChannel is the channel each node's notifier tells of the sessions its
+// appends committed to, so that readers following a session on any node wake;
+// cancelsChannel carries cancels to the node that runs the turn.
 const (
 	commitsChannel = "turnlog_commits"
 	cancelsChannel = "turnlog_cancels"

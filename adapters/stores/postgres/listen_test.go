@@ -48,3 +48,41 @@ func TestWatchHearsOtherNodes(t *testing.T) {
 		t.Fatalf("node b woke and reads %d events, %v", len(evs), err)
 	}
 }
+
+// TestACommitIsHeardThoughItsNodeCloses: a node that closes right after a commit
+// still tells the other nodes of it (its notifier sends what waits before it stops).
+func TestACommitIsHeardThoughItsNodeCloses(t *testing.T) {
+	t.Parallel()
+	dsn := TestSchemaDSN(t)
+	ctx := context.Background()
+	a, err := Open(ctx, dsn, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Open(ctx, dsn, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	created := events.MustNew("", "", &events.SessionCreated{App: "demo", Owner: "alice", Agent: "main"})
+	if _, err := a.Append(ctx, "s1", 0, []events.Event{created}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-b.listening:
+	case <-time.After(30 * time.Second):
+		t.Fatal("node b never listened")
+	}
+	wake, stop := b.Watch("s1")
+	defer stop()
+	hint := events.MustNew("", "", &events.LoopDetected{Tool: "x", Repeats: 3, Action: "hint"})
+	if _, err := a.Append(ctx, "s1", 1, []events.Event{hint}); err != nil {
+		t.Fatal(err)
+	}
+	a.Close()
+	select {
+	case <-wake:
+	case <-time.After(30 * time.Second):
+		t.Fatal("node b never heard the commit node a made as it closed")
+	}
+}

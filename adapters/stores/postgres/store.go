@@ -36,8 +36,9 @@ type Store struct {
 	opts  Options
 	watch sqlrows.Watchers
 	done  chan struct{}      // closed by Close
-	stop  context.CancelFunc // ends the listener
+	stop  context.CancelFunc // ends the listener and the notifier
 	heard chan struct{}      // closed once the listener has stopped
+	notes *notifier          // tells the other nodes of commits
 	// listening is closed once the listener first listens: commits after it wake
 	// this node's watchers.
 	listening chan struct{}
@@ -86,11 +87,12 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("read the schema: %w", err)
 	}
 	lctx, stop := context.WithCancel(context.Background())
-	s := &Store{db: db, trips: trips, opts: opts, done: make(chan struct{}), stop: stop, heard: make(chan struct{}), listening: make(chan struct{}), scope: scope}
+	s := &Store{db: db, trips: trips, opts: opts, done: make(chan struct{}), stop: stop, heard: make(chan struct{}), listening: make(chan struct{}), scope: scope, notes: newNotifier()}
 	go func() {
 		defer close(s.heard)
 		s.listen(lctx, dsn)
 	}()
+	go s.notify(lctx, dsn)
 	return s, nil
 }
 
@@ -108,6 +110,7 @@ func (s *Store) Close() error {
 	close(s.done)
 	s.stop()
 	<-s.heard
+	<-s.notes.done
 	return s.db.Close()
 }
 
