@@ -7,6 +7,7 @@ import (
 	"context"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/turnlog/turnlog/events"
 )
@@ -120,12 +121,13 @@ func (e *Engine) lockAs(session string, lazily bool) (*runHandle, func(), error)
 		close(h.finished)
 	}
 	if c := e.opts.Cluster; c != nil && !lazily {
+		sent := time.Now()
 		token, err := c.AcquireLease(context.Background(), session, e.opts.NodeID, e.opts.LeaseTTL)
 		if err != nil {
 			free()
 			return nil, nil, err
 		}
-		h.lease.hold(e, h, token)
+		h.lease.hold(e, h, token, sent)
 	}
 	return h, func() {
 		held := h.lease.drop(e, h)

@@ -101,20 +101,17 @@ func (e *Engine) prepareQueued(ctx context.Context, session string, q projection
 }
 
 // prepareTurnAs is prepareTurn with the turn's id given ("": a new one; else a queued
-// input's, which its start takes out of the queue).
+// input's).
 func (e *Engine) prepareTurnAs(ctx context.Context, session, input string, h *runHandle, turn string) (*run, error) {
 	head, err := e.store.Head(ctx, session)
 	if err != nil {
 		return nil, err
 	}
 	s, last := head.Session, head.LastSeq
-	queuedBefore := 0
-	if turn != "" {
-		queuedBefore = 1
-	}
 	// The turn starts after seq last or not at all: any input queued since comes
-	// between, and clears this as the start appends past it.
-	h.queueEmpty.Store(head.Queued == queuedBefore)
+	// between, and clears this as the start appends past it. (A queued input's turn
+	// looks at the queue as it ends: what else waits is not counted here.)
+	h.queueEmpty.Store(turn == "" && head.Queued == 0)
 	app, ok := e.apps[s.App]
 	if !ok {
 		return nil, events.Errorf(events.CodeInvalid, "session %s belongs to app %q, which is not configured", session, s.App)

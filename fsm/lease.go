@@ -32,28 +32,32 @@ type Leaser interface {
 const DefaultLeaseTTL = 15 * time.Second
 
 // runLease is a run's hold on its session's lease: taken before the run (lock) or
-// with its first append (lockToAppend), renewed by every append and, between them, a
-// few times within each TTL, and given up with the append that ends the run (or at
-// unlock). Appends are made under mu; the renewer only reads what it was given.
+// with its first append (lockToAppend), renewed by an append once a third of the TTL
+// has gone since the last renewal and, between appends, by a timer, and given up
+// with the append that ends the run (or at unlock). Appends are made under mu; the
+// renewer only reads what it was given.
 type runLease struct {
 	mu        sync.Mutex
 	token     int64        // 0: not held
-	renewedAt atomic.Int64 // when an append or the renewer last renewed it (unix ns)
+	renewedAt atomic.Int64 // when the last renewal was sent (unix ns): the lease lasts a TTL from after it
 	stopRenew func()
+	over      bool // unlock let the session go: the run appends no more
 }
 
-// hold starts holding token: renewed until dropped.
-func (l *runLease) hold(e *Engine, h *runHandle, token int64) {
+// hold starts holding token, taken or renewed by a statement sent at sent: renewed
+// until dropped.
+func (l *runLease) hold(e *Engine, h *runHandle, token int64, sent time.Time) {
 	l.token = token
-	l.renewedAt.Store(time.Now().UnixNano())
+	l.renewedAt.Store(sent.UnixNano())
 	l.stopRenew = e.renewLease(h, token)
 }
 
 // drop stops renewing and gives the lease up if the run still holds it; held says it
-// did (unlock, not an append, let the session go).
+// did (unlock, not an append, let the session go). The run appends no more.
 func (l *runLease) drop(e *Engine, h *runHandle) (held bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.over = true
 	if l.stopRenew != nil {
 		l.stopRenew()
 		l.stopRenew = nil
@@ -67,15 +71,25 @@ func (l *runLease) drop(e *Engine, h *runHandle) (held bool) {
 }
 
 // appendLeased appends evs through the cluster under h's lease: taking it when the
-// run holds none yet, renewing it otherwise, and giving it up when evs end the run.
+// run holds none (yet, or since its last append gave it up), renewing it once a
+// third of the TTL has gone since the last renewal, and giving it up when evs end the
+// run. Errors: internal, once unlock has let the session go.
 func (l *runLease) appendLeased(ctx context.Context, e *Engine, h *runHandle, after int64, evs []events.Event, unsynced bool) ([]events.Event, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	lease := Lease{Session: h.session, Token: l.token, Node: e.opts.NodeID, TTL: e.opts.LeaseTTL, Release: endsRun(evs)}
+	if l.over {
+		return nil, events.Errorf(events.CodeInternal, "the run of session %s let the session go: it appends no more", h.session)
+	}
+	lease := Lease{Session: h.session, Token: l.token, Node: e.opts.NodeID, Release: endsRun(evs)}
+	renew := lease.Token == 0 || time.Since(time.Unix(0, l.renewedAt.Load())) >= e.opts.LeaseTTL/3
+	if renew {
+		lease.TTL = e.opts.LeaseTTL
+	}
 	if lease.Release && l.stopRenew != nil {
 		l.stopRenew() // not to renew what the append gives up
 		l.stopRenew = nil
 	}
+	sent := time.Now()
 	out, token, err := e.opts.Cluster.AppendLeased(ctx, lease, after, evs, unsynced)
 	if err != nil {
 		return nil, err
@@ -84,9 +98,9 @@ func (l *runLease) appendLeased(ctx context.Context, e *Engine, h *runHandle, af
 	case lease.Release:
 		l.token = 0
 	case lease.Token == 0:
-		l.hold(e, h, token)
-	default:
-		l.renewedAt.Store(time.Now().UnixNano())
+		l.hold(e, h, token, sent)
+	case renew:
+		l.renewedAt.Store(sent.UnixNano())
 	}
 	return out, nil
 }
@@ -103,32 +117,34 @@ func endsRun(evs []events.Event) bool {
 	return false
 }
 
-// renewLease renews token a few times within each TTL, when no append has renewed it
-// meanwhile, until stopped; a lease it finds lost stops the turn (its appends are
-// refused anyway).
+// renewLease renews token, until stopped, whenever a third of the TTL has gone since
+// the last renewal (an append's or its own): it looks six times a TTL, so the lease
+// never has less than half of it left. A lease it finds lost stops the turn (its
+// appends are refused anyway).
 func (e *Engine) renewLease(h *runHandle, token int64) (stop func()) {
 	done := make(chan struct{})
 	stopped := make(chan struct{})
-	every := e.opts.LeaseTTL / 3
+	ttl := e.opts.LeaseTTL
 	go func() {
 		defer close(stopped)
-		tick := time.NewTicker(every)
+		tick := time.NewTicker(ttl / 6)
 		defer tick.Stop()
 		for {
 			select {
 			case <-done:
 				return
 			case <-tick.C:
-				if time.Since(time.Unix(0, h.lease.renewedAt.Load())) < every {
-					continue // an append renewed it
+				if time.Since(time.Unix(0, h.lease.renewedAt.Load())) < ttl/3 {
+					continue // renewed since
 				}
-				err := e.opts.Cluster.RenewLease(context.Background(), h.session, token, e.opts.LeaseTTL)
+				sent := time.Now()
+				err := e.opts.Cluster.RenewLease(context.Background(), h.session, token, ttl)
 				if events.IsCode(err, events.CodeConflict) {
 					h.stop("this node lost the session's lease: another node runs it now")
 					return
 				}
 				if err == nil {
-					h.lease.renewedAt.Store(time.Now().UnixNano())
+					h.lease.renewedAt.Store(sent.UnixNano())
 				}
 			}
 		}

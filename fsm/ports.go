@@ -147,11 +147,12 @@ type Cluster interface {
 	// AppendLeased is Append (AppendUnsynced when unsynced) under the session's
 	// lease, in the append's own transaction: it takes the lease when lease.Token is
 	// 0 (for lease.Node, until lease.TTL from the commit; refused with a conflict
-	// while another node holds it), else renews it by lease.TTL (refused with a
-	// conflict, writing nothing, once lease.Token is no longer the session's), and
-	// with lease.Release gives it up as the append commits. It returns the lease's
-	// token after the append (0 once given up). The engine makes every append of a
-	// run on a cluster with it.
+	// while another node holds it), else checks it (refused with a conflict, writing
+	// nothing, once lease.Token is no longer the session's) and renews it to
+	// lease.TTL from now (0: not renewed; never shortened), and with lease.Release
+	// gives it up as the append commits. It returns the lease's token after the
+	// append (0 once given up). The engine makes every append of a run on a cluster
+	// with it.
 	AppendLeased(ctx context.Context, lease Lease, after int64, evs []events.Event, unsynced bool) ([]events.Event, int64, error)
 }
 
@@ -160,8 +161,8 @@ type Lease struct {
 	Session string
 	Token   int64 // the token AcquireLease or an earlier append returned (0: none yet)
 	Node    string
-	TTL     time.Duration
-	Release bool // the append ends the run: the lease goes with it
+	TTL     time.Duration // how long from now it lasts (taken or renewed)
+	Release bool          // the append ends the run: the lease goes with it
 }
 
 // CallInfo tells a tool which call it is serving.

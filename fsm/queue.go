@@ -178,6 +178,9 @@ func (e *Engine) kick(session string) {
 			var te *events.Error
 			switch {
 			case errors.As(err, &te) && te.Code == events.CodeConflict:
+				// A turn runs, or waits, or another node holds the session: whoever
+				// ends it kicks then.
+				h.quiet = true
 				unlock()
 				return
 			case !errors.As(err, &te) || (te.Code != events.CodeInvalid && te.Code != events.CodeNotFound):

@@ -2,8 +2,8 @@
 -- append's round trip runs first (0005's turnlog_append_check stays for nodes of
 -- the release before it, during a rolling upgrade). The lease:
 --   p_token > 0   it must still have that token, else TL001 (another node runs the
---                 session now); it is renewed to p_ttl_us from now once less than two
---                 thirds of that is left (never shortened);
+--                 session now); it is renewed to p_ttl_us from now (0: not renewed;
+--                 never shortened: the engine renews once a third of it has gone);
 --   p_token = 0, p_node <> ''
 --                 the append takes it for p_node until p_ttl_us from now, when it
 --                 is free, expired or p_node's already; else TL004 (another node
@@ -27,21 +27,18 @@ LANGUAGE plpgsql AS $$
 DECLARE
     held bigint := p_token;
     last_seq bigint;
-    until timestamptz;
 BEGIN
     IF p_unsynced THEN
         PERFORM set_config('synchronous_commit', 'off', true);
     END IF;
     IF p_token > 0 THEN
-        -- Locked to the commit: a takeover waits for it. Renewed only once a third of
-        -- the TTL has gone (a row version of its own each time), so that a run's
-        -- appends do not rewrite the row at every step.
-        SELECT expires_at INTO until FROM session_leases
+        -- Locked to the commit: a takeover waits for it.
+        PERFORM 1 FROM session_leases
         WHERE session_id = p_session AND token = p_token AND expires_at > '-infinity' FOR UPDATE;
         IF NOT FOUND THEN
             RAISE EXCEPTION 'this node lost the lease of session %', p_session USING ERRCODE = 'TL001';
         END IF;
-        IF NOT p_release AND until < clock_timestamp() + (p_ttl_us * 2 / 3) * interval '1 microsecond' THEN
+        IF p_ttl_us > 0 AND NOT p_release THEN
             UPDATE session_leases SET expires_at = clock_timestamp() + p_ttl_us * interval '1 microsecond'
             WHERE session_id = p_session AND token = p_token AND expires_at < clock_timestamp() + p_ttl_us * interval '1 microsecond';
         END IF;

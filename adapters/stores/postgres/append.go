@@ -30,6 +30,8 @@ func (s *Store) AppendLeased(ctx context.Context, lease fsm.Lease, after int64, 
 		return nil, 0, events.FieldError(events.CodeInvalid, "lease.node", "is empty: a lease is taken for a node")
 	case lease.TTL < 0:
 		return nil, 0, events.FieldError(events.CodeInvalid, "lease.ttl", "is negative")
+	case lease.Token == 0 && lease.TTL == 0:
+		return nil, 0, events.FieldError(events.CodeInvalid, "lease.ttl", "is 0: a lease is taken for a while")
 	}
 	return s.append(ctx, lease, after, evs, unsynced)
 }
@@ -64,6 +66,8 @@ func (s *Store) append(ctx context.Context, lease fsm.Lease, after int64, evs []
 	if len(evs) == 0 {
 		return nil, lease.Token, nil
 	}
+	s.appending.RLock()
+	defer s.appending.RUnlock()
 	if err := s.closedError(); err != nil {
 		return nil, 0, err
 	}

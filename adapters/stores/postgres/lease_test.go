@@ -140,15 +140,27 @@ func TestAppendsTakeRenewAndGiveUpTheLease(t *testing.T) {
 	if _, got, err := s.AppendLeased(ctx, lease(0, "node-a", true), 4, hint(4), false); err != nil || got != 0 {
 		t.Fatalf("a run of one append: token %d, %v", got, err)
 	}
-	if _, err := s.AcquireLease(ctx, "s1", "node-b", time.Hour); err != nil {
+	b, err = s.AcquireLease(ctx, "s1", "node-b", time.Hour)
+	if err != nil {
 		t.Fatalf("after a run of one append: %v", err)
 	}
-	for _, bad := range []fsm.Lease{{Session: "s1"}, {Session: "s1", Token: -1, Node: "n"}, {Session: "s1", Node: "n", TTL: -time.Second}} {
-		if _, _, err := s.AppendLeased(ctx, bad, 5, hint(5), false); !isCode(err, events.CodeInvalid) {
+	// An append that does not renew (no TTL) leaves the lease as it was: expiring.
+	if err := s.RenewLease(ctx, "s1", b, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, got, err := s.AppendLeased(ctx, fsm.Lease{Session: "s1", Token: b, Node: "node-b"}, 5, hint(5), false); err != nil || got != b {
+		t.Fatalf("an append that does not renew: token %d, %v", got, err)
+	}
+	if _, err := s.AcquireLease(ctx, "s1", "node-a", time.Hour); err != nil {
+		t.Fatalf("an append without a TTL renewed the lease: %v", err)
+	}
+	for _, bad := range []fsm.Lease{{Session: "s1"}, {Session: "s1", Node: "n"}, {Session: "s1", Token: -1, Node: "n", TTL: time.Hour},
+		{Session: "s1", Node: "n", TTL: -time.Second}} {
+		if _, _, err := s.AppendLeased(ctx, bad, 6, hint(6), false); !isCode(err, events.CodeInvalid) {
 			t.Fatalf("lease %+v: %v", bad, err)
 		}
 	}
-	if evs, _ := s.Events(ctx, "s1", 0); len(evs) != 5 {
-		t.Fatalf("the log holds %d events, want 5 (refused appends write nothing)", len(evs))
+	if evs, _ := s.Events(ctx, "s1", 0); len(evs) != 6 {
+		t.Fatalf("the log holds %d events, want 6 (refused appends write nothing)", len(evs))
 	}
 }

@@ -509,3 +509,29 @@ func TestTheLastAppendLetsTheSessionGo(t *testing.T) {
 		t.Fatalf("the queued input ran again: %+v", turns)
 	}
 }
+
+// TestALongToolKeepsItsLease: while a turn's tool runs for many lease TTLs, its node
+// keeps the session's lease (its appends and its timer renew it): no other node can
+// take the session or recover the turn meanwhile.
+func TestALongToolKeepsItsLease(t *testing.T) {
+	t.Parallel()
+	dsn := postgres.TestSchemaDSN(t)
+	storeA, storeB := postgres.MustOpenOn(t, dsn), postgres.MustOpenOn(t, dsn)
+	gate, entered := make(chan struct{}), make(chan struct{}, 4)
+	const ttl = 300 * time.Millisecond
+	a, b := nodeWithTTL(t, storeA, "node-a", gate, entered, ttl), nodeWithTTL(t, storeB, "node-b", gate, entered, ttl)
+	ctx := context.Background()
+	sess, slow := slowTurn(t, a, entered)
+	for end := time.Now().Add(8 * ttl); time.Now().Before(end); time.Sleep(ttl / 10) {
+		if _, err := storeB.AcquireLease(ctx, sess.ID, "node-c", time.Hour); !events.IsCode(err, events.CodeConflict) {
+			t.Fatalf("another node took the lease of a turn whose tool runs: %v", err)
+		}
+		if res, err := b.Recover(ctx); err != nil || len(res) != 0 {
+			t.Fatalf("node b recovered a live node's turn: %+v %v", res, err)
+		}
+	}
+	close(gate)
+	if res, err := slow.Wait(); err != nil || res.Status != fsm.StatusCompleted {
+		t.Fatalf("the turn: %+v %v", res, err)
+	}
+}

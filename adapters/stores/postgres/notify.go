@@ -85,6 +85,9 @@ func (s *Store) notify(ctx context.Context, dsn string) {
 		if err == nil {
 			_, err = conn.Exec(ctx, `SET synchronous_commit = off`)
 		}
+		if err == nil {
+			wait = 100 * time.Millisecond
+		}
 		for err == nil {
 			stopping := false
 			select {

@@ -79,19 +79,24 @@ var (
 
 // ClaimKey takes (owner, key) for a request unless a live record holds it: then it
 // returns that record and claimed false. An expired record is replaced. One
-// statement (turnlog_claim_key).
+// statement (turnlog_claim_key), again if the record that held the key was released
+// between its insert and its read.
 func (s *Store) ClaimKey(ctx context.Context, r projection.IdempotencyRecord, now time.Time) (projection.IdempotencyRecord, bool, error) {
-	var claimed bool
-	row := s.db.QueryRowContext(ctx, `SELECT * FROM turnlog_claim_key($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-		r.Owner, r.Key, r.Route, r.BodyHash, r.Session, r.Turn, sqlrows.KeyTime(r.CreatedAt), sqlrows.KeyTime(r.ExpiresAt), sqlrows.KeyTime(now))
-	got, err := sqlrows.ScanKey(claimedRow{row, &claimed})
-	if err != nil {
-		return got, false, storageError(fmt.Errorf("claim idempotency key: %w", err))
+	for tries := 1; ; tries++ {
+		var claimed bool
+		row := s.db.QueryRowContext(ctx, `SELECT * FROM turnlog_claim_key($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+			r.Owner, r.Key, r.Route, r.BodyHash, r.Session, r.Turn, sqlrows.KeyTime(r.CreatedAt), sqlrows.KeyTime(r.ExpiresAt), sqlrows.KeyTime(now))
+		got, err := sqlrows.ScanKey(claimedRow{row, &claimed})
+		switch {
+		case isNoRows(err) && tries < 3:
+			continue // the record that held the key was given up between the two
+		case err != nil:
+			return got, false, storageError(fmt.Errorf("claim idempotency key: %w", err))
+		case claimed:
+			return r, true, nil
+		}
+		return got, false, nil
 	}
-	if claimed {
-		return r, true, nil
-	}
-	return got, false, nil
 }
 
 // claimedRow reads a claim's first column (claimed) before the key's record.

@@ -39,6 +39,9 @@ type Store struct {
 	stop  context.CancelFunc // ends the listener and the notifier
 	heard chan struct{}      // closed once the listener has stopped
 	notes *notifier          // tells the other nodes of commits
+	// appending is held (read) by each append from its closed check to its notify,
+	// and taken by Close before the notifier's last batch, so none is left out.
+	appending sync.RWMutex
 	// listening is closed once the listener first listens: commits after it wake
 	// this node's watchers.
 	listening chan struct{}
@@ -108,7 +111,9 @@ func (s *Store) Close() error {
 	default:
 	}
 	close(s.done)
+	s.appending.Lock() // the appends under way have told the notifier
 	s.stop()
+	s.appending.Unlock()
 	<-s.heard
 	<-s.notes.done
 	return s.db.Close()
