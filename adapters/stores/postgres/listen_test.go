@@ -8,22 +8,20 @@ import (
 	"github.com/turnlog/turnlog/events"
 )
 
-// TestWatchHearsOtherNodes: a reader following a session on one node wakes when
-// another node (a store of its own on the same database) commits to it.
-func TestWatchHearsOtherNodes(t *testing.T) {
-	t.Parallel()
+// listeningNodes is two nodes (stores of their own) on one database, session s1
+// created on a, and b listening.
+func listeningNodes(t *testing.T) (a, b *Store, ctx context.Context) {
+	t.Helper()
 	dsn := TestSchemaDSN(t)
-	ctx := context.Background()
-	a, err := Open(ctx, dsn, Options{})
-	if err != nil {
-		t.Fatal(err)
+	ctx = context.Background()
+	for _, s := range []**Store{&a, &b} {
+		opened, err := Open(ctx, dsn, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { opened.Close() }) // a second Close does nothing
+		*s = opened
 	}
-	defer a.Close()
-	b, err := Open(ctx, dsn, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
 	created := events.MustNew("", "", &events.SessionCreated{App: "demo", Owner: "alice", Agent: "main"})
 	if _, err := a.Append(ctx, "s1", 0, []events.Event{created}); err != nil {
 		t.Fatal(err)
@@ -33,6 +31,14 @@ func TestWatchHearsOtherNodes(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("node b never listened")
 	}
+	return a, b, ctx
+}
+
+// TestWatchHearsOtherNodes: a reader following a session on one node wakes when
+// another node (a store of its own on the same database) commits to it.
+func TestWatchHearsOtherNodes(t *testing.T) {
+	t.Parallel()
+	a, b, ctx := listeningNodes(t)
 	wake, stop := b.Watch("s1") // after the listener's catch-up wake: only a commit wakes it now
 	defer stop()
 	hint := events.MustNew("", "", &events.LoopDetected{Tool: "x", Repeats: 3, Action: "hint"})
@@ -53,26 +59,7 @@ func TestWatchHearsOtherNodes(t *testing.T) {
 // still tells the other nodes of it (its notifier sends what waits before it stops).
 func TestACommitIsHeardThoughItsNodeCloses(t *testing.T) {
 	t.Parallel()
-	dsn := TestSchemaDSN(t)
-	ctx := context.Background()
-	a, err := Open(ctx, dsn, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := Open(ctx, dsn, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	created := events.MustNew("", "", &events.SessionCreated{App: "demo", Owner: "alice", Agent: "main"})
-	if _, err := a.Append(ctx, "s1", 0, []events.Event{created}); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-b.listening:
-	case <-time.After(30 * time.Second):
-		t.Fatal("node b never listened")
-	}
+	a, b, ctx := listeningNodes(t)
 	wake, stop := b.Watch("s1")
 	defer stop()
 	hint := events.MustNew("", "", &events.LoopDetected{Tool: "x", Repeats: 3, Action: "hint"})
