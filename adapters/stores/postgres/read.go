@@ -58,27 +58,13 @@ func (s *Store) LastSeq(ctx context.Context, session string) (int64, error) {
 
 // Session returns a session's summary. Errors: not_found.
 func (s *Store) Session(ctx context.Context, id string) (projection.Session, error) {
-	ss, err := sqlrows.ScanSession(s.db.QueryRowContext(ctx, qSessionCols+` WHERE id = $1`, id))
-	if isNoRows(err) {
-		return ss, events.Errorf(events.CodeNotFound, "session %s not found", id)
-	}
-	if err != nil {
-		return ss, fmt.Errorf("read session %s: %w", id, err)
-	}
-	return ss, nil
+	return sqlrows.ReadSession(s.db.QueryRowContext(ctx, qSessionCols+` WHERE id = $1`, id), id)
 }
 
 // Head returns a session's summary with its log's newest seq and its queue's length,
 // in one statement. Errors: not_found.
 func (s *Store) Head(ctx context.Context, id string) (projection.SessionHead, error) {
-	h, err := sqlrows.ScanSessionHead(s.db.QueryRowContext(ctx, qSessionHeadOf, id))
-	if isNoRows(err) {
-		return h, events.Errorf(events.CodeNotFound, "session %s not found", id)
-	}
-	if err != nil {
-		return h, fmt.Errorf("read session %s: %w", id, err)
-	}
-	return h, nil
+	return sqlrows.ReadSessionHead(s.db.QueryRowContext(ctx, qSessionHeadOf, id), id)
 }
 
 func (s *Store) querySessions(ctx context.Context, q string, args ...any) ([]projection.Session, error) {

@@ -32,27 +32,13 @@ func (s *Store) LastSeq(ctx context.Context, session string) (int64, error) {
 
 // Session returns a session's summary. Errors: not_found.
 func (s *Store) Session(ctx context.Context, id string) (projection.Session, error) {
-	ss, err := sqlrows.ScanSession(s.queryRow(ctx, qSession, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return ss, events.Errorf(events.CodeNotFound, "session %s not found", id)
-	}
-	if err != nil {
-		return ss, fmt.Errorf("read session %s: %w", id, err)
-	}
-	return ss, nil
+	return sqlrows.ReadSession(s.queryRow(ctx, qSession, id), id)
 }
 
 // Head returns a session's summary with its log's newest seq and its queue's length,
 // read at one moment. Errors: not_found.
 func (s *Store) Head(ctx context.Context, id string) (projection.SessionHead, error) {
-	h, err := sqlrows.ScanSessionHead(s.queryRow(ctx, qSessionHead, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return h, events.Errorf(events.CodeNotFound, "session %s not found", id)
-	}
-	if err != nil {
-		return h, fmt.Errorf("read session %s: %w", id, err)
-	}
-	return h, nil
+	return sqlrows.ReadSessionHead(s.queryRow(ctx, qSessionHead, id), id)
 }
 
 func (s *Store) querySessions(ctx context.Context, q string, args ...any) ([]projection.Session, error) {

@@ -55,13 +55,30 @@ func ScanSession(sc Scanner) (projection.Session, error) {
 	return scanSession(sc)
 }
 
-// ScanSessionHead reads a session's columns followed by its log's newest seq and its
-// queue's length (QSessionHeadTail).
-func ScanSessionHead(sc Scanner) (projection.SessionHead, error) {
+// ReadSession reads session id's columns from row. Errors: not_found (no row).
+func ReadSession(row Scanner, id string) (projection.Session, error) {
+	ss, err := scanSession(row)
+	return ss, sessionError(id, err)
+}
+
+// ReadSessionHead reads session id's columns followed by its log's newest seq and its
+// queue's length (QSessionHeadTail) from row. Errors: not_found (no row).
+func ReadSessionHead(row Scanner, id string) (projection.SessionHead, error) {
 	var h projection.SessionHead
-	var err error
-	h.Session, err = scanSession(sc, &h.LastSeq, &h.Queued)
-	return h, err
+	ss, err := scanSession(row, &h.LastSeq, &h.Queued)
+	h.Session = ss
+	return h, sessionError(id, err)
+}
+
+// sessionError types the error of reading session id.
+func sessionError(id string, err error) error {
+	if errors.Is(err, sql.ErrNoRows) {
+		return events.Errorf(events.CodeNotFound, "session %s not found", id)
+	}
+	if err != nil {
+		return fmt.Errorf("read session %s: %w", id, err)
+	}
+	return nil
 }
 
 func scanSession(sc Scanner, more ...any) (projection.Session, error) {
