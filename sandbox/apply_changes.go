@@ -1,0 +1,324 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path"
+
+	"golang.org/x/sys/unix"
+)
+
+// What an apply changed, path by path, as it was before and as it is after — what an
+// undo log records of a command's call. It is read by turnlog from the apply's
+// journal and its staging directory (where everything the apply replaced or removed
+// was moved, whole, by a rename) and from the workspace, under the workspace's lock,
+// once the apply finished and before it is settled.
+
+// Kinds of entry a change names.
+const (
+	EntryFile    = "file"
+	EntryDir     = "dir"
+	EntrySymlink = "symlink"
+)
+
+// EntryState is one workspace entry as it was or is: what a restore puts back.
+type EntryState struct {
+	Kind    string `json:"kind"`
+	Mode    uint32 `json:"mode"` // permission, set-id and sticky bits
+	UID     uint32 `json:"uid"`
+	GID     uint32 `json:"gid"`
+	MtimeNs int64  `json:"mtime_ns"`         // the modification time, in ns since the epoch
+	Size    int64  `json:"size,omitempty"`   // a file's
+	Target  string `json:"target,omitempty"` // a symlink's
+}
+
+// place is where an entry's content is read: a path below a directory of turnlog's.
+type place struct {
+	root *os.File
+	rel  string
+}
+
+// FileChange is one path an apply changed: Before and After are nil where there was
+// or is nothing. Moved says that what the apply put there is no longer what is there
+// (something changed it between the apply and this reading): After is then what is
+// there, which the apply did not make.
+type FileChange struct {
+	Path          string
+	Before, After *EntryState
+	Moved         bool
+	before, after place
+}
+
+// OpenBefore opens the content the file had before the change (a file's only).
+func (c *FileChange) OpenBefore() (*os.File, error) { return c.before.open(c.Before) }
+
+// OpenAfter opens the content the file has after it.
+func (c *FileChange) OpenAfter() (*os.File, error) { return c.after.open(c.After) }
+
+func (p place) open(st *EntryState) (*os.File, error) {
+	if st == nil || st.Kind != EntryFile || p.root == nil {
+		return nil, errors.New("no file content there")
+	}
+	fd, err := openBeneath(int(p.root.Fd()), p.rel, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NOCTTY|unix.O_NONBLOCK)
+	if err != nil {
+		return nil, err
+	}
+	return os.NewFile(uintptr(fd), p.rel), nil
+}
+
+// FileChanges reads what the apply changed and hands it to fn, holding the
+// workspace's lock and what the apply replaced (the call's contents can be read
+// through each change until fn returns). Nothing is handed when the command changed
+// nothing. It fails once the apply was settled.
+func (r *Result) FileChanges(fn func([]FileChange) error) error {
+	if r == nil || r.staged == nil {
+		return fn(nil)
+	}
+	s := r.staged
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.settled {
+		return errors.New("the apply was settled: what it replaced is gone")
+	}
+	stage := int(s.dir.Fd())
+	_, ops, complete, err := readJournal(stage)
+	if errors.Is(err, errNoJournal) {
+		return fn(nil)
+	}
+	if err != nil {
+		return err
+	}
+	if !complete {
+		return errors.New("the apply did not finish: nothing of it is in the workspace")
+	}
+	unlock, err := lockDir(s.ws.Name())
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	changes, err := readChanges(s.ws, s.dir, ops)
+	if err != nil {
+		return fmt.Errorf("read what the apply changed: %w", err)
+	}
+	return fn(changes)
+}
+
+// readChanges is, for each path the steps ops touched, its state before the first
+// step that touched it and after the last, in the order the steps first touched
+// them (a removed tree: each path of it, its top first).
+func readChanges(ws, stage *os.File, ops []op) ([]FileChange, error) {
+	_, placed := readProgress(int(stage.Fd()))
+	var out []FileChange
+	at := map[string]int{}
+	add := func(rel string, before *EntryState, from place) *FileChange {
+		if i, ok := at[rel]; ok {
+			return &out[i]
+		}
+		at[rel] = len(out)
+		out = append(out, FileChange{Path: rel, Before: before, before: from})
+		return &out[len(out)-1]
+	}
+	// made is the inode the last step on a path placed there (0: it placed none).
+	made := map[string]uint64{}
+	wsfd, stagefd := int(ws.Fd()), int(stage.Fd())
+	for i, o := range ops {
+		staged := stagedName(i)
+		switch o.Kind {
+		case opRemove:
+			if err := walkStaged(stagefd, staged, func(sub string, st *EntryState) {
+				add(path.Join(o.Rel, sub), st, place{stage, path.Join(staged, sub)})
+			}); err != nil {
+				return nil, err
+			}
+			made[o.Rel] = 0
+		case opPut, opSymlink:
+			var before *EntryState
+			if o.OldIno != 0 {
+				st, err := stateBeneath(stagefd, staged)
+				if err != nil {
+					return nil, fmt.Errorf("%s as it was: %w", o.Rel, err)
+				}
+				before = st
+			}
+			add(o.Rel, before, place{stage, staged})
+			made[o.Rel] = placedAt(placed, i)
+		case opMkdir:
+			add(o.Rel, nil, place{})
+			made[o.Rel] = placedAt(placed, i)
+		case opChmod, opTimes:
+			if o.OldIno == 0 {
+				continue // a directory an earlier step made
+			}
+			c, ok := at[o.Rel]
+			if !ok {
+				st, err := stateBeneath(wsfd, o.Rel)
+				if err != nil {
+					return nil, fmt.Errorf("%s: %w", o.Rel, err)
+				}
+				add(o.Rel, st, place{})
+				c = at[o.Rel]
+			}
+			if b := out[c].Before; b != nil && b.Kind == EntryDir {
+				if o.Kind == opChmod {
+					b.Mode = o.OldMode
+				} else {
+					b.MtimeNs = o.OldSec*1e9 + o.OldNs
+				}
+			}
+		}
+	}
+	for i := range out {
+		c := &out[i]
+		st, err := stateBeneath(wsfd, c.Path)
+		switch {
+		case errors.Is(err, unix.ENOENT):
+		case err != nil:
+			return nil, fmt.Errorf("%s as it is: %w", c.Path, err)
+		default:
+			c.After, c.after = st, place{ws, c.Path}
+		}
+		if ino, ok := made[c.Path]; ok && ino != 0 {
+			var now unix.Stat_t
+			c.Moved = lstatBeneath(wsfd, c.Path, &now) != nil || now.Ino != ino
+		}
+	}
+	// A directory whose only change is its time, with nothing of it changed since,
+	// is no change: the apply set it back as it was.
+	kept := out[:0]
+	for _, c := range out {
+		if c.Before != nil && c.After != nil && c.Before.Kind == EntryDir && *c.Before == *c.After && !c.Moved {
+			continue
+		}
+		kept = append(kept, c)
+	}
+	return kept, nil
+}
+
+// placedAt is the inode step i placed, as its progress says.
+func placedAt(placed []uint64, i int) uint64 {
+	if i < len(placed) {
+		return placed[i]
+	}
+	return 0
+}
+
+// walkStaged calls fn for the staged entry name and, a directory, everything below
+// it, each with its path below name ("." for name itself), parents first.
+func walkStaged(stage int, name string, fn func(sub string, st *EntryState)) error {
+	st, err := stateBeneath(stage, name)
+	if err != nil {
+		return err
+	}
+	fn(".", st)
+	if st.Kind != EntryDir {
+		return nil
+	}
+	var walk func(rel string) error
+	buf := make([]byte, 16<<10)
+	walk = func(rel string) error {
+		fd, err := openBeneath(stage, path.Join(name, rel), unix.O_RDONLY|unix.O_DIRECTORY)
+		if err != nil {
+			return err
+		}
+		ents, err := readDir(fd, buf)
+		unix.Close(fd)
+		if err != nil {
+			return err
+		}
+		for _, e := range ents {
+			sub := path.Join(rel, e.name)
+			st, err := stateBeneath(stage, path.Join(name, sub))
+			if err != nil {
+				return err
+			}
+			if st.Kind == "" {
+				continue // a special file (never applied, never restored)
+			}
+			fn(sub, st)
+			if st.Kind == EntryDir {
+				if err := walk(sub); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	return walk(".")
+}
+
+// resolveBeneath keeps a path below its directory: no "..", no symlink followed,
+// no other file system.
+const resolveBeneath = unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_NO_XDEV
+
+// openBeneath opens rel below the directory root without following a symlink.
+func openBeneath(root int, rel string, flags int) (int, error) {
+	for {
+		fd, err := unix.Openat2(root, rel, &unix.OpenHow{Flags: uint64(flags | unix.O_CLOEXEC), Resolve: resolveBeneath})
+		if err != unix.EINTR && err != unix.EAGAIN {
+			return fd, err
+		}
+	}
+}
+
+// lstatBeneath is lstat of rel below root, its directories resolved beneath root.
+func lstatBeneath(root int, rel string, st *unix.Stat_t) error {
+	dir, name := path.Split(rel)
+	parent := root
+	if dir != "" {
+		fd, err := openBeneath(root, dir, unix.O_PATH|unix.O_DIRECTORY)
+		if err != nil {
+			return err
+		}
+		defer unix.Close(fd)
+		parent = fd
+	}
+	if name == "" || name == "." {
+		return unix.Fstat(parent, st)
+	}
+	return unix.Fstatat(parent, name, st, unix.AT_SYMLINK_NOFOLLOW)
+}
+
+// stateBeneath is the state of the entry rel below root (Kind "" for a special
+// file).
+func stateBeneath(root int, rel string) (*EntryState, error) {
+	var st unix.Stat_t
+	if err := lstatBeneath(root, rel, &st); err != nil {
+		return nil, err
+	}
+	es := &EntryState{Mode: st.Mode & 0o7777, UID: st.Uid, GID: st.Gid, MtimeNs: st.Mtim.Sec*1e9 + st.Mtim.Nsec}
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFREG:
+		es.Kind, es.Size = EntryFile, st.Size
+	case unix.S_IFDIR:
+		es.Kind = EntryDir
+	case unix.S_IFLNK:
+		es.Kind = EntrySymlink
+		target, err := readlinkBeneath(root, rel)
+		if err != nil {
+			return nil, err
+		}
+		es.Target = target
+	}
+	return es, nil
+}
+
+// readlinkBeneath reads the symlink rel below root.
+func readlinkBeneath(root int, rel string) (string, error) {
+	dir, name := path.Split(rel)
+	parent := root
+	if dir != "" {
+		fd, err := openBeneath(root, dir, unix.O_PATH|unix.O_DIRECTORY)
+		if err != nil {
+			return "", err
+		}
+		defer unix.Close(fd)
+		parent = fd
+	}
+	buf := make([]byte, unix.PathMax)
+	n, err := unix.Readlinkat(parent, name, buf)
+	if err != nil {
+		return "", err
+	}
+	return string(buf[:n]), nil
+}
