@@ -50,6 +50,7 @@
 //	apply_plan.go                            x               the plan (pure: tests build its snapshots in memory)
 //	apply_exec.go                            x               the executor
 //	apply_journal.go               x         x               the journal, rollback, recovery
+//	apply_changes.go               x                          what an apply changed, path by path, before and after
 //	apply_report.go, git.go,       x         x               what is reported; git's protected names;
 //	dirent.go                                                reading directories
 //

@@ -84,6 +84,8 @@ func TestImportRules(t *testing.T) {
 				t.Errorf("%s imports systemtest: it holds tests only", pkg)
 			case (pkg == "fsm" || pkg == "events" || pkg == "projection" || pkg == "policy" || pkg == "contextmgr") && strings.HasPrefix(dep, "adapters/"):
 				t.Errorf("%s imports the adapter %s", pkg, dep)
+			case pkg == "undo" && dep != "events":
+				t.Errorf("undo imports %s: the undo log as data stands on the events alone, below the sandbox and the stores", dep)
 			case pkg == "turns" && dep != "events" && dep != "fsm" && dep != "projection":
 				t.Errorf("turns imports %s: the application path of turns stands on the engine and the log only, below every transport", dep)
 			case dep == "turns" && (pkg == "fsm" || pkg == "events" || pkg == "projection" || strings.HasPrefix(pkg, "adapters/")):
