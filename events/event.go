@@ -19,6 +19,11 @@ type Event struct {
 	Data    json.RawMessage `json:"data"`
 	At      time.Time       `json:"at"`
 
+	// Contents are the file contents a FilesChanged or WorkspaceReverted event names,
+	// which the store holds with it (referenced by the session) in the same append.
+	// Never encoded with the event; events read back have none.
+	Contents []Content `json:"-"`
+
 	// payload is the typed body an event was built from, so that folding a fresh
 	// event does not decode its own data again. Events read back have none.
 	payload Payload
@@ -100,6 +105,10 @@ func newPayload(typ string, v int) Payload {
 		return &ToolScheduled{}
 	case typ == TypeToolResulted && v == 1:
 		return &ToolResulted{}
+	case typ == TypeFilesChanged && v == 1:
+		return &FilesChanged{}
+	case typ == TypeWorkspaceReverted && v == 1:
+		return &WorkspaceReverted{}
 	case typ == TypeApprovalRequested && v == 1:
 		return &ApprovalRequested{}
 	case typ == TypeApprovalResolved && v == 1:
@@ -146,7 +155,7 @@ func Known(typ string, v int) bool { return newPayload(typ, v) != nil }
 // Types lists every event type name the decoder table knows, for documentation tests.
 func Types() []string {
 	return []string{TypeSessionCreated, TypeSessionBranched, TypeTurnStarted, TypeModelCalled, TypeToolScheduled,
-		TypeToolResulted, TypeApprovalRequested, TypeApprovalResolved, TypeReviewRequested, TypeReviewResolved,
+		TypeToolResulted, TypeFilesChanged, TypeWorkspaceReverted, TypeApprovalRequested, TypeApprovalResolved, TypeReviewRequested, TypeReviewResolved,
 		TypeTurnSuspended, TypeTurnResumed, TypeGuardrailChecked, TypeGuardrailTripped, TypeLoopDetected, TypeHandoffOccurred, TypePolicyDecided, TypeContextCompacted, TypeSkillLoaded, TypeTurnCommitted, TypeTurnFailed, TypeTurnCanceled,
 		TypeInputQueued, TypeQueuedInputDropped}
 }

@@ -126,6 +126,11 @@ type Store interface {
 	// sessions that have any.
 	Queued(ctx context.Context, session string) ([]projection.QueuedInput, error)
 	QueuedSessions(ctx context.Context) ([]string, error)
+	// Content returns a file content the undo log holds (a FilesChanged names it by
+	// hash; the append of that event wrote it) that session, or a session it was
+	// branched from, refers to — checked against its hash. Errors: not_found,
+	// corrupt_log.
+	Content(ctx context.Context, session, hash string) ([]byte, error)
 	// Watch wakes its channel after each commit that touches session, until the
 	// returned function is called.
 	Watch(session string) (<-chan struct{}, func())

@@ -132,7 +132,8 @@ func Changes(ev events.Event) ([]Change, error) {
 			return nil, err
 		}
 		return []Change{TurnHandedOff{Session: ev.Session, Turn: ev.Turn, Agent: gjson.GetBytes(ev.Data, "to").String()}}, nil
-	case events.TypeToolScheduled, events.TypeLoopDetected, events.TypeGuardrailChecked, events.TypeGuardrailTripped:
+	case events.TypeToolScheduled, events.TypeLoopDetected, events.TypeGuardrailChecked, events.TypeGuardrailTripped,
+		events.TypeFilesChanged, events.TypeWorkspaceReverted:
 		return nil, known(ev)
 	case events.TypeTurnCommitted:
 		if err := known(ev); err != nil {

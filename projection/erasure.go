@@ -29,6 +29,8 @@ type ErasureCounts struct {
 	Sessions        int `json:"sessions"`
 	Events          int `json:"events"`
 	Blobs           int `json:"blobs"`
+	FileContents    int `json:"file_contents"`  // the undo log's contents no other session holds
+	ContentChunks   int `json:"content_chunks"` // and their chunks
 	Turns           int `json:"turns"`
 	SuspendedTurns  int `json:"suspended_turns_canceled"`
 	HistoryItems    int `json:"history_items"`

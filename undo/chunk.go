@@ -1,10 +1,10 @@
 package undo
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"io"
+
+	"github.com/turnlog/turnlog/events"
 )
 
 // Contents are cut where a rolling hash of the last bytes read (a gear hash: each
@@ -99,8 +99,5 @@ func Split(r io.Reader, fn func(chunk []byte) error) error {
 	}
 }
 
-// HashOf names a content or a chunk: "sha256:" and its SHA-256 in hex.
-func HashOf(data []byte) string {
-	sum := sha256.Sum256(data)
-	return "sha256:" + hex.EncodeToString(sum[:])
-}
+// HashOf names a content or a chunk (events.HashOf).
+func HashOf(data []byte) string { return events.HashOf(data) }

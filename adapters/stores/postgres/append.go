@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/turnlog/turnlog/adapters/stores/sqlrows"
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/fsm"
 	"github.com/turnlog/turnlog/projection"
@@ -49,8 +50,8 @@ func validate(session string, evs []events.Event) error {
 		return events.FieldError(events.CodeInvalid, "session", "is empty")
 	}
 	for i, ev := range evs {
-		if ev.Type == "" || ev.V <= 0 || len(ev.Data) == 0 {
-			return events.FieldError(events.CodeInvalid, fmt.Sprintf("events[%d]", i), "type, version and data are required")
+		if err := sqlrows.CheckEvent(i, ev); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -79,6 +79,7 @@ func (s *Store) appendPipelined(ctx context.Context, lease fsm.Lease, after int6
 		out[i] = ev
 		ev := &out[i]
 		s.queueInsert(p, ev)
+		queueContents(p, ev)
 		changes, err := projection.Changes(*ev)
 		if err == nil {
 			err = applyChanges(ctx, changesInto{p, ev}, changes)
@@ -93,6 +94,9 @@ func (s *Store) appendPipelined(ctx context.Context, lease fsm.Lease, after int6
 	}
 	if learned {
 		s.apps.Store(session, app) // known once the session is in the log
+	}
+	for i := range out {
+		out[i].Contents = nil // held by the store now
 	}
 	return out, p.token, nil
 }
@@ -111,6 +115,43 @@ func (s *Store) queueInsert(p *pipeline, ev *events.Event) {
 	p.queue(fmt.Sprintf("insert event %s/%d", ev.Session, ev.Seq), ev,
 		`INSERT INTO events (session_id, seq, turn_id, type, path, v, data, blob_hash, at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
 		ev.Session, ev.Seq, ev.Turn, ev.Type, ev.Path, ev.V, string(data), blobHash, sqlrows.FormatTime(ev.At))
+}
+
+// queueContents queues the contents ev carries and the session's references to
+// them (sqlrows/contents.go), three statements for all of them.
+func queueContents(p *pipeline, ev *events.Event) {
+	if len(ev.Contents) == 0 {
+		return
+	}
+	var chunks, hashes, lists, refs []string
+	var data [][]byte
+	var sizes []int64
+	// A content of one chunk has the chunk's hash: each kind is counted apart.
+	seenChunk, seenContent, seenRef := map[string]bool{}, map[string]bool{}, map[string]bool{}
+	refer := func(h string) {
+		if !seenRef[h] {
+			seenRef[h] = true
+			refs = append(refs, h)
+		}
+	}
+	for _, c := range ev.Contents {
+		for _, ch := range c.Chunks {
+			if !seenChunk[ch.Hash] {
+				seenChunk[ch.Hash] = true
+				chunks, data = append(chunks, ch.Hash), append(data, ch.Data)
+			}
+			refer(ch.Hash)
+		}
+		if !seenContent[c.Hash] {
+			seenContent[c.Hash] = true
+			hashes, sizes, lists = append(hashes, c.Hash), append(sizes, c.Size), append(lists, sqlrows.ChunkList(c))
+		}
+		refer(c.Hash)
+	}
+	what := fmt.Sprintf("store the contents of %s/%d", ev.Session, ev.Seq)
+	p.queue(what, ev, `INSERT INTO content_chunks (hash, data) SELECT * FROM unnest($1::text[], $2::bytea[]) ON CONFLICT (hash) DO NOTHING`, chunks, data)
+	p.queue(what, ev, `INSERT INTO contents (hash, size, chunks) SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[]) ON CONFLICT (hash) DO NOTHING`, hashes, sizes, lists)
+	p.queue(what, ev, `INSERT INTO content_refs (session_id, hash) SELECT $1, h FROM unnest($2::text[]) AS h ON CONFLICT (session_id, hash) DO NOTHING`, ev.Session, refs)
 }
 
 // queueWebhooks queues an outbox row for each webhook the router names for ev.

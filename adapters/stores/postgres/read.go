@@ -220,3 +220,9 @@ func (s *Store) Audit(ctx context.Context, session string) ([]projection.AuditEn
 	}
 	return out, err
 }
+
+// Content returns a file content of the undo log that session, or a session it was
+// branched from, refers to. Errors: not_found, corrupt_log.
+func (s *Store) Content(ctx context.Context, session, hash string) ([]byte, error) {
+	return sqlrows.ReadContent(ctx, s.db, sqlrows.Dollar, session, hash)
+}

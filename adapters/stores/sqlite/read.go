@@ -204,3 +204,9 @@ func (s *Store) SessionsWaiting(ctx context.Context, owner, app string) ([]proje
 		AND id IN (SELECT session_id FROM proj_interrupts INDEXED BY proj_interrupts_pending WHERE status = 'pending')
 		ORDER BY created_at DESC, id DESC`, owner, app)
 }
+
+// Content returns a file content of the undo log that session, or a session it was
+// branched from, refers to. Errors: not_found, corrupt_log.
+func (s *Store) Content(ctx context.Context, session, hash string) ([]byte, error) {
+	return sqlrows.ReadContent(ctx, s.read, func(q string) string { return q }, session, hash)
+}

@@ -41,8 +41,8 @@ func (s *Store) Append(ctx context.Context, session string, after int64, evs []e
 		return nil, nil
 	}
 	for i, ev := range evs {
-		if ev.Type == "" || ev.V <= 0 || len(ev.Data) == 0 {
-			return nil, events.FieldError(events.CodeInvalid, fmt.Sprintf("events[%d]", i), "type, version and data are required")
+		if err := sqlrows.CheckEvent(i, ev); err != nil {
+			return nil, err
 		}
 	}
 	return s.submit(ctx, &appendReq{ctx: ctx, session: session, after: after, evs: evs, done: make(chan struct{})})
@@ -59,8 +59,8 @@ func (s *Store) AppendUnsynced(ctx context.Context, session string, after int64,
 		return s.Append(ctx, session, after, evs)
 	}
 	for i, ev := range evs {
-		if ev.Type == "" || ev.V <= 0 || len(ev.Data) == 0 {
-			return nil, events.FieldError(events.CodeInvalid, fmt.Sprintf("events[%d]", i), "type, version and data are required")
+		if err := sqlrows.CheckEvent(i, ev); err != nil {
+			return nil, err
 		}
 	}
 	return s.submit(ctx, &appendReq{ctx: ctx, session: session, after: after, evs: evs, unsynced: true, done: make(chan struct{})})
@@ -241,6 +241,7 @@ type writer struct {
 	conn                              *sql.Conn
 	begin, commitTx, rollback         *sql.Stmt
 	lastSeq, insEvent, insBlob        *sql.Stmt
+	insChunk, insContent, insRef      *sql.Stmt // the undo log's contents
 	sessOpen, sessMoved               *sql.Stmt
 	turnOpen, turnProgress, turnClose *sql.Stmt
 	turnHandoff                       *sql.Stmt
@@ -276,6 +277,7 @@ func newWriter(ctx context.Context, s *Store) (*writer, error) {
 		q   string
 	}{{&w.begin, "BEGIN IMMEDIATE"}, {&w.commitTx, "COMMIT"}, {&w.rollback, "ROLLBACK"},
 		{&w.lastSeq, qLastSeq}, {&w.insEvent, qInsertEvent}, {&w.insBlob, qInsertBlob},
+		{&w.insChunk, sqlrows.QInsertChunk}, {&w.insContent, sqlrows.QInsertContent}, {&w.insRef, sqlrows.QInsertContentRef},
 		{&w.sessOpen, qSessionOpen}, {&w.sessMoved, qSessionMoved}, {&w.turnOpen, qTurnOpen}, {&w.turnHandoff, qTurnHandoff},
 		{&w.turnProgress, qTurnProgress}, {&w.turnClose, qTurnClose},
 		{&w.interruptAdd, qInterruptAdd}, {&w.interruptSet, qInterruptSet}, {&w.interruptEnd, qInterruptEnd}, {&w.turnPause, qTurnPause},
@@ -465,6 +467,10 @@ func (w *writer) appendOne(ctx context.Context, r *appendReq, at time.Time, batc
 		if err := w.insert(ctx, ev); err != nil {
 			return nil, true, err
 		}
+		if err := w.insertContents(ctx, ev); err != nil {
+			return nil, true, err
+		}
+		ev.Contents = nil // held by the store now
 		if err := w.projectLive(ctx, ev); err != nil {
 			return nil, true, fmt.Errorf("project %s/%d: %w", ev.Session, ev.Seq, err)
 		}
@@ -501,6 +507,30 @@ func (w *writer) insert(ctx context.Context, ev events.Event) error {
 				Message: fmt.Sprintf("event %s/%d holds what the store cannot keep", ev.Session, ev.Seq), Err: err}
 		}
 		return fmt.Errorf("insert event %s/%d: %w", ev.Session, ev.Seq, err)
+	}
+	return nil
+}
+
+// insertContents writes the contents ev carries and the session's references to
+// them (sqlrows/contents.go).
+func (w *writer) insertContents(ctx context.Context, ev events.Event) error {
+	for _, c := range ev.Contents {
+		for _, ch := range c.Chunks {
+			if ch.Data != nil {
+				if _, err := w.insChunk.ExecContext(ctx, ch.Hash, ch.Data); err != nil {
+					return fmt.Errorf("store chunk %s: %w", ch.Hash, err)
+				}
+			}
+			if _, err := w.insRef.ExecContext(ctx, ev.Session, ch.Hash); err != nil {
+				return fmt.Errorf("refer to chunk %s: %w", ch.Hash, err)
+			}
+		}
+		if _, err := w.insContent.ExecContext(ctx, c.Hash, c.Size, sqlrows.ChunkList(c)); err != nil {
+			return fmt.Errorf("store content %s: %w", c.Hash, err)
+		}
+		if _, err := w.insRef.ExecContext(ctx, ev.Session, c.Hash); err != nil {
+			return fmt.Errorf("refer to content %s: %w", c.Hash, err)
+		}
 	}
 	return nil
 }

@@ -21,6 +21,9 @@ type CopiedTable struct {
 var CopiedTables = []CopiedTable{
 	{Name: "blobs", Columns: []string{"hash", "size", "data"}, Order: "hash"},
 	{Name: "events", Columns: []string{"id", "session_id", "seq", "turn_id", "type", "path", "v", "data", "blob_hash", "at"}, Order: "id", Identity: true},
+	{Name: "content_chunks", Columns: []string{"hash", "data"}, Order: "hash"},
+	{Name: "contents", Columns: []string{"hash", "size", "chunks"}, Order: "hash"},
+	{Name: "content_refs", Columns: []string{"session_id", "hash"}, Order: "session_id, hash"},
 	{Name: "memories", Columns: []string{"id", "app", "owner", "key", "label", "text", "created_at", "vector"}, Order: "id", Identity: true},
 	{Name: "idempotency_keys", Columns: []string{"owner", "key", "route", "body_hash", "session_id", "turn_id", "start_seq", "created_at", "expires_at"}, Order: "owner, key"},
 	{Name: "webhook_outbox", Columns: []string{"delivery_id", "app", "webhook", "event", "session_id", "seq", "turn_id", "status", "attempts",

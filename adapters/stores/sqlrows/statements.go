@@ -103,9 +103,16 @@ type EraseStep struct {
 }
 
 // SessionEraseSteps remove the erasing sessions' rows — after their memories and
-// before their blobs, which each store removes its own way — counted into c.
+// before their blobs, which each store removes its own way — counted into c: first
+// the file contents and chunks only they hold, then their references to them.
 func SessionEraseSteps(c *projection.ErasureCounts) []EraseStep {
+	var refs int
 	return []EraseStep{
+		{&c.FileContents, "file contents", `DELETE FROM contents WHERE hash IN (SELECT hash FROM content_refs WHERE ` + ErasingSessions + `)
+			AND NOT EXISTS (SELECT 1 FROM content_refs r WHERE r.hash = contents.hash AND r.session_id NOT IN (SELECT session_id FROM erasing))`},
+		{&c.ContentChunks, "content chunks", `DELETE FROM content_chunks WHERE hash IN (SELECT hash FROM content_refs WHERE ` + ErasingSessions + `)
+			AND NOT EXISTS (SELECT 1 FROM content_refs r WHERE r.hash = content_chunks.hash AND r.session_id NOT IN (SELECT session_id FROM erasing))`},
+		{&refs, "content references", `DELETE FROM content_refs WHERE ` + ErasingSessions},
 		{&c.Events, "events", `DELETE FROM events WHERE ` + ErasingSessions},
 		{&c.Sessions, "sessions", `DELETE FROM proj_sessions WHERE id IN (SELECT session_id FROM erasing)`},
 		{&c.Turns, "turns", `DELETE FROM proj_turns WHERE ` + ErasingSessions},

@@ -78,6 +78,7 @@ func Exercise(t *testing.T, h Harness) {
 		{"FailingMemberOfAGroupCommit", failingMemberOfAGroupCommit},
 		{"UnsyncedAppendsAreVisible", unsyncedAppendsAreVisible},
 		{"BlobsRoundTrip", blobsRoundTrip},
+		{"FileContents", fileContents},
 		{"HistoryKeepsCanonicalBytes", historyKeepsCanonicalBytes},
 		{"TurnsAndTheirReadModels", turnsAndTheirReadModels},
 		{"SuspendedTurnsAndInterrupts", suspendedTurnsAndInterrupts},

@@ -1,0 +1,109 @@
+package storetest
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/undo"
+)
+
+// contentOf is data as the undo log holds it: its hash, size and chunks.
+func contentOf(t *testing.T, data []byte) events.Content {
+	t.Helper()
+	c := events.Content{Hash: events.HashOf(data), Size: int64(len(data))}
+	if err := undo.Split(bytes.NewReader(data), func(b []byte) error {
+		c.Chunks = append(c.Chunks, events.Chunk{Hash: events.HashOf(b), Data: bytes.Clone(b)})
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func filesChanged(call string, cs ...events.Content) events.Event {
+	fc := &events.FilesChanged{CallID: call, Tool: "bash"}
+	for i, c := range cs {
+		fc.Changes = append(fc.Changes, events.FileChange{Path: fmt.Sprintf("f%d", i),
+			After: &events.FileState{Kind: events.FileKindFile, Mode: 0o644, Size: c.Size, Hash: c.Hash}})
+	}
+	ev := events.MustNew("t1", "main/tool/"+call+"/files", fc)
+	ev.Contents = cs
+	return ev
+}
+
+// fileContents: the contents an append carries are read back whole by the session
+// that wrote them and by its branches, by no other session; a content is held once
+// however many sessions hold it; contents that do not say what they are change
+// nothing; an erasure removes what only its sessions held and keeps the rest.
+func fileContents(t *testing.T, h Harness) {
+	s, ctx := h.Open(t), context.Background()
+	var own []byte // about 100 KiB: many chunks
+	for i := range 4000 {
+		own = fmt.Appendf(own, "line %d of s1's own file\n", i*7919)
+	}
+	shared := []byte("held by both sessions\n")
+	a, b := contentOf(t, own), contentOf(t, shared)
+	if len(a.Chunks) < 3 {
+		t.Fatalf("%d chunks", len(a.Chunks))
+	}
+	newSession(t, s, "s1", "alice")
+	newSession(t, s, "s2", "bob")
+	if _, err := s.Append(ctx, "s1", 1, []events.Event{filesChanged("c1", a, b)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Append(ctx, "s2", 1, []events.Event{filesChanged("c1", b), filesChanged("c2", b)}); err != nil {
+		t.Fatal(err)
+	}
+	branched := events.MustNew("", "", &events.SessionBranched{App: "demo", Owner: "alice", Agent: "main", SourceSession: "s1", SourceSeq: 2})
+	if _, err := s.Append(ctx, "b1", 0, []events.Event{branched}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		session string
+		want    []byte
+		content events.Content
+	}{{"s1", own, a}, {"s1", shared, b}, {"s2", shared, b}, {"b1", own, a}} {
+		got, err := s.Content(ctx, c.session, c.content.Hash)
+		if err != nil || !bytes.Equal(got, c.want) {
+			t.Fatalf("%s read %s: %d bytes, %v", c.session, c.content.Hash, len(got), err)
+		}
+	}
+	if _, err := s.Content(ctx, "s2", a.Hash); !isCode(err, events.CodeNotFound) {
+		t.Fatalf("s2 read s1's content: %v", err)
+	}
+	evs, err := s.Events(ctx, "s1", 1)
+	if err != nil || len(evs) != 1 || evs[0].Contents != nil {
+		t.Fatalf("read back: %+v %v", evs, err)
+	}
+
+	bad := contentOf(t, []byte("what it says it is not"))
+	bad.Chunks[0].Data = []byte("other bytes")
+	noBytes := contentOf(t, []byte("sent without its bytes"))
+	noBytes.Chunks[0].Data = nil
+	for what, c := range map[string]events.Content{"a chunk not its hash's": bad, "a chunk without bytes": noBytes,
+		"a hash of no form": {Hash: "md5:x", Size: 0}} {
+		if _, err := s.Append(ctx, "s1", 2, []events.Event{filesChanged("c3", c)}); !isCode(err, events.CodeInvalid) {
+			t.Errorf("%s: %v", what, err)
+		}
+	}
+	if last, err := s.LastSeq(ctx, "s1"); err != nil || last != 2 {
+		t.Fatalf("refused appends wrote: last seq %d, %v", last, err)
+	}
+
+	rec, err := s.Erase(ctx, erasureRequest("e1", "s1", "b1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Counts.FileContents != 1 || rec.Counts.ContentChunks != len(a.Chunks) {
+		t.Errorf("the erasure removed %d contents and %d chunks, want 1 and %d (what s2 holds stays)", rec.Counts.FileContents, rec.Counts.ContentChunks, len(a.Chunks))
+	}
+	if got, err := s.Content(ctx, "s2", b.Hash); err != nil || !bytes.Equal(got, shared) {
+		t.Fatalf("s2's content after s1 was erased: %q %v", got, err)
+	}
+	if _, err := s.Content(ctx, "s1", a.Hash); !isCode(err, events.CodeNotFound) {
+		t.Fatalf("an erased session's content: %v", err)
+	}
+}
