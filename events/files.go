@@ -65,14 +65,14 @@ const (
 
 // FileState is an entry of a workspace as a restore puts it back.
 type FileState struct {
-	Kind    string `json:"kind"`
-	Mode    uint32 `json:"mode"` // permission, set-id and sticky bits
-	UID     uint32 `json:"uid"`
-	GID     uint32 `json:"gid"`
-	MtimeNs int64  `json:"mtime_ns"`
-	Size    int64  `json:"size,omitempty"`
-	Hash    string `json:"hash,omitempty"`   // a file's content, when it was read
-	Target  string `json:"target,omitempty"` // a symlink's
+	Kind   string `json:"kind"`
+	Mode   uint32 `json:"mode"` // permission, set-id and sticky bits
+	UID    uint32 `json:"uid"`
+	GID    uint32 `json:"gid"`
+	Mtime  string `json:"mtime"` // RFC 3339 in UTC, to the nanosecond
+	Size   int64  `json:"size,omitempty"`
+	Hash   string `json:"hash,omitempty"`   // a file's content, when it was read
+	Target string `json:"target,omitempty"` // a symlink's
 }
 
 // Content is a file's content an append holds for the undo log: its hash and size,

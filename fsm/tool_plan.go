@@ -180,6 +180,9 @@ func (r *run) planRun(p *toolPlan, s *toolSlot) *ResultError {
 		}
 		s.result = tr
 		p.recorded = append(p.recorded, ev)
+		if files, ok := r.rec.get(events.TypeFilesChanged, FilesPath(s.path)); ok {
+			p.recorded = append(p.recorded, files) // what the call did to its files, recorded with it
+		}
 		if recSched, ok := r.rec.get(events.TypeToolScheduled, s.path); ok {
 			sched = recSched
 		}

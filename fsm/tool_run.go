@@ -57,17 +57,31 @@ func (r *run) runSlots(slots []*toolSlot) error {
 			d.tr.Note = r.editedNote(d.s)
 		}
 		err := r.app.GuardrailPolicy.redactResult(d.tr)
-		var ev events.Event
+		var ev, files events.Event
+		var changed bool
 		if err == nil {
 			ev, err = storableResult(r.turn, d.s.path, d.tr)
+		}
+		if err == nil {
+			files, changed, err = d.s.files.event(r.turn, d.s.path, d.s.call)
+		}
+		evs := []events.Event{ev}
+		if changed {
+			evs = append(evs, files) // in the result's append: both durable, or neither
 		}
 		switch {
 		case err != nil:
 			d.s.recorded.fire(false)
 		case d.s.nested != nil || (d.s.tool != nil && d.s.tool.Spec().Idempotent):
-			r.log.postpone(ev, d.s.recorded)
+			for i, ev := range evs {
+				hooks := d.s.recorded
+				if i > 0 {
+					hooks = nil
+				}
+				r.log.postpone(ev, hooks)
+			}
 		default:
-			err = r.emit(ev) // durable now: a finished side effect must never look unknown
+			err = r.emit(evs...) // durable now: a finished side effect must never look unknown
 			d.s.recorded.fire(err == nil)
 		}
 		firstErr = err
@@ -104,6 +118,8 @@ func (r *run) execute(s *toolSlot) *events.ToolResulted {
 	ctx = WithCallInfo(ctx, CallInfo{Session: r.session, User: r.owner, Turn: r.turn, Agent: r.agent.Name, Path: s.path, Approved: s.needsApproval()})
 	s.recorded = &recordedHooks{}
 	ctx = withRecordedHooks(ctx, s.recorded)
+	s.files = &callFiles{}
+	ctx = withCallFiles(ctx, s.files)
 	if spec.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, spec.Timeout)

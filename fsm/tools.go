@@ -48,6 +48,8 @@ type toolSlot struct {
 	edited  bool                  // a reviewer changed the arguments the call runs with
 	// recorded are what the tool asked to run once its result is durable (OnRecorded).
 	recorded *recordedHooks
+	// files is what the tool changed in its workspace (RecordFiles).
+	files *callFiles
 }
 
 func (s *toolSlot) needsApproval() bool {

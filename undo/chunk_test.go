@@ -105,3 +105,30 @@ func TestTheCutsAreTheStoredFormat(t *testing.T) {
 }
 
 func concat(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
+
+// TestReadNamesTheWholeAndKeepsItsChunks: Read's hash is the whole content's, its
+// chunks join to it, and without keep it names the content only.
+func TestReadNamesTheWholeAndKeepsItsChunks(t *testing.T) {
+	data := text(3, 300_000)
+	c, err := Read(bytes.NewReader(data), true)
+	if err != nil || c.Hash != HashOf(data) || c.Size != int64(len(data)) || len(c.Chunks) < 10 {
+		t.Fatalf("%s %d %d chunks %v", c.Hash, c.Size, len(c.Chunks), err)
+	}
+	var joined []byte
+	for _, ch := range c.Chunks {
+		if HashOf(ch.Data) != ch.Hash {
+			t.Fatalf("chunk %s holds other bytes", ch.Hash)
+		}
+		joined = append(joined, ch.Data...)
+	}
+	if !bytes.Equal(joined, data) {
+		t.Fatal("the chunks do not join to the content")
+	}
+	named, err := Read(bytes.NewReader(data), false)
+	if err != nil || named.Hash != c.Hash || named.Size != c.Size || named.Chunks != nil {
+		t.Fatalf("named only: %+v %v", named, err)
+	}
+	if empty, _ := Read(bytes.NewReader(nil), true); empty.Hash != HashOf(nil) || empty.Size != 0 || len(empty.Chunks) != 0 {
+		t.Fatalf("empty: %+v", empty)
+	}
+}

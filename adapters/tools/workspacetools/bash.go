@@ -82,6 +82,18 @@ func Bash(spec sandbox.Spec, access *policy.Engine, wss *Workspaces) fsm.Tool {
 			call, _ := fsm.CallInfoFrom(ctx)
 			s.SettleLater, s.ApplyTag = true, ApplyTag(call)
 			res, err := sandbox.Run(ctx, s, a.Command)
+			if err == nil {
+				root := s.Workspace
+				if wss != nil {
+					root = wss.Root().Dir()
+				}
+				// What the apply changed goes in the log with the result, or the apply
+				// is taken back: no change on disk is left unrecorded.
+				if rerr := recordApply(ctx, res, root, s.Workspace, DefaultUndoCaps); rerr != nil {
+					res.Settle(false)
+					return nil, fmt.Errorf("the command's changes to the workspace were taken back, as what they were could not be recorded: %w", rerr)
+				}
+			}
 			if res != nil && !fsm.OnRecorded(ctx, func(recorded bool) { res.Settle(recorded) }) {
 				res.Settle(true)
 			}

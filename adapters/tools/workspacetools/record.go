@@ -1,0 +1,141 @@
+package workspacetools
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+	"unicode/utf8"
+
+	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/fsm"
+	"github.com/turnlog/turnlog/sandbox"
+	"github.com/turnlog/turnlog/undo"
+)
+
+// UndoCaps bound what the undo log keeps of one call's changes. A content past a
+// cap is named (its hash) but not kept; a change whose before content is not kept
+// cannot be reverted, and says why (events.FileChange.NotRevertible).
+type UndoCaps struct {
+	FileBytes int64 // the largest content kept
+	CallBytes int64 // what one call keeps in all
+}
+
+// DefaultUndoCaps: files up to 16 MiB, 256 MiB a call.
+var DefaultUndoCaps = UndoCaps{FileBytes: 16 << 20, CallBytes: 256 << 20}
+
+// recordApply records, with the call ctx carries (fsm.RecordFiles), what the apply
+// of res changed in the workspace ws below root: each path before and after, and
+// the contents, read while the apply's staging directory still holds what it
+// replaced.
+func recordApply(ctx context.Context, res *sandbox.Result, root, ws string, caps UndoCaps) error {
+	if !fsm.RecordsFiles(ctx) {
+		return nil
+	}
+	return res.FileChanges(func(cs []sandbox.FileChange) error {
+		if len(cs) == 0 {
+			return nil
+		}
+		rec := &recording{caps: caps, seen: map[string]bool{}}
+		fc := &events.FilesChanged{Workspace: workspaceKey(root, ws)}
+		for i := range cs {
+			ch, err := rec.change(&cs[i])
+			if err != nil {
+				return fmt.Errorf("record %s: %w", cs[i].Path, err)
+			}
+			fc.Changes = append(fc.Changes, ch)
+		}
+		fsm.RecordFiles(ctx, fc, rec.contents)
+		return nil
+	})
+}
+
+// workspaceKey is ws's folder below root ("" for root itself).
+func workspaceKey(root, ws string) string {
+	rel, err := filepath.Rel(root, ws)
+	if err != nil || rel == "." {
+		return ""
+	}
+	return filepath.ToSlash(rel)
+}
+
+// recording is one call's changes as they are read.
+type recording struct {
+	caps     UndoCaps
+	kept     int64
+	seen     map[string]bool
+	contents []events.Content
+}
+
+// Why a change cannot be reverted.
+const (
+	notUTF8      = "its name is not UTF-8, which the log cannot hold exactly"
+	movedSince   = "another writer changed it after the apply: what is there is not the call's"
+	pastFileCap  = "its content was larger than the undo log keeps of a file (%d bytes)"
+	pastCallCap  = "the call's changes were larger than the undo log keeps of a call (%d bytes)"
+	unreadableAt = "its content could not be read: %v"
+)
+
+func (r *recording) change(c *sandbox.FileChange) (events.FileChange, error) {
+	ch := events.FileChange{Path: c.Path, Before: stateOf(c.Before), After: stateOf(c.After)}
+	if !utf8.ValidString(c.Path) {
+		ch.NotRevertible = notUTF8
+	}
+	if c.Moved {
+		ch.NotRevertible = movedSince
+	}
+	if ch.Before != nil && ch.Before.Kind == events.FileKindFile {
+		hash, why := r.read(c.OpenBefore)
+		ch.Before.Hash = hash
+		if why != "" && ch.NotRevertible == "" {
+			ch.NotRevertible = why
+		}
+	}
+	if ch.After != nil && ch.After.Kind == events.FileKindFile {
+		// What a revert checks the file against; kept (when it fits) so that a revert
+		// of the revert can put it back.
+		ch.After.Hash, _ = r.read(c.OpenAfter)
+	}
+	return ch, nil
+}
+
+// read names a content and keeps it when it fits the caps; why says why it was not
+// kept.
+func (r *recording) read(open func() (*os.File, error)) (hash, why string) {
+	f, err := open()
+	if err != nil {
+		return "", fmt.Sprintf(unreadableAt, err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return "", fmt.Sprintf(unreadableAt, err)
+	}
+	keep := true
+	switch {
+	case st.Size() > r.caps.FileBytes:
+		keep, why = false, fmt.Sprintf(pastFileCap, r.caps.FileBytes)
+	case r.kept+st.Size() > r.caps.CallBytes:
+		keep, why = false, fmt.Sprintf(pastCallCap, r.caps.CallBytes)
+	}
+	c, err := undo.Read(f, keep)
+	if err != nil {
+		return "", fmt.Sprintf(unreadableAt, err)
+	}
+	if keep && !r.seen[c.Hash] {
+		r.seen[c.Hash] = true
+		r.kept += c.Size
+		r.contents = append(r.contents, c)
+	}
+	return c.Hash, why
+}
+
+// stateOf is an entry's state as the log holds it.
+func stateOf(s *sandbox.EntryState) *events.FileState {
+	if s == nil {
+		return nil
+	}
+	return &events.FileState{Kind: s.Kind, Mode: s.Mode, UID: s.UID, GID: s.GID, Mtime: time.Unix(0, s.MtimeNs).UTC().Format(time.RFC3339Nano),
+		Size: s.Size, Target: s.Target}
+}

@@ -1,0 +1,117 @@
+package turnlog_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/fsm"
+	"github.com/turnlog/turnlog/pkg/turnlog"
+)
+
+// undoApp is an app whose one turn runs command in a shared workspace ws.
+func undoApp(t *testing.T, ws, command string) *turnlog.Turnlog {
+	t.Helper()
+	cfg := fmt.Sprintf(`apps:
+  ops:
+    start_agent: worker
+    llms:
+      script:
+        provider: scripted
+        rules:
+          - when: {after_tool: "*"}
+            reply: done
+          - tools: [{name: bash, arguments: '{"command": %q}'}]
+    agents:
+      worker: {llm: script, tools: [bash]}
+    policy:
+      mode: workspace-write
+      workspace: %s
+      workspace_scope: shared
+      rules:
+        - {name: shell, tools: [bash], decision: allow}
+`, command, ws)
+	tl, err := turnlog.Open(context.Background(), turnlog.Options{ConfigData: []byte(cfg), DB: filepath.Join(t.TempDir(), "t.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tl.Close() })
+	return tl
+}
+
+// TestACommandsChangesAreRecordedWithItsResult: a real command that removes a tree,
+// edits a file and makes one leaves a FilesChanged in the very append of its result
+// — each path before and after, the contents the session can read back — and a
+// replay of the session takes it from the recording, running nothing.
+func TestACommandsChangesAreRecordedWithItsResult(t *testing.T) {
+	t.Parallel()
+	ws := t.TempDir()
+	os.MkdirAll(filepath.Join(ws, "src"), 0o755)
+	os.WriteFile(filepath.Join(ws, "src/a.go"), []byte("package a\n"), 0o640)
+	os.WriteFile(filepath.Join(ws, "notes.txt"), []byte("one\n"), 0o644)
+	tl := undoApp(t, ws, "rm -rf src && sed -i s/one/two/ notes.txt && echo new > made.txt")
+	ctx := context.Background()
+	s, err := tl.Engine.CreateSession(ctx, "ops", "alice", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := tl.Engine.StartTurn(ctx, s.ID, "tidy up")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := st.Wait(); err != nil || res.Status != fsm.StatusCompleted {
+		t.Fatalf("%+v %v", res, err)
+	}
+	recorded, err := tl.Store.Events(ctx, s.ID, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var result, files events.Event
+	for i, ev := range recorded {
+		if ev.Type == events.TypeFilesChanged {
+			files, result = ev, recorded[i-1]
+		}
+	}
+	if files.Type == "" || result.Type != events.TypeToolResulted || files.Path != fsm.FilesPath(result.Path) || !files.At.Equal(result.At) {
+		t.Fatalf("the FilesChanged does not follow its result in one append: %+v after %+v", files, result)
+	}
+	fc, err := events.DecodeAs[*events.FilesChanged](files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byPath := map[string]events.FileChange{}
+	for _, c := range fc.Changes {
+		byPath[c.Path] = c
+	}
+	for p, want := range map[string][2]string{"src/a.go": {"package a\n", ""}, "notes.txt": {"one\n", "two\n"}, "made.txt": {"", "new\n"}} {
+		c, ok := byPath[p]
+		if !ok || c.NotRevertible != "" {
+			t.Fatalf("%s: %+v (changes %+v)", p, c, fc.Changes)
+		}
+		for i, st := range []*events.FileState{c.Before, c.After} {
+			if (st == nil) != (want[i] == "") {
+				t.Fatalf("%s: before %+v after %+v", p, c.Before, c.After)
+			}
+			if st == nil {
+				continue
+			}
+			got, err := tl.Store.Content(ctx, s.ID, st.Hash)
+			if err != nil || string(got) != want[i] {
+				t.Fatalf("%s: content %s is %q (%v), want %q", p, st.Hash, got, err, want[i])
+			}
+		}
+	}
+	if c := byPath["src"]; c.Before == nil || c.Before.Kind != events.FileKindDir || c.After != nil || fc.Tool != "bash" || fc.CallID == "" {
+		t.Fatalf("src: %+v; %s %s", c, fc.Tool, fc.CallID)
+	}
+	rep, err := tl.ReplayOnly(ctx, recorded)
+	if err != nil || rep.Events != len(recorded) {
+		t.Fatalf("replay: %+v %v", rep, err)
+	}
+	if raw, _ := os.ReadFile(filepath.Join(ws, "notes.txt")); string(raw) != "two\n" {
+		t.Fatalf("after the replay notes.txt holds %q", raw)
+	}
+}
