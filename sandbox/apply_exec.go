@@ -103,6 +103,9 @@ type executor struct {
 	// afterOp, set by tests, runs before the first step and after each, with the
 	// number of steps done and of all.
 	afterOp func(done, all int)
+	// exact sets every entry's mode after making it: a restore runs in turnlog,
+	// whose umask is not 0 (the helper's is, while it applies).
+	exact bool
 }
 
 // run carries ops out in order, stopping at the first error.
@@ -149,7 +152,7 @@ func (x *executor) do(i int, o *op) (uint64, error) {
 			return 0, err
 		}
 		defer unix.Close(d)
-		if o.UID != 0 || o.GID != 0 || o.Mode&0o7000 != 0 { // else made as it should be
+		if o.UID != 0 || o.GID != 0 || o.Mode&0o7000 != 0 || x.exact { // else made as it should be
 			if err := unix.Fchown(d, int(o.UID), int(o.GID)); err != nil {
 				return 0, fmt.Errorf("chown: %w", err)
 			}
@@ -245,6 +248,9 @@ func (x *executor) writeFile(fd int, dir, name, dst string, o *op) (uint64, erro
 		if err = unix.Fchown(out, int(o.UID), int(o.GID)); err != nil {
 			err = fmt.Errorf("chown: %w", err)
 		}
+	}
+	if err == nil && x.exact {
+		err = unix.Fchmod(out, o.Mode)
 	}
 	if err == nil {
 		err = futimens(out, unix.Timespec{Nsec: unix.UTIME_NOW}, unix.Timespec{Sec: o.MtimeSec, Nsec: o.MtimeNs})

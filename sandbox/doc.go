@@ -51,6 +51,7 @@
 //	apply_exec.go                            x               the executor
 //	apply_journal.go               x         x               the journal, rollback, recovery
 //	apply_changes.go               x                          what an apply changed, path by path, before and after
+//	restore.go                     x                          a revert: paths put back through the executor, with a journal
 //	apply_report.go, git.go,       x         x               what is reported; git's protected names;
 //	dirent.go                                                reading directories
 //
