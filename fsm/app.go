@@ -46,6 +46,9 @@ type App struct {
 	// Retention, when positive, is how long a session may stay idle (no event)
 	// before EraseIdle erases it, with its branches once they are idle too.
 	Retention time.Duration
+	// Workspace is the app's workspace files, which Revert puts back (nil: the app
+	// has none, and nothing to revert).
+	Workspace Workspace
 }
 
 // Agent is one agent of an app with its model, tools and limits.

@@ -119,8 +119,9 @@ func (b builder) recall() workspacetools.Recall {
 	return recallReads(b.opts.log)
 }
 
-// recorded asks the log whether the call an apply's tag names has its result there
-// (see sandbox.Recorded); nil without a log.
+// recorded asks the log whether the call an apply's tag names has its result there,
+// or the revert a restore's tag names its record (see sandbox.Recorded); nil without
+// a log.
 func (b builder) recorded() sandbox.Recorded {
 	if b.opts.log == nil {
 		return nil
@@ -138,7 +139,7 @@ func (b builder) recorded() sandbox.Recorded {
 			return false, err
 		}
 		for _, ev := range evs {
-			if ev.Type == events.TypeToolResulted && ev.Turn == turn && ev.Path == path {
+			if (ev.Type == events.TypeToolResulted || ev.Type == events.TypeWorkspaceReverted) && ev.Turn == turn && ev.Path == path {
 				return true, nil
 			}
 		}

@@ -212,6 +212,11 @@ func (b builder) app(name string, c config.App, policy *fsm.GuardrailPolicy) (*f
 		return nil, b.doc.ErrAt(at+".on_busy", "unknown on_busy %q (%v)", c.OnBusy, fsm.OnBusyModes())
 	}
 	app := &fsm.App{Name: name, StartAgent: c.StartAgent, Agents: map[string]*fsm.Agent{}, GuardrailPolicy: policy, ToolPolicy: access, OnBusy: c.OnBusy}
+	for _, sh := range *b.shells {
+		if sh.app == name {
+			app.Workspace = sh.wss // what Revert puts back
+		}
+	}
 	if c.Retention != "" {
 		if app.Retention, err = b.duration(at+".retention", c.Retention, "720h"); err != nil {
 			return nil, err

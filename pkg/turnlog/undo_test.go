@@ -2,10 +2,14 @@ package turnlog_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/fsm"
@@ -113,5 +117,119 @@ func TestACommandsChangesAreRecordedWithItsResult(t *testing.T) {
 	}
 	if raw, _ := os.ReadFile(filepath.Join(ws, "notes.txt")); string(raw) != "two\n" {
 		t.Fatalf("after the replay notes.txt holds %q", raw)
+	}
+}
+
+// tree describes every entry below dir but dir itself and .turnlog: its kind and
+// mode, its time, and a file's content or a link's target.
+func tree(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		switch {
+		case rel == ".":
+			return nil
+		case rel == ".turnlog":
+			return filepath.SkipDir
+		}
+		fi, err := os.Lstat(p)
+		if err != nil {
+			return err
+		}
+		desc := fmt.Sprintf("%v %d", fi.Mode(), fi.ModTime().UnixNano())
+		if target, err := os.Readlink(p); err == nil {
+			desc += " → " + target
+		} else if fi.Mode().IsRegular() {
+			raw, _ := os.ReadFile(p)
+			desc += " " + string(raw)
+		}
+		out[rel] = desc
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestATurnIsRevertedAndTheRevertUndone: a turn's rm -rf, edit and new file are
+// reverted to the workspace as it was before the turn, recorded as a
+// WorkspaceReverted; undoing that revert brings the turn's files back; a path
+// changed since is a revert_conflict naming it, and nothing changes, until forced.
+func TestATurnIsRevertedAndTheRevertUndone(t *testing.T) {
+	t.Parallel()
+	ws := t.TempDir()
+	os.MkdirAll(filepath.Join(ws, "src/empty"), 0o750)
+	os.WriteFile(filepath.Join(ws, "src/a.go"), []byte("package a\n"), 0o640)
+	os.Symlink("a.go", filepath.Join(ws, "src/link"))
+	os.WriteFile(filepath.Join(ws, "notes.txt"), []byte("one\n"), 0o644)
+	old := time.Date(2022, 1, 2, 3, 4, 5, 6, time.UTC)
+	for _, p := range []string{"src/empty", "src/a.go", "notes.txt", "src"} {
+		os.Chtimes(filepath.Join(ws, p), old, old)
+	}
+	before := tree(t, ws)
+	tl := undoApp(t, ws, "rm -rf src && sed -i s/one/two/ notes.txt && echo new > made.txt")
+	ctx := context.Background()
+	s, _ := tl.Engine.CreateSession(ctx, "ops", "alice", nil)
+	st, err := tl.Engine.StartTurn(ctx, s.ID, "tidy up")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := st.Wait(); err != nil || res.Status != fsm.StatusCompleted {
+		t.Fatalf("%+v %v", res, err)
+	}
+	turned := tree(t, ws)
+
+	rev, err := tl.Engine.Revert(ctx, fsm.RevertRequest{Session: s.ID, Turn: st.ID, By: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := tree(t, ws); !maps.Equal(got, before) {
+		t.Fatalf("reverted, the workspace is\n%v\nnot\n%v", got, before)
+	}
+	if rev.Count == 0 || len(rev.Turns) != 1 || rev.Turns[0] != st.ID {
+		t.Fatalf("%+v", rev)
+	}
+	if _, err := tl.Engine.Revert(ctx, fsm.RevertRequest{Session: s.ID, Turn: st.ID, By: "alice"}); !events.IsCode(err, events.CodeConflict) {
+		t.Fatalf("a turn reverted twice: %v", err)
+	}
+	undone, err := tl.Engine.Revert(ctx, fsm.RevertRequest{Session: s.ID, Revert: rev.ID, By: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := tree(t, ws); !maps.Equal(got, turned) {
+		t.Fatalf("the revert undone, the workspace is\n%v\nnot\n%v", got, turned)
+	}
+
+	os.WriteFile(filepath.Join(ws, "made.txt"), []byte("someone else's\n"), 0o644)
+	changed := tree(t, ws)
+	_, err = tl.Engine.Revert(ctx, fsm.RevertRequest{Session: s.ID, Revert: undone.ID, By: "alice"})
+	var rc *fsm.RevertConflictError
+	if !events.IsCode(err, fsm.CodeRevertConflict) || !errors.As(err, &rc) || len(rc.Conflicts) != 1 || rc.Conflicts[0].Path != "made.txt" {
+		t.Fatalf("a conflict: %v", err)
+	}
+	if got := tree(t, ws); !maps.Equal(got, changed) {
+		t.Fatal("a refused revert changed files")
+	}
+	forced, err := tl.Engine.Revert(ctx, fsm.RevertRequest{Session: s.ID, Revert: undone.ID, By: "alice", Force: true})
+	if err != nil || len(forced.Overwritten) != 1 {
+		t.Fatalf("forced: %+v %v", forced, err)
+	}
+	if got := tree(t, ws); !maps.Equal(got, before) {
+		t.Fatalf("forced, the workspace is\n%v\nnot\n%v", got, before)
+	}
+	evs, _ := tl.Store.Events(ctx, s.ID, 0)
+	n := 0
+	for _, ev := range evs {
+		if ev.Type == events.TypeWorkspaceReverted {
+			n++
+		}
+	}
+	if n != 3 {
+		t.Fatalf("%d reverts recorded, want 3", n)
 	}
 }

@@ -33,22 +33,26 @@ func recordApply(ctx context.Context, res *sandbox.Result, root, ws string, caps
 	if !fsm.RecordsFiles(ctx) {
 		return nil
 	}
-	return res.FileChanges(func(cs []sandbox.FileChange) error {
-		if len(cs) == 0 {
-			return nil
-		}
+	changes, contents, err := recordChanges(res, caps)
+	if err != nil || len(changes) == 0 {
+		return err
+	}
+	fsm.RecordFiles(ctx, &events.FilesChanged{Workspace: workspaceKey(root, ws), Changes: changes}, contents)
+	return nil
+}
+
+// recordChanges reads what res's apply (or restore) changed as the undo log records
+// it: each path before and after, and the contents within caps.
+func recordChanges(res *sandbox.Result, caps UndoCaps) (changes []events.FileChange, contents []events.Content, err error) {
+	err = res.FileChanges(func(cs []sandbox.FileChange) error {
 		rec := &recording{caps: caps, seen: map[string]bool{}}
-		fc := &events.FilesChanged{Workspace: workspaceKey(root, ws)}
 		for i := range cs {
-			ch, err := rec.change(&cs[i])
-			if err != nil {
-				return fmt.Errorf("record %s: %w", cs[i].Path, err)
-			}
-			fc.Changes = append(fc.Changes, ch)
+			changes = append(changes, rec.change(&cs[i]))
 		}
-		fsm.RecordFiles(ctx, fc, rec.contents)
+		contents = rec.contents
 		return nil
 	})
+	return changes, contents, err
 }
 
 // workspaceKey is ws's folder below root ("" for root itself).
@@ -77,7 +81,7 @@ const (
 	unreadableAt = "its content could not be read: %v"
 )
 
-func (r *recording) change(c *sandbox.FileChange) (events.FileChange, error) {
+func (r *recording) change(c *sandbox.FileChange) events.FileChange {
 	ch := events.FileChange{Path: c.Path, Before: stateOf(c.Before), After: stateOf(c.After)}
 	if !utf8.ValidString(c.Path) {
 		ch.NotRevertible = notUTF8
@@ -97,7 +101,7 @@ func (r *recording) change(c *sandbox.FileChange) (events.FileChange, error) {
 		// of the revert can put it back.
 		ch.After.Hash, _ = r.read(c.OpenAfter)
 	}
-	return ch, nil
+	return ch
 }
 
 // read names a content and keeps it when it fits the caps; why says why it was not

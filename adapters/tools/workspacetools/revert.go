@@ -1,0 +1,79 @@
+package workspacetools
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/fsm"
+	"github.com/turnlog/turnlog/sandbox"
+)
+
+var _ fsm.Workspace = (*Workspaces)(nil)
+
+// Of implements fsm.Workspace: the folder below the root of the workspace of
+// session's calls.
+func (w *Workspaces) Of(session, user string) (string, error) {
+	ws, err := w.For(fsm.WithCallInfo(context.Background(), fsm.CallInfo{Session: session, User: user}))
+	if err != nil {
+		return "", err
+	}
+	return workspaceKey(w.root.Dir(), ws.Dir()), nil
+}
+
+// Restore implements fsm.Workspace through sandbox.RestoreFiles: the restore's
+// journal is tagged as a call's apply is (ApplyTag), with the revert's path, so a
+// crash before the revert is recorded takes it back at the next start.
+func (w *Workspaces) Restore(_ context.Context, folder, session, path string, targets []fsm.RestoreTarget, force bool) (fsm.Restored, []fsm.RevertConflict, error) {
+	dir := filepath.Join(w.root.Dir(), filepath.FromSlash(folder))
+	rs := make([]sandbox.Restore, len(targets))
+	for i, t := range targets {
+		want, err := entryOf(t.Want)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", t.Path, err)
+		}
+		expect, err := entryOf(t.Expect)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", t.Path, err)
+		}
+		rs[i] = sandbox.Restore{Path: t.Path, Want: want, Content: t.Content, Expect: expect}
+		if t.Expect != nil {
+			rs[i].ExpectHash = t.Expect.Hash
+		}
+	}
+	res, conflicts, err := sandbox.RestoreFiles(dir, ApplyTag(fsm.CallInfo{Session: session, Path: path}), rs, force)
+	if err != nil {
+		return nil, nil, err
+	}
+	out := make([]fsm.RevertConflict, len(conflicts))
+	for i, c := range conflicts {
+		out[i] = fsm.RevertConflict(c)
+	}
+	if res == nil {
+		return nil, out, nil
+	}
+	return restored{res}, out, nil
+}
+
+// restored is a restore waiting for its record.
+type restored struct{ res *sandbox.Result }
+
+func (r restored) Changes() ([]events.FileChange, []events.Content, error) {
+	return recordChanges(r.res, DefaultUndoCaps)
+}
+
+func (r restored) Settle(recorded bool) { r.res.Settle(recorded) }
+
+// entryOf is a recorded state as the sandbox restores it.
+func entryOf(s *events.FileState) (*sandbox.EntryState, error) {
+	if s == nil {
+		return nil, nil
+	}
+	at, err := time.Parse(time.RFC3339Nano, s.Mtime)
+	if err != nil {
+		return nil, fmt.Errorf("its recorded time %q: %w", s.Mtime, err)
+	}
+	return &sandbox.EntryState{Kind: s.Kind, Mode: s.Mode, UID: s.UID, GID: s.GID, MtimeNs: at.UnixNano(), Size: s.Size, Target: s.Target}, nil
+}
