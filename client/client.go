@@ -37,6 +37,8 @@ type Error struct {
 	Status  int
 	Code    string
 	Message string
+	// Conflicts name each path of a revert_conflict.
+	Conflicts []RevertConflict
 }
 
 func (e *Error) Error() string { return fmt.Sprintf("turnlog: %d %s: %s", e.Status, e.Code, e.Message) }
@@ -100,10 +102,13 @@ func (c *Client) send(req *http.Request) (*http.Response, error) {
 	raw, _ := io.ReadAll(io.LimitReader(res.Body, 1<<20))
 	e := &Error{Status: res.StatusCode}
 	var body struct {
-		Error struct{ Code, Message string } `json:"error"`
+		Error struct {
+			Code, Message string
+			Conflicts     []RevertConflict `json:"conflicts"`
+		} `json:"error"`
 	}
 	if json.Unmarshal(raw, &body) == nil && body.Error.Code != "" {
-		e.Code, e.Message = body.Error.Code, body.Error.Message
+		e.Code, e.Message, e.Conflicts = body.Error.Code, body.Error.Message, body.Error.Conflicts
 	} else {
 		e.Code, e.Message = http.StatusText(res.StatusCode), strings.TrimSpace(string(raw))
 	}

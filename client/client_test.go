@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -38,6 +39,8 @@ func setup(t *testing.T) bundle {
 	}))
 	t.Cleanup(receiver.Close)
 	cfg := strings.Replace(string(demo.Config), "  demo:\n", "  demo:\n    webhooks:\n      ops: {url: \""+receiver.URL+"\", events: [turn.committed], secret_env: CLIENT_TEST_HOOK_SECRET, max_attempts: 1}\n", 1)
+	workspaces = t.TempDir()
+	cfg = strings.Replace(cfg, "apps:\n", "apps:\n"+shellApp(workspaces), 1)
 	tl, err := turnlog.Open(context.Background(), turnlog.Options{DB: filepath.Join(t.TempDir(), "turnlog.db"), ConfigData: []byte(cfg), Functions: demo.Functions()})
 	if err != nil {
 		t.Fatal(err)
@@ -52,6 +55,32 @@ func setup(t *testing.T) bundle {
 	srv := httptest.NewServer(conf)
 	t.Cleanup(srv.Close)
 	return bundle{ctx: context.Background(), alice: client.New(srv.URL, "k-alice", nil), root: client.New(srv.URL, "k-root", nil), conf: conf, hookOK: &hookOK}
+}
+
+// workspaces is where the shell app's sessions keep their files.
+var workspaces string
+
+// shellApp is an app whose every turn appends a line to log.txt with bash, in a
+// workspace of each session's own under dir.
+func shellApp(dir string) string {
+	return `  shell:
+    start_agent: worker
+    llms:
+      script:
+        provider: scripted
+        rules:
+          - when: {after_tool: "*"}
+            reply: logged
+          - tools: [{name: bash, arguments: '{"command": "echo more >> log.txt"}'}]
+    agents:
+      worker: {llm: script, tools: [bash]}
+    policy:
+      mode: workspace-write
+      workspace: ` + dir + `
+      workspace_scope: session
+      rules:
+        - {name: shell, tools: [bash], decision: allow}
+`
 }
 
 // until asks again, briefly, until ok holds (a state another goroutine reaches).
@@ -246,6 +275,39 @@ func TestEveryRoute(t *testing.T) {
 		d, err = b.root.Delivery(ctx, d.ID)
 		return err == nil && d.Status == "delivered"
 	})
+
+	// Reverts: a turn's files put back, the revert undone, every turn after the first
+	// undone; a file changed since is a revert_conflict naming it.
+	sh, err := c.CreateSession(ctx, "shell", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var shellTurns []string
+	for range 2 {
+		r, err := c.RunTurn(ctx, sh.ID, client.TurnRequest{Input: "log it"})
+		if err != nil || r.Status != "completed" {
+			t.Fatalf("shell turn: %+v %v", r, err)
+		}
+		shellTurns = append(shellTurns, r.TurnID)
+	}
+	logFile := filepath.Join(workspaces, "sessions", sh.ID, "log.txt")
+	logged := func() string { raw, _ := os.ReadFile(logFile); return string(raw) }
+	var conflictErr *client.Error
+	rev, err := c.RevertTurn(ctx, sh.ID, shellTurns[1], false)
+	if err != nil || rev.Count != 1 || rev.Paths[0] != "log.txt" || logged() != "more\n" {
+		t.Fatalf("revert a turn: %+v %v; log.txt %q", rev, err, logged())
+	}
+	if undone, err := c.UndoRevert(ctx, sh.ID, rev.ID, false); err != nil || undone.Revert != rev.ID || logged() != "more\nmore\n" {
+		t.Fatalf("undo the revert: %+v %v; log.txt %q", undone, err, logged())
+	}
+	os.WriteFile(logFile, []byte("someone else's\n"), 0o644)
+	if _, err := c.RevertSession(ctx, sh.ID, shellTurns[0], false); !errors.As(err, &conflictErr) || conflictErr.Status != 409 ||
+		conflictErr.Code != "revert_conflict" || len(conflictErr.Conflicts) != 1 || conflictErr.Conflicts[0].Path != "log.txt" {
+		t.Fatalf("a conflict: %v", err)
+	}
+	if back, err := c.RevertSession(ctx, sh.ID, shellTurns[0], true); err != nil || len(back.Turns) != 1 || back.Turns[0] != shellTurns[1] || logged() != "more\n" {
+		t.Fatalf("back to the first turn: %+v %v; log.txt %q", back, err, logged())
+	}
 
 	// Erasure: the branch needs cascade; then the session is gone; receipts are admin's.
 	var conflict *client.Error

@@ -128,6 +128,32 @@ func (c *Client) CancelTurn(ctx context.Context, id, turn, reason string, opts .
 	return out, err
 }
 
+// RevertTurn puts every file the turn changed back as it was before it; with force,
+// paths changed since are overwritten (else a 409 revert_conflict names them, see
+// Error.Conflicts, and nothing changes).
+func (c *Client) RevertTurn(ctx context.Context, id, turn string, force bool, opts ...Option) (Revert, error) {
+	return c.revert(ctx, sessionPath(id, "turns", url.PathEscape(turn), "revert"), "", force, opts)
+}
+
+// RevertSession undoes every turn after toTurn, newest first, as one change.
+func (c *Client) RevertSession(ctx context.Context, id, toTurn string, force bool, opts ...Option) (Revert, error) {
+	return c.revert(ctx, sessionPath(id, "revert"), toTurn, force, opts)
+}
+
+// UndoRevert undoes a revert: its files as the revert found them.
+func (c *Client) UndoRevert(ctx context.Context, id, revert string, force bool, opts ...Option) (Revert, error) {
+	return c.revert(ctx, sessionPath(id, "reverts", url.PathEscape(revert), "revert"), "", force, opts)
+}
+
+func (c *Client) revert(ctx context.Context, path, toTurn string, force bool, opts []Option) (Revert, error) {
+	var out Revert
+	_, err := c.call(ctx, http.MethodPost, path, struct {
+		ToTurn string `json:"to_turn,omitempty"`
+		Force  bool   `json:"force,omitempty"`
+	}{toTurn, force}, &out, opts)
+	return out, err
+}
+
 // Compact has the active agent summarise the conversation now.
 func (c *Client) Compact(ctx context.Context, id string, opts ...Option) (TurnResult, error) {
 	var out TurnResult

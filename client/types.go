@@ -298,3 +298,24 @@ type ErasurePage struct {
 	Erasures []ErasureReceipt `json:"erasures"`
 	Next     string           `json:"next,omitempty"`
 }
+
+// Revert is a revert of a session's files, recorded.
+type Revert struct {
+	ID      string   `json:"revert_id"`
+	Session string   `json:"session_id"`
+	Turns   []string `json:"turns,omitempty"`
+	Revert  string   `json:"revert,omitempty"`
+	// Paths are the first 50 paths it changed; Count all of them.
+	Paths       []string         `json:"paths"`
+	Count       int              `json:"count"`
+	Overwritten []RevertConflict `json:"overwritten,omitempty"`
+	Seq         int64            `json:"seq"`
+}
+
+// RevertConflict is a path a revert found changed since: each side a content's hash,
+// "absent", "a directory" or "a symlink to …".
+type RevertConflict struct {
+	Path     string `json:"path"`
+	Expected string `json:"expected"`
+	Found    string `json:"found"`
+}

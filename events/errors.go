@@ -37,6 +37,9 @@ const (
 	// sent again once the store takes writes again.
 	CodeStorageFull   Code = "storage_full"
 	CodeStorageFailed Code = "storage_failed"
+	// CodeRevertConflict: paths a revert would put back were changed since; nothing
+	// was changed (the conflicts are named).
+	CodeRevertConflict Code = "revert_conflict"
 )
 
 // Error is a typed error with a code, a message meant for people, and optionally the
@@ -112,7 +115,7 @@ func HTTPStatus(code Code) int {
 		return http.StatusBadRequest
 	case CodeNotFound:
 		return http.StatusNotFound
-	case CodeConflict:
+	case CodeConflict, CodeRevertConflict:
 		return http.StatusConflict
 	case CodePolicyDenied:
 		return http.StatusForbidden

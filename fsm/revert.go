@@ -52,9 +52,6 @@ type RevertConflict struct {
 	Found    string `json:"found"`
 }
 
-// CodeRevertConflict: a path a revert would put back was changed since.
-const CodeRevertConflict events.Code = "revert_conflict"
-
 // RevertConflictError is a revert refused for its conflicts: nothing was changed.
 type RevertConflictError struct{ Conflicts []RevertConflict }
 
@@ -92,7 +89,7 @@ func RevertPath(id string) string { return "revert/" + id }
 // Revert reverts what req names and records it. Errors: invalid, not_found,
 // conflict (a turn of a session on the workspace runs; already reverted; nothing to
 // revert; a change that cannot be reverted), revert_conflict
-// (*RevertConflictError), internal.
+// (a *RevertConflictError), internal.
 func (e *Engine) Revert(ctx context.Context, req RevertRequest) (*Reverted, error) {
 	ctx = context.WithoutCancel(ctx)
 	if req.By == "" {
@@ -152,7 +149,7 @@ func (e *Engine) Revert(ctx context.Context, req RevertRequest) (*Reverted, erro
 	}
 	if restored == nil {
 		if len(conflicts) > 0 {
-			return nil, &events.Error{Code: CodeRevertConflict, Message: "the revert was refused", Err: &RevertConflictError{Conflicts: conflicts}}
+			return nil, &events.Error{Code: events.CodeRevertConflict, Message: "the revert was refused", Err: &RevertConflictError{Conflicts: conflicts}}
 		}
 		return nil, events.Errorf(events.CodeConflict, "every path is already as the revert would put it: nothing was changed")
 	}
@@ -172,14 +169,30 @@ func (e *Engine) Revert(ctx context.Context, req RevertRequest) (*Reverted, erro
 	if err != nil {
 		return nil, err
 	}
-	out := &Reverted{ID: id, Session: req.Session, Turns: sel.turns, Revert: sel.revert, Count: len(changes), Overwritten: conflicts, Seq: evs[len(evs)-1].Seq + 1}
-	for _, c := range changes {
+	out := revertedOf(req.Session, evs[len(evs)-1].Seq+1, wr)
+	out.Overwritten = conflicts
+	return out, nil
+}
+
+// RevertedOf is the revert a WorkspaceReverted event records (the conflicts a
+// forced one overwrote are not in the log: only that it was forced).
+func RevertedOf(ev events.Event) (*Reverted, error) {
+	wr, err := events.DecodeAs[*events.WorkspaceReverted](ev)
+	if err != nil {
+		return nil, err
+	}
+	return revertedOf(ev.Session, ev.Seq, wr), nil
+}
+
+func revertedOf(session string, seq int64, wr *events.WorkspaceReverted) *Reverted {
+	out := &Reverted{ID: wr.RevertID, Session: session, Turns: wr.Turns, Revert: wr.Revert, Count: len(wr.Changes), Seq: seq, Paths: []string{}}
+	for _, c := range wr.Changes {
 		if len(out.Paths) == MaxListedRestored {
 			break
 		}
 		out.Paths = append(out.Paths, c.Path)
 	}
-	return out, nil
+	return out
 }
 
 // workspaceIdle refuses while a turn of any session on the app's workspace folder

@@ -6,6 +6,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/fsm"
 )
 
 type errorBody struct {
@@ -15,6 +16,8 @@ type errorBody struct {
 type errorDetail struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
+	// Conflicts name each path of a revert_conflict, with both sides.
+	Conflicts []fsm.RevertConflict `json:"conflicts,omitempty"`
 }
 
 // statusOf is the one table both transports share (events.HTTPStatus).
@@ -39,6 +42,10 @@ func errorHandler(err error, c echo.Context) {
 		status, body = statusOf(te.Code), errorDetail{Code: string(te.Code), Message: te.Public()}
 		if te.Code == events.CodeInternal {
 			body.Message = "internal error"
+		}
+		var rc *fsm.RevertConflictError
+		if errors.As(err, &rc) {
+			body.Conflicts = rc.Conflicts
 		}
 		if te.Code == events.CodeInternal || status >= 500 {
 			c.Logger().Error(err) // the whole chain, driver text included, for the operator

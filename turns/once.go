@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 
+	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/fsm"
 	"github.com/turnlog/turnlog/projection"
 )
@@ -84,4 +85,28 @@ func (s *Service) Compact(ctx context.Context, k Key, session string) (*fsm.Resu
 		return res, err
 	}
 	return s.Await(ctx, m.Session, m.Turn)
+}
+
+// Revert reverts a session's files (see fsm.Engine.Revert), once per key: a repeat
+// answers with the revert as it was recorded.
+func (s *Service) Revert(ctx context.Context, k Key, req fsm.RevertRequest) (*fsm.Reverted, error) {
+	var rev *fsm.Reverted
+	m, err := s.Once(ctx, k, func(ctx context.Context) (Made, error) {
+		var err error
+		if rev, err = s.cfg.Engine.Revert(ctx, req); err != nil {
+			return Made{}, err
+		}
+		return Made{Session: req.Session, StartSeq: rev.Seq}, nil
+	})
+	if err != nil || !m.Repeated {
+		return rev, err
+	}
+	evs, err := s.cfg.Reader.Events(ctx, m.Session, m.StartSeq-1)
+	if err != nil {
+		return nil, err
+	}
+	if len(evs) == 0 || evs[0].Type != events.TypeWorkspaceReverted {
+		return nil, events.Errorf(events.CodeInternal, "the revert this key made is not at seq %d of %s", m.StartSeq, m.Session)
+	}
+	return fsm.RevertedOf(evs[0])
 }

@@ -18,6 +18,7 @@ type Engine interface {
 	Resume(ctx context.Context, session, user string, answers map[string]fsm.Answer) (*fsm.StartedTurn, error)
 	Cancel(ctx context.Context, session, turn, reason string) (projection.Turn, error)
 	Compact(ctx context.Context, session string) (*fsm.Result, error)
+	Revert(ctx context.Context, req fsm.RevertRequest) (*fsm.Reverted, error)
 	Enqueue(ctx context.Context, session, user, input string, interrupt bool) (fsm.Queued, error)
 	Queue(ctx context.Context, session string) ([]projection.QueuedInput, error)
 	Deltas(session string) (*fsm.DeltaSub, func())
