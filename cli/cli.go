@@ -36,6 +36,8 @@ func commands() map[string]command {
 		"backup": {"write a consistent copy of the database, also while it is served", "backup [--db FILE] OUT", cmdBackup},
 		"erase": {"erase sessions (with --cascade, their branches) or everything of one user, leaving a receipt",
 			"erase [--db FILE] [--cascade] [--by NAME] SESSION_ID...  |  erase [--db FILE] --user USER", cmdErase},
+		"revert": {"put a session's workspace files back as they were before a turn, every turn after one, or an earlier revert",
+			"revert [--config FILE] [--db FILE] [--workspace DIR] [--force] [--by NAME] SESSION_ID TURN_ID  |  … --to-turn TURN_ID SESSION_ID  |  … --revert REVERT_ID SESSION_ID", cmdRevert},
 		"rebuild": {"drop every projection and refold it from the events", "rebuild [--db FILE]", cmdRebuild},
 		"migrate": {"apply pending schema migrations", "migrate [--db FILE]", cmdMigrate},
 		"migrate-store": {"copy a SQLite file's sessions, memories, idempotency records, webhook deliveries and erasure receipts into an empty PostgreSQL database",
