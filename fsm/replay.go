@@ -67,7 +67,7 @@ func (e *Engine) replaySession(ctx context.Context, recorded []events.Event, rep
 	rep.Events++
 	for i := 1; i < len(recorded); {
 		start := recorded[i]
-		if isQueueEvent(start) { // input that waited between turns: appended as it came
+		if betweenTurns(start) { // input that waited between turns, a revert: appended as it came
 			if _, err := e.appendEvents(ctx, session, start.Seq-1, recorded[i:i+1], false); err != nil {
 				return fmt.Errorf("replay %s: %w", session, err)
 			}
@@ -83,7 +83,7 @@ func (e *Engine) replaySession(ctx context.Context, recorded []events.Event, rep
 		for end < len(recorded) && recorded[end].Type != events.TypeTurnStarted {
 			end++
 		}
-		for end > i+1 && isQueueEvent(recorded[end-1]) { // queued after the turn ended: between turns
+		for end > i+1 && betweenTurns(recorded[end-1]) { // after the turn ended: between turns
 			end--
 		}
 		if err := e.replayTurn(ctx, recorded[i:end]); err != nil {
@@ -184,9 +184,9 @@ func (e *Engine) replayTurn(ctx context.Context, rec []events.Event) error {
 		return err
 	}
 	recording := newRecording(rec)
-	queued := map[int64]events.Event{} // inputs queued while the turn ran: appended where they came
+	queued := map[int64]events.Event{} // inputs queued while the turn ran (a revert while it waited): appended where they came
 	for _, ev := range rec[1:] {
-		if isQueueEvent(ev) {
+		if betweenTurns(ev) {
 			queued[ev.Seq] = ev
 		}
 	}
@@ -198,7 +198,7 @@ func (e *Engine) replayTurn(ctx context.Context, rec []events.Event) error {
 		// given, then re-drive the turn as a resume does.
 		i := int(r.log.last() - start.Seq + 1)
 		j := i
-		for j < len(rec) && (rec[j].Type == events.TypeApprovalResolved || rec[j].Type == events.TypeReviewResolved || rec[j].Type == events.TypeTurnResumed || isQueueEvent(rec[j])) {
+		for j < len(rec) && (rec[j].Type == events.TypeApprovalResolved || rec[j].Type == events.TypeReviewResolved || rec[j].Type == events.TypeTurnResumed || betweenTurns(rec[j])) {
 			j++
 		}
 		if j == i || rec[j-1].Type != events.TypeTurnResumed {
@@ -233,6 +233,12 @@ func (e *Engine) replayTurn(ctx context.Context, rec []events.Event) error {
 		return &events.Error{Code: events.CodeNondeterminism, Field: d.Path, Message: d.Error()}
 	}
 	return nil
+}
+
+// betweenTurns says whether ev is a session's, not a turn's: an input queued or
+// dropped, a revert of its files. A replay appends it where it came.
+func betweenTurns(ev events.Event) bool {
+	return isQueueEvent(ev) || ev.Turn == "" && ev.Type == events.TypeWorkspaceReverted
 }
 
 func recordsFailure(rec []events.Event, code events.Code) bool {

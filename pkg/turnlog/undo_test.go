@@ -209,7 +209,7 @@ func TestATurnIsRevertedAndTheRevertUndone(t *testing.T) {
 	changed := tree(t, ws)
 	_, err = tl.Engine.Revert(ctx, fsm.RevertRequest{Session: s.ID, Revert: undone.ID, By: "alice"})
 	var rc *fsm.RevertConflictError
-	if !events.IsCode(err, fsm.CodeRevertConflict) || !errors.As(err, &rc) || len(rc.Conflicts) != 1 || rc.Conflicts[0].Path != "made.txt" {
+	if !events.IsCode(err, events.CodeRevertConflict) || !errors.As(err, &rc) || len(rc.Conflicts) != 1 || rc.Conflicts[0].Path != "made.txt" {
 		t.Fatalf("a conflict: %v", err)
 	}
 	if got := tree(t, ws); !maps.Equal(got, changed) {
@@ -222,6 +222,16 @@ func TestATurnIsRevertedAndTheRevertUndone(t *testing.T) {
 	if got := tree(t, ws); !maps.Equal(got, before) {
 		t.Fatalf("forced, the workspace is\n%v\nnot\n%v", got, before)
 	}
+	// Another turn after the reverts; then the whole session, reverts between its
+	// turns, replays without running anything or touching a file.
+	st, err = tl.Engine.StartTurn(ctx, s.ID, "tidy up again")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := st.Wait(); err != nil || res.Status != fsm.StatusCompleted {
+		t.Fatalf("%+v %v", res, err)
+	}
+	again := tree(t, ws)
 	evs, _ := tl.Store.Events(ctx, s.ID, 0)
 	n := 0
 	for _, ev := range evs {
@@ -231,5 +241,12 @@ func TestATurnIsRevertedAndTheRevertUndone(t *testing.T) {
 	}
 	if n != 3 {
 		t.Fatalf("%d reverts recorded, want 3", n)
+	}
+	rep, err := tl.ReplayOnly(ctx, evs)
+	if err != nil || rep.Events != len(evs) || rep.Turns != 2 {
+		t.Fatalf("replay: %+v %v", rep, err)
+	}
+	if got := tree(t, ws); !maps.Equal(got, again) {
+		t.Fatal("the replay touched the workspace")
 	}
 }
