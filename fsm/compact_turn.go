@@ -12,6 +12,13 @@ func (r *run) begin(input string) (*Result, error) {
 	if input == "" {
 		return r.driveCompaction()
 	}
+	note, err := r.revertNote()
+	if err != nil {
+		return nil, err
+	}
+	if note != "" {
+		r.conv.append(events.Item{Type: events.ItemMessage, Role: "system", Content: note})
+	}
 	r.conv.append(events.UserMessage(input))
 	return r.drive()
 }

@@ -30,6 +30,7 @@ func (e *Engine) conversation(ctx context.Context, s projection.Session) (*conve
 func (e *Engine) remember(session string, commitSeq int64, conv *conversation) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	conv.commitSeq = commitSeq
 	e.cache.put(session, &sessionCache{lastCommitSeq: commitSeq, conv: conv})
 }
 

@@ -19,7 +19,10 @@ import (
 // costs O(new items), not O(history).
 type conversation struct {
 	items []events.Item
-	chain [][32]byte // chain[i] is the hash after items[:i+1]
+	// commitSeq is the session's commit the items end with (set as the engine keeps
+	// the conversation).
+	commitSeq int64
+	chain     [][32]byte // chain[i] is the hash after items[:i+1]
 	// views are the conversation prepared for each context-managed agent that has
 	// built a request from it, kept in step with items.
 	views map[*contextmgr.Manager]*contextmgr.Prepared

@@ -23,10 +23,13 @@ type run struct {
 	log     *turnLog // shared with the agent runs nested in this one
 	conv    *conversation
 	input   string // the turn's input as recorded (set for a new turn)
-	base    int    // committed history length
-	rec     *recording
-	logged  *recording // what of the turn is already in this store's log: emit skips it
-	m       *Machine
+	// startSeq is the turn's TurnStarted; lastCommit the session's last commit before
+	// it (what the conversation holds): a revert between them is told the model.
+	startSeq, lastCommit int64
+	base                 int // committed history length
+	rec                  *recording
+	logged               *recording // what of the turn is already in this store's log: emit skips it
+	m                    *Machine
 
 	usage      events.Usage
 	modelCalls map[string]int
@@ -143,11 +146,12 @@ func (r *run) cancelTurn(pending ...events.Event) (*Result, error) {
 
 func (e *Engine) newRun(ctx context.Context, app *App, agent *Agent, session, owner, turn string, seq int64,
 	conv *conversation, rec, logged *recording) *run {
-	started := e.opts.Clock()
+	started, startSeq := e.opts.Clock(), seq
 	if ts, ok := rec.get(events.TypeTurnStarted, ""); ok {
-		started = ts.At // a resumed or recovered turn started then
+		started, startSeq = ts.At, ts.Seq // a resumed or recovered turn started then
 	}
 	return &run{e: e, ctx: ctx, stopped: context.Background(), requestID: RequestIDOf(ctx), app: app, agent: agent, session: session, owner: owner, turn: turn, log: &turnLog{seq: seq},
+		startSeq: startSeq, lastCommit: conv.commitSeq,
 		conv: conv, base: len(conv.items), prevItems: len(conv.items), rec: rec, logged: logged, startedAt: started,
 		m: NewMachine(StateStarted), modelCalls: map[string]int{}, toolCalls: map[string]int{}}
 }

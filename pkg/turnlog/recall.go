@@ -21,7 +21,8 @@ var fileTools = map[string]bool{"read_file": true, "write_file": true, "edit_fil
 
 // recallReads reads from the log what a session last read or wrote of each file — a
 // branch's source up to the branch point first, then the branch —, so edit_file
-// works on a file read before a restart or in a turn that was replayed.
+// works on a file read before a restart or in a turn that was replayed; a path a
+// revert put back is forgotten until it is read again.
 func recallReads(log sessionLog) workspacetools.Recall {
 	return func(ctx context.Context, session string) (map[string]string, error) {
 		type part struct {
@@ -46,6 +47,15 @@ func recallReads(log sessionLog) workspacetools.Recall {
 			for _, ev := range evs {
 				if ev.Seq > chain[i].upTo {
 					break
+				}
+				if ev.Type == events.TypeWorkspaceReverted {
+					// What a revert put back counts as unread: edit_file asks for a read first.
+					if wr, err := events.DecodeAs[*events.WorkspaceReverted](ev); err == nil {
+						for _, c := range wr.Changes {
+							delete(hashes, c.Path)
+						}
+					}
+					continue
 				}
 				if ev.Type != events.TypeToolResulted {
 					continue

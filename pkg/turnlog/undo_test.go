@@ -8,6 +8,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -232,6 +233,20 @@ func TestATurnIsRevertedAndTheRevertUndone(t *testing.T) {
 		t.Fatalf("%+v %v", res, err)
 	}
 	again := tree(t, ws)
+	// The turn after the reverts told the model of them: a note before its input.
+	items, err := tl.Store.History(ctx, s.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var notes []string
+	for _, it := range items {
+		if it.Role == "system" && strings.HasPrefix(it.Content, fsm.RevertNotePrefix) {
+			notes = append(notes, it.Content)
+		}
+	}
+	if len(notes) != 1 || !strings.Contains(notes[0], forced.ID) || !strings.Contains(notes[0], rev.ID) || !strings.Contains(notes[0], "made.txt") {
+		t.Fatalf("the notes of the reverts: %q", notes)
+	}
 	evs, _ := tl.Store.Events(ctx, s.ID, 0)
 	n := 0
 	for _, ev := range evs {
@@ -249,4 +264,81 @@ func TestATurnIsRevertedAndTheRevertUndone(t *testing.T) {
 	if got := tree(t, ws); !maps.Equal(got, again) {
 		t.Fatal("the replay touched the workspace")
 	}
+}
+
+// TestARevertedPathIsUnreadAgain: a file read in one turn, changed by a command in
+// the next and put back by a revert holds what was read — yet it counts as unread:
+// edit_file asks for a read before it changes it.
+func TestARevertedPathIsUnreadAgain(t *testing.T) {
+	t.Parallel()
+	ws := t.TempDir()
+	os.WriteFile(filepath.Join(ws, "notes.txt"), []byte("one\n"), 0o644)
+	cfg := fmt.Sprintf(`apps:
+  ops:
+    start_agent: worker
+    llms:
+      script:
+        provider: scripted
+        rules:
+          - when: {after_tool: "*"}
+            reply: done
+          - when: {input: "^read"}
+            tools: [{name: read_file, arguments: '{"path": "notes.txt"}'}]
+          - when: {input: "^change"}
+            tools: [{name: bash, arguments: '{"command": "echo two > notes.txt"}'}]
+          - when: {input: "^edit"}
+            tools: [{name: edit_file, arguments: '{"path": "notes.txt", "old_string": "one", "new_string": "ONE"}'}]
+    agents:
+      worker: {llm: script, tools: [read_file, bash, edit_file]}
+    policy:
+      mode: workspace-write
+      workspace: %s
+      workspace_scope: shared
+      rules:
+        - {name: tools, tools: [bash, read_file, edit_file], decision: allow}
+`, ws)
+	tl, err := turnlog.Open(context.Background(), turnlog.Options{ConfigData: []byte(cfg), DB: filepath.Join(t.TempDir(), "t.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tl.Close()
+	ctx := context.Background()
+	s, _ := tl.Engine.CreateSession(ctx, "ops", "alice", nil)
+	turn := func(input string) string {
+		t.Helper()
+		st, err := tl.Engine.StartTurn(ctx, s.ID, input)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res, err := st.Wait(); err != nil || res.Status != fsm.StatusCompleted {
+			t.Fatalf("%s: %+v %v", input, res, err)
+		}
+		return st.ID
+	}
+	turn("read it")
+	changed := turn("change it")
+	if _, err := tl.Engine.Revert(ctx, fsm.RevertRequest{Session: s.ID, Turn: changed, By: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	if raw, _ := os.ReadFile(filepath.Join(ws, "notes.txt")); string(raw) != "one\n" {
+		t.Fatalf("reverted: %q", raw)
+	}
+	turn("edit it")
+	evs, _ := tl.Store.Events(ctx, s.ID, 0)
+	tr, err := events.DecodeAs[*events.ToolResulted](lastOf(evs, events.TypeToolResulted))
+	if err != nil || tr.Tool != "edit_file" || !tr.IsError || !strings.Contains(tr.Output, "has not been read") {
+		t.Fatalf("the edit after the revert: %+v %v", tr, err)
+	}
+	if raw, _ := os.ReadFile(filepath.Join(ws, "notes.txt")); string(raw) != "one\n" {
+		t.Fatalf("the edit changed the file: %q", raw)
+	}
+}
+
+func lastOf(evs []events.Event, typ string) events.Event {
+	for i := len(evs) - 1; i >= 0; i-- {
+		if evs[i].Type == typ {
+			return evs[i]
+		}
+	}
+	return events.Event{}
 }

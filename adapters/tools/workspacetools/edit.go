@@ -59,6 +59,15 @@ func (s *seen) last(ctx context.Context, rel string) (seenFile, bool) {
 	return f, ok
 }
 
+// forget makes paths unread for session (a revert put them back).
+func (s *seen) forget(session string, paths []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, p := range paths {
+		delete(s.files, session+"\x00"+p)
+	}
+}
+
 // lastLogged is last, falling back on the log: what a read before a restart saw.
 func (s *seen) lastLogged(ctx context.Context, rel string) (seenFile, bool, error) {
 	if f, ok := s.last(ctx, rel); ok || s.recall == nil {

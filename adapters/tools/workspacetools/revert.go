@@ -54,6 +54,15 @@ func (w *Workspaces) Restore(_ context.Context, folder, session, path string, ta
 	if res == nil {
 		return nil, out, nil
 	}
+	paths := make([]string, len(targets))
+	for i, t := range targets {
+		paths[i] = filepath.FromSlash(t.Path)
+	}
+	w.mu.Lock()
+	for _, st := range w.seen {
+		st.forget(session, paths) // unread until read again: edit_file asks for a read
+	}
+	w.mu.Unlock()
 	return restored{res}, out, nil
 }
 

@@ -25,6 +25,9 @@ const (
 // this process ran.
 func Tools(wss *Workspaces, recall Recall) []fsm.Tool {
 	st := &seen{files: map[string]seenFile{}, recall: recall}
+	wss.mu.Lock()
+	wss.seen = append(wss.seen, st) // a revert makes what it puts back unread
+	wss.mu.Unlock()
 	return []fsm.Tool{
 		&target[readArgs]{functool.MustNew("read_file", "Read a text file of the workspace, with line numbers. Pages with start_line/end_line and a byte cap; binary files are refused.",
 			inWorkspace(wss, func(ws *sandbox.Workspace) func(context.Context, readArgs) (any, error) { return readFile(ws, st) })),

@@ -49,6 +49,7 @@ type Workspaces struct {
 	open   map[string]*sandbox.Workspace
 	caches map[string]*sandbox.MaskCache // by workspace directory
 	made   map[string]bool               // homes made, by directory
+	seen   []*seen                       // what the file tools' sessions read
 }
 
 // NewWorkspaces opens root (which must exist) for scope.
