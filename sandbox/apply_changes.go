@@ -68,7 +68,7 @@ func (p place) open(st *EntryState) (*os.File, error) {
 }
 
 // FileChanges reads what the apply changed and hands it to fn, holding the
-// workspace's lock and what the apply replaced (the call's contents can be read
+// workspace's lock (unless its writer holds it: WriteFiles) and what the apply replaced (the call's contents can be read
 // through each change until fn returns). Nothing is handed when the command changed
 // nothing. It fails once the apply was settled.
 func (r *Result) FileChanges(fn func([]FileChange) error) error {
@@ -92,11 +92,13 @@ func (r *Result) FileChanges(fn func([]FileChange) error) error {
 	if !complete {
 		return errors.New("the apply did not finish: nothing of it is in the workspace")
 	}
-	unlock, err := lockDir(s.ws.Name())
-	if err != nil {
-		return err
+	if !r.held {
+		unlock, err := lockDir(s.ws.Name())
+		if err != nil {
+			return err
+		}
+		defer unlock()
 	}
-	defer unlock()
 	changes, err := readChanges(s.ws, s.dir, ops)
 	if err != nil {
 		return fmt.Errorf("read what the apply changed: %w", err)

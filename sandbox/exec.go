@@ -171,6 +171,9 @@ type Result struct {
 	Phases        []Phase       `json:"-"`
 
 	staged *staging // kept for Settle (Spec.SettleLater)
+	// held: the caller holds the workspace's lock (WriteFiles), which FileChanges
+	// then does not take again.
+	held bool
 }
 
 // Applied lists every path the apply changed, one entry a step (a removed tree is
@@ -210,6 +213,15 @@ func (r *Result) Settle(recorded bool) error {
 		return nil
 	}
 	return r.staged.settle(recorded)
+}
+
+// SettleHeld is Settle for a writer that still holds the workspace's lock
+// (WriteFiles): a take-back does not wait for the lock.
+func (r *Result) SettleHeld(recorded bool) error {
+	if r == nil || r.staged == nil {
+		return nil
+	}
+	return r.staged.settleAs(recorded, true)
 }
 
 // Error is a sandbox that could not be set up: the command did not run.
@@ -468,7 +480,7 @@ func (res *Result) keep(st *staging, later bool) error {
 		if res.Changes != nil && res.Changes.Failed != "" {
 			why = res.Changes.Failed // the helper's own account
 		}
-		conflicts, err := st.rollback()
+		conflicts, err := st.rollback(false)
 		switch {
 		case err != nil:
 			st.close() // left for the next start (or apply) to take back

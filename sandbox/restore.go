@@ -49,6 +49,17 @@ type RestoreConflict struct {
 // default-deny list is refused before anything is done. The Result it returns
 // holds what the restore replaced until Settle.
 func RestoreFiles(dir, tag string, rs []Restore, force bool) (*Result, []RestoreConflict, error) {
+	return restoreFiles(dir, tag, rs, force, true)
+}
+
+// WriteFiles is RestoreFiles for a writer that holds the workspace's lock already
+// (Workspace.Lock): the file tools write through it, so what they replace is kept
+// until their call's result is durable, as an apply's is.
+func WriteFiles(dir, tag string, rs []Restore) (*Result, []RestoreConflict, error) {
+	return restoreFiles(dir, tag, rs, false, false)
+}
+
+func restoreFiles(dir, tag string, rs []Restore, force, lock bool) (*Result, []RestoreConflict, error) {
 	for _, r := range rs {
 		if err := restorable(r.Path); err != nil {
 			return nil, nil, err
@@ -63,15 +74,24 @@ func RestoreFiles(dir, tag string, rs []Restore, force bool) (*Result, []Restore
 	if err != nil {
 		return nil, nil, err
 	}
-	unlock, err := lockDir(dir)
-	if err != nil {
-		st.settle(false)
-		return nil, nil, err
+	unlock := func() {}
+	if lock {
+		if unlock, err = lockDir(dir); err != nil {
+			st.settle(false)
+			return nil, nil, err
+		}
 	}
 	res, conflicts, err := restoreLocked(st, tag, rs, force)
 	unlock()
-	if res == nil {
+	if res != nil {
+		res.held = !lock
+	}
+	switch {
+	case res != nil:
+	case lock:
 		st.settle(false) // nothing of it stands: the staging directory goes
+	default:
+		st.abandon() // the same, without the lock the caller holds
 	}
 	return res, conflicts, err
 }

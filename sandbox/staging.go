@@ -173,7 +173,10 @@ func (s *staging) handOff() (ws, dir *os.File, err error) {
 
 // settle ends the staging directory once the apply's result is durable (recorded),
 // or takes the apply back (not recorded: the call's result never reached the log).
-func (s *staging) settle(recorded bool) error {
+func (s *staging) settle(recorded bool) error { return s.settleAs(recorded, false) }
+
+// settleAs is settle; held says the caller holds the workspace's lock.
+func (s *staging) settleAs(recorded, held bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.settled {
@@ -181,7 +184,7 @@ func (s *staging) settle(recorded bool) error {
 	}
 	s.settled = true
 	if !recorded {
-		if _, err := s.rollback(); err != nil {
+		if _, err := s.rollback(held); err != nil {
 			s.close() // its lock let go: the next apply or start tries again
 			return err
 		}
@@ -189,10 +192,27 @@ func (s *staging) settle(recorded bool) error {
 	return s.discard()
 }
 
-// rollback takes the apply back under the workspace's lock; the journal goes once
+// abandon ends a staging directory whose apply did not land, for a caller that holds
+// the workspace's lock: gone when no journal is left in it (nothing to take back),
+// else let go of for the next start's recovery to take back.
+func (s *staging) abandon() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.settled {
+		return
+	}
+	s.settled = true
+	if applied, _, err := journalState(int(s.dir.Fd())); err == nil && !applied {
+		s.discard()
+		return
+	}
+	s.close()
+}
+
+// rollback takes the apply back under the workspace's lock (held: the caller holds it); the journal goes once
 // it is. What could not be put back, because its place changed since, is kept as
 // .turnlog/left-<id> (its conflicts are returned).
-func (s *staging) rollback() ([]string, error) {
+func (s *staging) rollback(held bool) ([]string, error) {
 	h, ops, _, err := readJournal(int(s.dir.Fd()))
 	if errors.Is(err, errNoJournal) {
 		return nil, nil
@@ -200,11 +220,13 @@ func (s *staging) rollback() ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	unlock, err := lockDir(s.ws.Name())
-	if err != nil {
-		return nil, err
+	if !held {
+		unlock, err := lockDir(s.ws.Name())
+		if err != nil {
+			return nil, err
+		}
+		defer unlock()
 	}
-	defer unlock()
 	conflicts, err := rollback(int(s.ws.Fd()), int(s.dir.Fd()), h.ID, ops)
 	if err != nil {
 		return nil, err

@@ -342,3 +342,82 @@ func lastOf(evs []events.Event, typ string) events.Event {
 	}
 	return events.Event{}
 }
+
+// TestTheFileToolsChangesAreRecordedAndReverted: write_file (into a directory it
+// makes) and edit_file record what they changed with their results, and a revert
+// of each turn puts the files back.
+func TestTheFileToolsChangesAreRecordedAndReverted(t *testing.T) {
+	t.Parallel()
+	ws := t.TempDir()
+	os.WriteFile(filepath.Join(ws, "notes.txt"), []byte("one\n"), 0o640)
+	before := tree(t, ws)
+	cfg := fmt.Sprintf(`apps:
+  ops:
+    start_agent: worker
+    llms:
+      script:
+        provider: scripted
+        rules:
+          - when: {after_tool: "*"}
+            reply: done
+          - when: {input: "^write"}
+            tools: [{name: write_file, arguments: '{"path": "docs/new.txt", "content": "hello\n"}'}]
+          - when: {input: "^read"}
+            tools: [{name: read_file, arguments: '{"path": "notes.txt"}'}]
+          - when: {input: "^edit"}
+            tools: [{name: edit_file, arguments: '{"path": "notes.txt", "old_string": "one", "new_string": "ONE"}'}]
+    agents:
+      worker: {llm: script, tools: [read_file, write_file, edit_file]}
+    policy:
+      mode: workspace-write
+      workspace: %s
+      workspace_scope: shared
+      rules:
+        - {name: tools, tools: [read_file, write_file, edit_file], decision: allow}
+`, ws)
+	tl, err := turnlog.Open(context.Background(), turnlog.Options{ConfigData: []byte(cfg), DB: filepath.Join(t.TempDir(), "t.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tl.Close()
+	ctx := context.Background()
+	s, _ := tl.Engine.CreateSession(ctx, "ops", "alice", nil)
+	turn := func(input string) string {
+		t.Helper()
+		st, err := tl.Engine.StartTurn(ctx, s.ID, input)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res, err := st.Wait(); err != nil || res.Status != fsm.StatusCompleted {
+			t.Fatalf("%s: %+v %v", input, res, err)
+		}
+		return st.ID
+	}
+	wrote := turn("write it")
+	turn("read it")
+	edited := turn("edit it")
+	if raw, _ := os.ReadFile(filepath.Join(ws, "notes.txt")); string(raw) != "ONE\n" {
+		t.Fatalf("the edit: %q", raw)
+	}
+	evs, _ := tl.Store.Events(ctx, s.ID, 0)
+	recorded := map[string][]string{}
+	for _, ev := range evs {
+		if ev.Type == events.TypeFilesChanged {
+			fc, _ := events.DecodeAs[*events.FilesChanged](ev)
+			for _, c := range fc.Changes {
+				recorded[fc.Tool] = append(recorded[fc.Tool], c.Path)
+			}
+		}
+	}
+	if fmt.Sprint(recorded["write_file"]) != "[docs docs/new.txt]" || fmt.Sprint(recorded["edit_file"]) != "[notes.txt]" {
+		t.Fatalf("recorded: %v", recorded)
+	}
+	for _, t2 := range []string{edited, wrote} {
+		if _, err := tl.Engine.Revert(ctx, fsm.RevertRequest{Session: s.ID, Turn: t2, By: "alice"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := tree(t, ws); !maps.Equal(got, before) {
+		t.Fatalf("reverted, the workspace is\n%v\nnot\n%v", got, before)
+	}
+}

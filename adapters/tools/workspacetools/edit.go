@@ -129,7 +129,7 @@ type editResult struct {
 	Truncation
 }
 
-func editFile(ws *sandbox.Workspace, st *seen) func(context.Context, editArgs) (any, error) {
+func editFile(ws *sandbox.Workspace, st *seen, root string) func(context.Context, editArgs) (any, error) {
 	return func(ctx context.Context, a editArgs) (any, error) {
 		if a.OldString == "" {
 			return nil, fmt.Errorf("old_string is empty; use write_file to create a file")
@@ -174,15 +174,7 @@ func editFile(ws *sandbox.Workspace, st *seen) func(context.Context, editArgs) (
 		}
 		at := strings.Index(old, a.OldString)
 		updated := old[:at] + a.NewString + old[at+len(a.OldString):]
-		w, _, err := ws.OpenFile(rel, os.O_WRONLY|os.O_TRUNC, 0)
-		if err != nil {
-			return nil, err
-		}
-		if _, err := w.WriteString(updated); err != nil {
-			w.Close()
-			return nil, err
-		}
-		if err := w.Close(); err != nil {
+		if err := commitWrite(ctx, ws, root, rel, updated); err != nil {
 			return nil, err
 		}
 		st.remember(ctx, rel, written(ws, rel, updated))

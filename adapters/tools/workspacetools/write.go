@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
-	"path/filepath"
 
 	"github.com/turnlog/turnlog/sandbox"
 )
@@ -27,7 +25,7 @@ type writeResult struct {
 	Truncation
 }
 
-func writeFile(ws *sandbox.Workspace, st *seen) func(context.Context, writeArgs) (any, error) {
+func writeFile(ws *sandbox.Workspace, st *seen, root string) func(context.Context, writeArgs) (any, error) {
 	return func(ctx context.Context, a writeArgs) (any, error) {
 		if len(a.Content) > MaxWriteBytes {
 			return nil, fmt.Errorf("content is %d bytes, more than the %d write_file takes", len(a.Content), MaxWriteBytes)
@@ -58,20 +56,7 @@ func writeFile(ws *sandbox.Workspace, st *seen) func(context.Context, writeArgs)
 		if existed && !a.Overwrite {
 			return nil, fmt.Errorf("%s exists; set overwrite: true to replace it", rel)
 		}
-		if dir := filepath.Dir(rel); dir != "." {
-			if err := ws.MkdirAll(dir); err != nil {
-				return nil, err
-			}
-		}
-		f, _, err := ws.OpenFile(rel, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-		if err != nil {
-			return nil, err
-		}
-		if _, err := f.WriteString(a.Content); err != nil {
-			f.Close()
-			return nil, err
-		}
-		if err := f.Close(); err != nil {
+		if err := commitWrite(ctx, ws, root, rel, a.Content); err != nil {
 			return nil, err
 		}
 		st.remember(ctx, rel, written(ws, rel, a.Content))
