@@ -41,3 +41,20 @@ BEGIN SELECT RAISE(ABORT, 'content_refs are append-only: UPDATE refused'); END;
 CREATE TRIGGER content_refs_append_only_delete BEFORE DELETE ON content_refs
 WHEN NOT EXISTS (SELECT 1 FROM erasing WHERE session_id = old.session_id)
 BEGIN SELECT RAISE(ABORT, 'content_refs are append-only: DELETE refused'); END;
+
+-- One row a path a tool call or a revert changed: FilesChanged and WorkspaceReverted,
+-- their changes unrolled (from the blob when the event's data is stored there).
+DROP VIEW IF EXISTS file_changes;
+CREATE VIEW file_changes AS
+SELECT e.session_id, e.turn_id, e.seq, e.at, e.type AS kind,
+       iif(e.blob_hash IS NULL, e.data, CAST(b.data AS TEXT)) ->> '$.call_id' AS call_id,
+       iif(e.blob_hash IS NULL, e.data, CAST(b.data AS TEXT)) ->> '$.tool' AS tool,
+       iif(e.blob_hash IS NULL, e.data, CAST(b.data AS TEXT)) ->> '$.revert_id' AS revert_id,
+       c.value ->> '$.path' AS path,
+       c.value ->> '$.before.kind' AS before_kind, c.value ->> '$.before.hash' AS before_hash,
+       c.value ->> '$.after.kind' AS after_kind, c.value ->> '$.after.hash' AS after_hash,
+       c.value ->> '$.not_revertible' AS not_revertible
+FROM events e
+LEFT JOIN blobs b ON b.hash = e.blob_hash
+CROSS JOIN json_each(iif(e.blob_hash IS NULL, e.data, CAST(b.data AS TEXT)), '$.changes') c
+WHERE e.type IN ('FilesChanged', 'WorkspaceReverted');

@@ -46,3 +46,18 @@ CREATE TRIGGER contents_append_only_truncate BEFORE TRUNCATE ON contents FOR EAC
 CREATE TRIGGER content_refs_append_only_update BEFORE UPDATE ON content_refs FOR EACH ROW EXECUTE FUNCTION turnlog_refuse();
 CREATE TRIGGER content_refs_append_only_delete BEFORE DELETE ON content_refs FOR EACH ROW EXECUTE FUNCTION turnlog_content_refs_delete();
 CREATE TRIGGER content_refs_append_only_truncate BEFORE TRUNCATE ON content_refs FOR EACH STATEMENT EXECUTE FUNCTION turnlog_refuse();
+
+-- One row a path a tool call or a revert changed, as on SQLite.
+DROP VIEW IF EXISTS file_changes;
+CREATE VIEW file_changes AS
+SELECT e.session_id, e.turn_id, e.seq, e.at::timestamptz AS at, e.type AS kind,
+       d.value ->> 'call_id' AS call_id, d.value ->> 'tool' AS tool, d.value ->> 'revert_id' AS revert_id,
+       c.value ->> 'path' AS path,
+       c.value -> 'before' ->> 'kind' AS before_kind, c.value -> 'before' ->> 'hash' AS before_hash,
+       c.value -> 'after' ->> 'kind' AS after_kind, c.value -> 'after' ->> 'hash' AS after_hash,
+       c.value ->> 'not_revertible' AS not_revertible
+FROM events e
+LEFT JOIN blobs b ON b.hash = e.blob_hash
+CROSS JOIN LATERAL (SELECT CASE WHEN e.blob_hash IS NULL THEN e.data ELSE convert_from(b.data, 'UTF8')::json END AS value) d
+CROSS JOIN LATERAL json_array_elements(d.value -> 'changes') AS c(value)
+WHERE e.type IN ('FilesChanged', 'WorkspaceReverted');

@@ -107,3 +107,23 @@ func fileContents(t *testing.T, h Harness) {
 		t.Fatalf("an erased session's content: %v", err)
 	}
 }
+
+// FileChangesLog is a session's log of two calls' changes — the second's data large
+// enough to be stored as a blob —, and how many rows the file_changes view shows of
+// it: for each store's own test of its view.
+func FileChangesLog(session string) (evs []events.Event, rows int) {
+	evs = append(evs, events.MustNew("", "", &events.SessionCreated{App: "demo", Owner: "alice", Agent: "main"}))
+	small := &events.FilesChanged{CallID: "c1", Tool: "bash", Changes: []events.FileChange{
+		{Path: "a.txt", After: &events.FileState{Kind: events.FileKindFile, Mode: 0o644, Mtime: "2026-01-02T03:04:05Z", Hash: events.HashOf([]byte("a"))}},
+		{Path: "gone", Before: &events.FileState{Kind: events.FileKindDir, Mode: 0o755, Mtime: "2026-01-02T03:04:05Z"}}}}
+	big := &events.FilesChanged{CallID: "c2", Tool: "bash"}
+	for i := range 2000 {
+		big.Changes = append(big.Changes, events.FileChange{Path: fmt.Sprintf("many/f%04d", i),
+			After: &events.FileState{Kind: events.FileKindFile, Mode: 0o644, Mtime: "2026-01-02T03:04:05Z", Hash: events.HashOf([]byte{byte(i)})}})
+	}
+	evs = append(evs, events.MustNew("t1", "main/tool/c1/files", small), events.MustNew("t1", "main/tool/c2/files", big))
+	for i := range evs {
+		evs[i].Session = session
+	}
+	return evs, len(small.Changes) + len(big.Changes)
+}
