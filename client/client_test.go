@@ -290,6 +290,10 @@ func TestEveryRoute(t *testing.T) {
 		}
 		shellTurns = append(shellTurns, r.TurnID)
 	}
+	if files, err := c.TurnFiles(ctx, sh.ID, shellTurns[1]); err != nil || len(files) != 1 || files[0].Tool != "bash" ||
+		len(files[0].Changes) != 1 || files[0].Changes[0].Path != "log.txt" || files[0].Changes[0].Before == nil || files[0].Changes[0].After == nil {
+		t.Fatalf("the turn's files: %+v %v", files, err)
+	}
 	logFile := filepath.Join(workspaces, "sessions", sh.ID, "log.txt")
 	logged := func() string { raw, _ := os.ReadFile(logFile); return string(raw) }
 	var conflictErr *client.Error

@@ -128,6 +128,15 @@ func (c *Client) CancelTurn(ctx context.Context, id, turn, reason string, opts .
 	return out, err
 }
 
+// TurnFiles is what each of the turn's calls changed in its workspace.
+func (c *Client) TurnFiles(ctx context.Context, id, turn string) ([]FilesChanged, error) {
+	var out struct {
+		Calls []FilesChanged `json:"calls"`
+	}
+	_, err := c.call(ctx, http.MethodGet, sessionPath(id, "turns", url.PathEscape(turn), "files"), nil, &out, nil)
+	return out.Calls, err
+}
+
 // RevertTurn puts every file the turn changed back as it was before it; with force,
 // paths changed since are overwritten (else a 409 revert_conflict names them, see
 // Error.Conflicts, and nothing changes).

@@ -319,3 +319,31 @@ type RevertConflict struct {
 	Expected string `json:"expected"`
 	Found    string `json:"found"`
 }
+
+// FilesChanged is what one call of a turn changed in its workspace.
+type FilesChanged struct {
+	CallID    string       `json:"call_id"`
+	Tool      string       `json:"tool"`
+	Workspace string       `json:"workspace,omitempty"`
+	Changes   []FileChange `json:"changes"`
+}
+
+// FileChange is one path: Before or After is nil where there was or is nothing.
+type FileChange struct {
+	Path          string     `json:"path"`
+	Before        *FileState `json:"before,omitempty"`
+	After         *FileState `json:"after,omitempty"`
+	NotRevertible string     `json:"not_revertible,omitempty"`
+}
+
+// FileState is a workspace entry as it was or is.
+type FileState struct {
+	Kind   string `json:"kind"`
+	Mode   uint32 `json:"mode"`
+	UID    uint32 `json:"uid"`
+	GID    uint32 `json:"gid"`
+	Mtime  string `json:"mtime"`
+	Size   int64  `json:"size,omitempty"`
+	Hash   string `json:"hash,omitempty"`
+	Target string `json:"target,omitempty"`
+}

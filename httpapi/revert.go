@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/labstack/echo/v4"
+	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/fsm"
 )
 
@@ -51,4 +52,33 @@ func (s *Server) revert(c echo.Context, name func(*fsm.RevertRequest, revertRequ
 		return err
 	}
 	return c.JSON(http.StatusOK, rev)
+}
+
+// turnFiles: GET /v1/sessions/{id}/turns/{turn_id}/files — what each of the turn's
+// calls changed in its workspace, as its FilesChanged recorded it.
+func (s *Server) turnFiles(c echo.Context) error {
+	if _, err := s.ownedSession(c); err != nil {
+		return err
+	}
+	ctx, session, turn := c.Request().Context(), c.Param("id"), c.Param("turn_id")
+	t, err := s.cfg.Reader.Turn(ctx, session, turn)
+	if err != nil {
+		return err
+	}
+	evs, err := s.cfg.Reader.Events(ctx, session, t.StartSeq-1)
+	if err != nil {
+		return err
+	}
+	calls := []*events.FilesChanged{}
+	for _, ev := range evs {
+		if ev.Turn != turn || ev.Type != events.TypeFilesChanged {
+			continue
+		}
+		fc, err := events.DecodeAs[*events.FilesChanged](ev)
+		if err != nil {
+			return err
+		}
+		calls = append(calls, fc)
+	}
+	return c.JSON(http.StatusOK, map[string]any{"calls": calls})
 }

@@ -141,6 +141,7 @@ func New(cfg Config) *Server {
 	v1.GET("/sessions/:id/turns/:turn_id/stream", s.followTurn)
 	v1.POST("/sessions/:id/turns/:turn_id/cancel", s.cancelTurn)
 	v1.POST("/sessions/:id/turns/:turn_id/revert", s.revertTurn)
+	v1.GET("/sessions/:id/turns/:turn_id/files", s.turnFiles)
 	v1.POST("/sessions/:id/revert", s.revertSession)
 	v1.POST("/sessions/:id/reverts/:revert_id/revert", s.revertRevert)
 	v1.POST("/sessions/:id/compact", s.compact)
