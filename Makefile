@@ -21,8 +21,8 @@ run: build ## serve the offline demo app on an embedded SQLite file (no network,
 test: vet helper ## gofmt check, go vet, and every test with the race detector (the sandbox's boundary tests again with bubblewrap; the apply's kill -9 test without the detector, which only slows its processes)
 	$(GO) test -race -timeout 15m ./...
 	TURNLOG_TEST_MECHANISM=bubblewrap $(GO) test -race -timeout 5m ./sandbox ./adapters/tools/workspacetools
-	$(GO) test -timeout 10m -run 'TestAKilledApply' ./sandbox
-	TURNLOG_TEST_MECHANISM=bubblewrap $(GO) test -timeout 5m -run 'TestAKilledApply' ./sandbox
+	$(GO) test -timeout 10m -run 'TestAKilledApply|TestAKilledRestore' ./sandbox
+	TURNLOG_TEST_MECHANISM=bubblewrap $(GO) test -timeout 5m -run 'TestAKilledApply|TestAKilledRestore' ./sandbox
 
 lint: ## staticcheck (pinned; fetched from the Go module proxy)
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...

@@ -29,6 +29,9 @@ type standin struct {
 	Spec    sandbox.Spec `json:"spec"`
 	Command string       `json:"command"`
 	Share   string       `json:"share"`
+	// Restore, when set, is a file of what to restore (JSON) in Spec.Workspace,
+	// instead of a command to run.
+	Restore string `json:"restore,omitempty"`
 }
 
 func runStandin(raw string) int {
@@ -38,6 +41,9 @@ func runStandin(raw string) int {
 		return 2
 	}
 	report := os.NewFile(3, "report")
+	if in.Restore != "" {
+		return runRestoreStandin(in, report)
+	}
 	started := func(pid int) { fmt.Fprintf(report, "helper %d\n", pid) }
 	spec := sandbox.WithStarted(in.Spec, started)
 	if in.Share == "settle" {

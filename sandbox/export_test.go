@@ -35,3 +35,6 @@ func WithHelper(s Spec, path string) Spec {
 	s.testHelper = path
 	return s
 }
+
+// SetRestoreAfterOp has every restore call f before its first step and after each.
+func SetRestoreAfterOp(f func(done, all int)) { restoreAfterOp = f }

@@ -143,7 +143,7 @@ func restoreLocked(st *staging, tag string, rs []Restore, force bool) (*Result, 
 		return nil, nil, err
 	}
 	defer prog.Close()
-	x := &executor{id: st.id, ws: dirChain{root: wsfd}, upper: dirChain{root: srcfd}, stage: stage, progress: prog, exact: true}
+	x := &executor{id: st.id, ws: dirChain{root: wsfd}, upper: dirChain{root: srcfd}, stage: stage, progress: prog, exact: true, afterOp: restoreAfterOp}
 	err = x.run(ops)
 	x.ws.close()
 	x.upper.close()
@@ -167,6 +167,9 @@ func restoreLocked(st *staging, tag string, rs []Restore, force bool) (*Result, 
 	}
 	return &Result{staged: st}, conflicts, nil
 }
+
+// restoreAfterOp, set by tests, runs before a restore's first step and after each.
+var restoreAfterOp func(done, all int)
 
 // restoreSource is the folder of the staging directory a restore's contents are
 // written to first (the executor's upper layer); the steps' entries are numbered.
