@@ -129,7 +129,7 @@ func TestAChangeMadeAfterTheApplyIsNoticed(t *testing.T) {
 	}
 }
 
-func read(t *testing.T, open func() (*os.File, error)) string {
+func read(t testing.TB, open func() (*os.File, error)) string {
 	t.Helper()
 	f, err := open()
 	if err != nil {

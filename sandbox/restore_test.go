@@ -89,7 +89,9 @@ func undoOf(t *testing.T, s sandbox.Spec, command string) []sandbox.Restore {
 }
 
 // undoing is what putting back each path res's apply (or restore) changed takes.
-func undoing(t *testing.T, res *sandbox.Result) []sandbox.Restore {
+func undoing(t *testing.T, res *sandbox.Result) []sandbox.Restore { return undoingTB(t, res) }
+
+func undoingTB(t testing.TB, res *sandbox.Result) []sandbox.Restore {
 	t.Helper()
 	var rs []sandbox.Restore
 	err := res.FileChanges(func(cs []sandbox.FileChange) error {
