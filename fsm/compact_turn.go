@@ -12,14 +12,9 @@ func (r *run) begin(input string) (*Result, error) {
 	if input == "" {
 		return r.driveCompaction()
 	}
-	note, err := r.revertNote()
-	if err != nil {
+	if err := r.openTurn(input); err != nil {
 		return nil, err
 	}
-	if note != "" {
-		r.conv.append(events.Item{Type: events.ItemMessage, Role: "system", Content: note})
-	}
-	r.conv.append(events.UserMessage(input))
 	return r.drive()
 }
 

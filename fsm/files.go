@@ -24,20 +24,26 @@ type callFiles struct {
 	mu       sync.Mutex
 	changed  *events.FilesChanged
 	contents []events.Content
+	sealed   bool // the result was made (a tool that returns later records nothing)
 }
 
 // RecordFiles records what the tool call ctx carries changed in its workspace and
 // the contents its changes name; the engine fills in the call and the tool. A call
 // records once (a second record replaces the first). It says whether the engine
-// will record it: a tool called with no engine behind ctx records nothing.
+// will record it: a tool called with no engine behind ctx records nothing, and one
+// that returns after the engine made its result without it (a timeout, a cancel)
+// neither — its changes must then be taken back.
 func RecordFiles(ctx context.Context, changed *events.FilesChanged, contents []events.Content) bool {
 	f, ok := ctx.Value(filesKey{}).(*callFiles)
 	if !ok || changed == nil {
 		return false
 	}
 	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.sealed {
+		return false
+	}
 	f.changed, f.contents = changed, contents
-	f.mu.Unlock()
 	return true
 }
 
@@ -52,6 +58,15 @@ func withCallFiles(ctx context.Context, f *callFiles) context.Context {
 	return context.WithValue(ctx, filesKey{}, f)
 }
 
+// seal ends what the call's tool may record: its result is being made.
+func (f *callFiles) seal() {
+	if f != nil {
+		f.mu.Lock()
+		f.sealed = true
+		f.mu.Unlock()
+	}
+}
+
 // event is the FilesChanged of the call at path, or none when nothing was recorded.
 func (f *callFiles) event(turn, path string, call events.ToolCall) (events.Event, bool, error) {
 	if f == nil {
@@ -59,6 +74,7 @@ func (f *callFiles) event(turn, path string, call events.ToolCall) (events.Event
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.sealed = true
 	if f.changed == nil {
 		return events.Event{}, false, nil
 	}

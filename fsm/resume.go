@@ -183,7 +183,9 @@ func (e *Engine) prepareResume(ctx context.Context, session, user string, answer
 	r := e.newRun(ctx, app, agent, session, s.Owner, t.ID, out[len(out)-1].Seq, conv, rec, rec)
 	r.stopped = h.stopped
 	r.traceRun(true)
-	r.conv.append(events.UserMessage(t.Input))
+	if err := r.openTurn(t.Input); err != nil {
+		return nil, nil, err
+	}
 	return &StartedTurn{ID: t.ID, StartSeq: out[0].Seq, done: make(chan struct{})}, r, nil
 }
 

@@ -128,6 +128,11 @@ func (e *Engine) Revert(ctx context.Context, req RevertRequest) (*Reverted, erro
 	if err != nil {
 		return nil, err
 	}
+	for f := range sel.workspaces {
+		if f != folder {
+			return nil, events.Errorf(events.CodeConflict, "the changes were made in the workspace %q and the session's is %q now (its app's workspace scope changed): they are not reverted there", f, folder)
+		}
+	}
 	targets, bad := undo.Plan(sel.changes)
 	if len(bad) > 0 {
 		return nil, notRevertibleError(bad)

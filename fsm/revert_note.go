@@ -13,6 +13,21 @@ import (
 // is derived from the log alone, so a resumed, recovered or replayed turn tells the
 // same words, and it is committed with the turn's items.
 
+// openTurn adds what the turn starts with to its conversation: the note of the
+// reverts before it, if any, then its input — the same for a new, a resumed and a
+// recovered turn.
+func (r *run) openTurn(input string) error {
+	note, err := r.revertNote()
+	if err != nil {
+		return err
+	}
+	if note != "" {
+		r.conv.append(events.Item{Type: events.ItemMessage, Role: "system", Content: note})
+	}
+	r.conv.append(events.UserMessage(input))
+	return nil
+}
+
 // revertNote is what the turn tells the model of the reverts before it ("": none).
 // A turn that starts right after the last commit, or after the event that opened the
 // session (seq 1), reads nothing.

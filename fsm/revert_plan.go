@@ -21,9 +21,10 @@ type RevertRequest struct {
 // revertSelection is what a revert undoes: the changes in the order they were made,
 // and which turns or revert they are.
 type revertSelection struct {
-	changes []events.FileChange
-	turns   []string // newest first
-	revert  string
+	changes    []events.FileChange
+	turns      []string // newest first
+	revert     string
+	workspaces map[string]bool // the workspace folders the changes were recorded in
 }
 
 // sessionUndoLog is what a session's log holds of its files: each turn's changes,
@@ -32,23 +33,31 @@ type sessionUndoLog struct {
 	turnOrder []string                       // turns in the order they started
 	changes   map[string][]events.FileChange // by turn, in the order made
 	reverts   map[string]*events.WorkspaceReverted
-	undoneBy  map[string]string // revert → the revert that undid it
-	revertOf  map[string]string // turn → the last revert that named it
+	undoneBy  map[string]string          // revert → the revert that undid it
+	revertOf  map[string]string          // turn → the last revert that named it
+	ended     map[string]bool            // turns committed, failed or canceled
+	folders   map[string]map[string]bool // turn → the workspace folders its changes were in
 }
 
 func readUndoLog(evs []events.Event) (*sessionUndoLog, error) {
 	l := &sessionUndoLog{changes: map[string][]events.FileChange{}, reverts: map[string]*events.WorkspaceReverted{},
-		undoneBy: map[string]string{}, revertOf: map[string]string{}}
+		undoneBy: map[string]string{}, revertOf: map[string]string{}, ended: map[string]bool{}, folders: map[string]map[string]bool{}}
 	for _, ev := range evs {
 		switch ev.Type {
 		case events.TypeTurnStarted:
 			l.turnOrder = append(l.turnOrder, ev.Turn)
+		case events.TypeTurnCommitted, events.TypeTurnFailed, events.TypeTurnCanceled:
+			l.ended[ev.Turn] = true
 		case events.TypeFilesChanged:
 			fc, err := events.DecodeAs[*events.FilesChanged](ev)
 			if err != nil {
 				return nil, err
 			}
 			l.changes[ev.Turn] = append(l.changes[ev.Turn], fc.Changes...)
+			if l.folders[ev.Turn] == nil {
+				l.folders[ev.Turn] = map[string]bool{}
+			}
+			l.folders[ev.Turn][fc.Workspace] = true
 		case events.TypeWorkspaceReverted:
 			wr, err := events.DecodeAs[*events.WorkspaceReverted](ev)
 			if err != nil {
@@ -112,7 +121,7 @@ func (l *sessionUndoLog) selectRevert(req RevertRequest) (revertSelection, error
 		if !l.stands(req.Revert) {
 			return revertSelection{}, events.Errorf(events.CodeConflict, "revert %s was undone already (by %s)", req.Revert, l.undoneBy[req.Revert])
 		}
-		return revertSelection{changes: wr.Changes, revert: req.Revert}, nil
+		return revertSelection{changes: wr.Changes, revert: req.Revert, workspaces: map[string]bool{wr.Workspace: true}}, nil
 	case req.Turn != "":
 		if _, ok := started[req.Turn]; !ok {
 			return revertSelection{}, events.Errorf(events.CodeNotFound, "session %s has no turn %s", req.Session, req.Turn)
@@ -120,22 +129,31 @@ func (l *sessionUndoLog) selectRevert(req RevertRequest) (revertSelection, error
 		if by := l.reverted(req.Turn); by != "" {
 			return revertSelection{}, events.Errorf(events.CodeConflict, "turn %s was reverted already (by %s)", req.Turn, by)
 		}
+		if !l.ended[req.Turn] {
+			return revertSelection{}, events.Errorf(events.CodeConflict, "turn %s has not ended (it runs, or waits for people): it is reverted once it has", req.Turn)
+		}
 		if len(l.changes[req.Turn]) == 0 {
 			return revertSelection{}, events.Errorf(events.CodeConflict, "turn %s changed no files turnlog recorded: there is nothing to revert", req.Turn)
 		}
-		return revertSelection{changes: l.changes[req.Turn], turns: []string{req.Turn}}, nil
+		return revertSelection{changes: l.changes[req.Turn], turns: []string{req.Turn}, workspaces: l.folders[req.Turn]}, nil
 	}
 	from, ok := started[req.ToTurn]
 	if !ok {
 		return revertSelection{}, events.Errorf(events.CodeNotFound, "session %s has no turn %s", req.Session, req.ToTurn)
 	}
-	var sel revertSelection
+	sel := revertSelection{workspaces: map[string]bool{}}
 	for _, t := range l.turnOrder[from+1:] {
+		if !l.ended[t] {
+			return revertSelection{}, events.Errorf(events.CodeConflict, "turn %s has not ended (it runs, or waits for people): the turns after %s are reverted once it has", t, req.ToTurn)
+		}
 		if len(l.changes[t]) == 0 || l.reverted(t) != "" {
 			continue
 		}
 		sel.changes = append(sel.changes, l.changes[t]...)
 		sel.turns = append([]string{t}, sel.turns...)
+		for f := range l.folders[t] {
+			sel.workspaces[f] = true
+		}
 	}
 	if len(sel.turns) == 0 {
 		return revertSelection{}, events.Errorf(events.CodeConflict, "no turn after %s changed files that are not reverted already: there is nothing to revert", req.ToTurn)

@@ -47,6 +47,7 @@ func (r *run) runSlots(slots []*toolSlot) error {
 	var firstErr error
 	for ; n > 0; n-- {
 		d := <-ch
+		d.s.files.seal() // a tool still running past this records nothing: it takes its changes back
 		d.s.result, d.s.stop = d.tr, d.stop
 		r.usage = r.usage.Add(d.usage)
 		if firstErr != nil || d.stop != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path"
+	"strconv"
 
 	"golang.org/x/sys/unix"
 )
@@ -121,8 +122,11 @@ func readChanges(ws, stage *os.File, ops []op) ([]FileChange, error) {
 		out = append(out, FileChange{Path: rel, Before: before, before: from})
 		return &out[len(out)-1]
 	}
-	// made is the inode the last step on a path placed there (0: it placed none).
+	// made is the inode the last step on a path placed there (0: it placed none);
+	// gone, the paths a removal took that no later step placed anything at.
 	made := map[string]uint64{}
+	gone := map[string]bool{}
+	oldSet := map[string]bool{}
 	wsfd, stagefd := int(ws.Fd()), int(stage.Fd())
 	for i, o := range ops {
 		staged := stagedName(i)
@@ -130,6 +134,7 @@ func readChanges(ws, stage *os.File, ops []op) ([]FileChange, error) {
 		case opRemove:
 			if err := walkStaged(stagefd, staged, func(sub string, st *EntryState) {
 				add(path.Join(o.Rel, sub), st, place{stage, path.Join(staged, sub)})
+				gone[path.Join(o.Rel, sub)] = true
 			}); err != nil {
 				return nil, err
 			}
@@ -144,10 +149,10 @@ func readChanges(ws, stage *os.File, ops []op) ([]FileChange, error) {
 				before = st
 			}
 			add(o.Rel, before, place{stage, staged})
-			made[o.Rel] = placedAt(placed, i)
+			made[o.Rel], gone[o.Rel] = placedAt(placed, i), false
 		case opMkdir:
 			add(o.Rel, nil, place{})
-			made[o.Rel] = placedAt(placed, i)
+			made[o.Rel], gone[o.Rel] = placedAt(placed, i), false
 		case opChmod, opTimes:
 			if o.OldIno == 0 {
 				continue // a directory an earlier step made
@@ -161,7 +166,8 @@ func readChanges(ws, stage *os.File, ops []op) ([]FileChange, error) {
 				add(o.Rel, st, place{})
 				c = at[o.Rel]
 			}
-			if b := out[c].Before; b != nil && b.Kind == EntryDir {
+			if b := out[c].Before; b != nil && b.Kind == EntryDir && !oldSet[o.Rel+"\x00"+strconv.Itoa(int(o.Kind))] {
+				oldSet[o.Rel+"\x00"+strconv.Itoa(int(o.Kind))] = true // the first step's old value is the one before
 				if o.Kind == opChmod {
 					b.Mode = o.OldMode
 				} else {
@@ -174,7 +180,8 @@ func readChanges(ws, stage *os.File, ops []op) ([]FileChange, error) {
 		c := &out[i]
 		st, err := stateBeneath(wsfd, c.Path)
 		switch {
-		case errors.Is(err, unix.ENOENT):
+		case errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP):
+			// Nothing there: a file or a link stands where a directory above it was.
 		case err != nil:
 			return nil, fmt.Errorf("%s as it is: %w", c.Path, err)
 		default:
@@ -183,6 +190,9 @@ func readChanges(ws, stage *os.File, ops []op) ([]FileChange, error) {
 		if ino, ok := made[c.Path]; ok && ino != 0 {
 			var now unix.Stat_t
 			c.Moved = lstatBeneath(wsfd, c.Path, &now) != nil || now.Ino != ino
+		}
+		if gone[c.Path] && c.After != nil {
+			c.Moved = true // the apply left nothing here: what is there is another writer's
 		}
 	}
 	// A directory whose only change is its time, with nothing of it changed since,

@@ -110,6 +110,37 @@ func restoreLocked(st *staging, tag string, rs []Restore, force bool) (*Result, 
 			conflicts = append(conflicts, RestoreConflict{Path: r.Path, Expected: expected, Found: found})
 		}
 	}
+	// A directory that goes takes what it holds with it: each entry of it must be a
+	// path the restore removes too, or it is a conflict (one it never removes, .git
+	// or a denied path, refuses the restore).
+	absent := map[string]bool{}
+	for _, r := range rs {
+		if r.Want == nil {
+			absent[r.Path] = true
+		}
+	}
+	for i, r := range rs {
+		if c := cur[i]; c.state == nil || c.state.Kind != EntryDir || r.Want != nil && r.Want.Kind == EntryDir {
+			continue
+		}
+		var refused error
+		err := walkStaged(wsfd, r.Path, func(sub string, st *EntryState) {
+			p := path.Join(r.Path, sub)
+			switch {
+			case sub == "." || absent[p] || refused != nil:
+			case restorable(p) != nil:
+				refused = &PathError{Path: p, Reason: "lies in " + r.Path + ", which the revert would remove, and is .git or a denied path, which a revert never removes"}
+			default:
+				conflicts = append(conflicts, RestoreConflict{Path: p, Expected: "absent", Found: describe(st, "")})
+			}
+		})
+		if err == nil {
+			err = refused
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+	}
 	if len(conflicts) > 0 && !force {
 		return nil, conflicts, nil
 	}
@@ -218,7 +249,7 @@ type current struct {
 func currentAt(wsfd int, rel string, hash bool) (current, error) {
 	var st unix.Stat_t
 	err := lstatBeneath(wsfd, rel, &st)
-	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
+	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP) {
 		return current{}, nil
 	}
 	if err != nil {
@@ -320,11 +351,12 @@ func writeSource(srcfd int, rel string, content []byte) error {
 
 // planRestore is the steps that make each path of rs (sorted, a directory before
 // what it holds) what it wants, from what is there (cur): an entry of another kind,
-// or one that must go, is removed (with all below it); a directory is made or its
-// mode set; a file or link is written over what is there; every directory's time
-// is set last, the deepest first, once nothing below it changes any more.
+// or one that must go, is removed (with all below it); a directory is made; a file
+// or link is written over what is there; every directory's mode and time are set
+// last, the deepest first, once nothing below it changes any more.
 func planRestore(rs []Restore, cur []current) []op {
-	var ops, times []op
+	var ops []op
+	var times [][]op // each directory's last steps: its mode, its time
 	var removed []string
 	under := func(rel string) bool {
 		for _, r := range removed {
@@ -351,17 +383,30 @@ func planRestore(rs []Restore, cur []current) []op {
 		sec, ns := w.MtimeNs/1e9, w.MtimeNs%1e9
 		switch w.Kind {
 		case EntryDir:
-			t := op{Kind: opTimes, Rel: r.Path, MtimeSec: sec, MtimeNs: ns}
+			// A directory is writable by its owner while what it holds is put back
+			// (turnlog need not be root); its mode and time are set last.
+			var final []op
 			switch {
 			case c.state == nil:
-				ops = append(ops, op{Kind: opMkdir, Rel: r.Path, Mode: w.Mode, UID: w.UID, GID: w.GID})
-			case c.state.Mode != w.Mode:
-				ops = append(ops, op{Kind: opChmod, Rel: r.Path, Mode: w.Mode, OldIno: c.ino, OldMode: c.state.Mode})
+				ops = append(ops, op{Kind: opMkdir, Rel: r.Path, Mode: w.Mode | 0o700, UID: w.UID, GID: w.GID})
+				if w.Mode|0o700 != w.Mode {
+					final = append(final, op{Kind: opChmod, Rel: r.Path, Mode: w.Mode})
+				}
+			default:
+				mode := c.state.Mode
+				if mode&0o700 != 0o700 {
+					ops = append(ops, op{Kind: opChmod, Rel: r.Path, Mode: mode | 0o700, OldIno: c.ino, OldMode: mode})
+					mode |= 0o700
+				}
+				if mode != w.Mode {
+					final = append(final, op{Kind: opChmod, Rel: r.Path, Mode: w.Mode, OldIno: c.ino, OldMode: mode})
+				}
 			}
+			t := op{Kind: opTimes, Rel: r.Path, MtimeSec: sec, MtimeNs: ns}
 			if c.state != nil {
 				t.OldIno, t.OldSec, t.OldNs = c.ino, c.state.MtimeNs/1e9, c.state.MtimeNs%1e9
 			}
-			times = append(times, t)
+			times = append(times, append(final, t))
 		case EntryFile, EntrySymlink:
 			o := op{Kind: opPut, Rel: r.Path, Mode: w.Mode, UID: w.UID, GID: w.GID, MtimeSec: sec, MtimeNs: ns, Size: w.Size}
 			if w.Kind == EntrySymlink {
@@ -374,7 +419,7 @@ func planRestore(rs []Restore, cur []current) []op {
 		}
 	}
 	for i := len(times) - 1; i >= 0; i-- {
-		ops = append(ops, times[i])
+		ops = append(ops, times[i]...)
 	}
 	return ops
 }

@@ -261,3 +261,68 @@ func TestAnEditOfFiveHundredFilesIsRestored(t *testing.T) {
 		t.Fatalf("the restore undone, it differs from the edit:\n%.2000s", d)
 	}
 }
+
+// TestARevertNeverRemovesWhatItDoesNotKnow: a directory a command made goes with a
+// revert only with nothing in it but what the command made: a file put there since
+// is a conflict, and a denied file or a .git there refuses the revert even forced.
+func TestARevertNeverRemovesWhatItDoesNotKnow(t *testing.T) {
+	t.Parallel()
+	s, _ := spec(t)
+	ws := s.Workspace
+	rs := undoOf(t, s, `mkdir build && touch build/a`)
+	os.WriteFile(filepath.Join(ws, "build/notes.txt"), []byte("a person's\n"), 0o644)
+	res, conflicts, err := sandbox.RestoreFiles(ws, "revert", rs, false)
+	if err != nil || res != nil || len(conflicts) != 1 || conflicts[0].Path != "build/notes.txt" || conflicts[0].Expected != "absent" {
+		t.Fatalf("%v %+v %v", res, conflicts, err)
+	}
+	os.WriteFile(filepath.Join(ws, "build/.env"), []byte("SECRET=1\n"), 0o600)
+	if _, _, err := sandbox.RestoreFiles(ws, "revert", rs, true); err == nil || !strings.Contains(err.Error(), "build/.env") {
+		t.Fatalf("forced over a denied file: %v", err)
+	}
+	for _, p := range []string{"build/a", "build/notes.txt", "build/.env"} {
+		if _, err := os.Lstat(filepath.Join(ws, p)); err != nil {
+			t.Fatalf("%s is gone: %v", p, err)
+		}
+	}
+}
+
+// TestADirectoryReplacedByAFileIsRestored: a command that makes a file where a
+// directory was is recorded, and put back.
+func TestADirectoryReplacedByAFileIsRestored(t *testing.T) {
+	t.Parallel()
+	s, _ := spec(t)
+	ws := s.Workspace
+	os.MkdirAll(filepath.Join(ws, "d/sub"), 0o755)
+	os.WriteFile(filepath.Join(ws, "d/sub/x"), []byte("x\n"), 0o644)
+	os.MkdirAll(filepath.Join(ws, "e"), 0o755)
+	os.WriteFile(filepath.Join(ws, "e/y"), []byte("y\n"), 0o644)
+	before := snapshot(t, ws)
+	rs := undoOf(t, s, `rm -rf d e && echo hi > d && ln -s d e`)
+	if conflicts := restore(t, ws, rs, false); len(conflicts) != 0 {
+		t.Fatalf("%+v", conflicts)
+	}
+	if d := diffSnapshots(before, snapshot(t, ws)); d != "" {
+		t.Fatalf("restored, it differs:\n%s", d)
+	}
+}
+
+// TestAPathMadeAgainAfterTheApplyIsNoticed: a path the apply removed that another
+// writer made again before the reading is marked moved.
+func TestAPathMadeAgainAfterTheApplyIsNoticed(t *testing.T) {
+	t.Parallel()
+	s, _ := spec(t)
+	s.SettleLater = true
+	os.WriteFile(filepath.Join(s.Workspace, "f"), []byte("old\n"), 0o644)
+	res := run(t, s, `rm f`)
+	defer res.Settle(true)
+	os.WriteFile(filepath.Join(s.Workspace, "f"), []byte("theirs\n"), 0o644)
+	err := res.FileChanges(func(cs []sandbox.FileChange) error {
+		if len(cs) != 1 || cs[0].Path != "f" || !cs[0].Moved {
+			return fmt.Errorf("changes: %+v", cs)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -139,7 +139,9 @@ func (b builder) recorded() sandbox.Recorded {
 			return false, err
 		}
 		for _, ev := range evs {
-			if (ev.Type == events.TypeToolResulted || ev.Type == events.TypeWorkspaceReverted) && ev.Turn == turn && ev.Path == path {
+			// A call's apply is kept only with the record of what it changed; a
+			// revert's, with its record.
+			if ev.Turn == turn && (ev.Type == events.TypeFilesChanged && ev.Path == fsm.FilesPath(path) || ev.Type == events.TypeWorkspaceReverted && ev.Path == path) {
 				return true, nil
 			}
 		}

@@ -33,15 +33,19 @@ func (l cannedLog) Events(_ context.Context, session string, _ int64) ([]events.
 }
 
 // TestAStartAsksTheLogWhetherAFinishedApplyCounts: a finished apply a crash left
-// unsettled is kept when its call's ToolResulted is in the log, taken back when it
-// is not (another call, another turn, no such session), and left when the log
-// cannot say.
+// unsettled is kept when the record of what its call changed (the FilesChanged
+// appended with its result) is in the log, taken back when it is not (another call,
+// another turn, a result without the record — a timeout's —, no such session), and
+// left when the log cannot say; a restore, kept with its revert's record.
 func TestAStartAsksTheLogWhetherAFinishedApplyCounts(t *testing.T) {
 	t.Parallel()
 	log := cannedLog{session: "s1", evs: []events.Event{
 		{Session: "s1", Seq: 1, Turn: "t1", Type: events.TypeToolScheduled, Path: "a/tool/c1"},
 		{Session: "s1", Seq: 2, Turn: "t1", Type: events.TypeToolResulted, Path: "a/tool/c1"},
-		{Session: "s1", Seq: 3, Turn: "t2", Type: events.TypeToolScheduled, Path: "a/tool/c2"},
+		{Session: "s1", Seq: 3, Turn: "t1", Type: events.TypeFilesChanged, Path: "a/tool/c1/files"},
+		{Session: "s1", Seq: 4, Turn: "t2", Type: events.TypeToolScheduled, Path: "a/tool/c2"},
+		{Session: "s1", Seq: 5, Turn: "t2", Type: events.TypeToolResulted, Path: "a/tool/c3"},
+		{Session: "s1", Seq: 6, Type: events.TypeWorkspaceReverted, Path: "revert/r1"},
 	}}
 	recorded := builder{ctx: context.Background(), opts: Options{log: log}}.recorded()
 	for _, c := range []struct {
@@ -52,6 +56,9 @@ func TestAStartAsksTheLogWhetherAFinishedApplyCounts(t *testing.T) {
 		{fsm.CallInfo{Session: "s1", Turn: "t2", Path: "a/tool/c2"}, false},
 		{fsm.CallInfo{Session: "s1", Turn: "t2", Path: "a/tool/c1"}, false},
 		{fsm.CallInfo{Session: "gone", Turn: "t1", Path: "a/tool/c1"}, false},
+		{fsm.CallInfo{Session: "s1", Turn: "t2", Path: "a/tool/c3"}, false},
+		{fsm.CallInfo{Session: "s1", Path: "revert/r1"}, true},
+		{fsm.CallInfo{Session: "s1", Path: "revert/r2"}, false},
 	} {
 		got, err := recorded(workspacetools.ApplyTag(c.call))
 		if err != nil || got != c.want {

@@ -421,3 +421,67 @@ func TestTheFileToolsChangesAreRecordedAndReverted(t *testing.T) {
 		t.Fatalf("reverted, the workspace is\n%v\nnot\n%v", got, before)
 	}
 }
+
+// TestAToolPastItsTimeoutLeavesNoChangeUnrecorded: a command that outlives its
+// call's timeout — the engine records the timeout and goes on — writes a file; its
+// apply then cannot be recorded with the result any more, so it is taken back: the
+// file is on disk only if the log records it.
+func TestAToolPastItsTimeoutLeavesNoChangeUnrecorded(t *testing.T) {
+	t.Parallel()
+	ws := t.TempDir()
+	cfg := fmt.Sprintf(`apps:
+  ops:
+    start_agent: worker
+    llms:
+      script:
+        provider: scripted
+        rules:
+          - when: {after_tool: "*"}
+            reply: done
+          - tools: [{name: bash, arguments: '{"command": "echo late > late.txt; sleep 2"}'}]
+    tools:
+      bash: {timeout: 300ms}
+    agents:
+      worker: {llm: script, tools: [bash]}
+    policy:
+      mode: workspace-write
+      workspace: %s
+      workspace_scope: shared
+      rules:
+        - {name: shell, tools: [bash], decision: allow}
+`, ws)
+	tl, err := turnlog.Open(context.Background(), turnlog.Options{ConfigData: []byte(cfg), DB: filepath.Join(t.TempDir(), "t.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tl.Close()
+	ctx := context.Background()
+	s, _ := tl.Engine.CreateSession(ctx, "ops", "alice", nil)
+	st, err := tl.Engine.StartTurn(ctx, s.ID, "go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := st.Wait(); err != nil || res.Status != fsm.StatusCompleted {
+		t.Fatalf("%+v %v", res, err)
+	}
+	// The command is stopped at the timeout and its writes applied after: wait until
+	// the apply is settled (its staging directory gone).
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		if _, err := os.Lstat(filepath.Join(ws, ".turnlog")); errors.Is(err, fs.ErrNotExist) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the apply was not settled within 30s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	evs, _ := tl.Store.Events(ctx, s.ID, 0)
+	recorded := lastOf(evs, events.TypeFilesChanged).Type != ""
+	_, statErr := os.Lstat(filepath.Join(ws, "late.txt"))
+	if onDisk := statErr == nil; onDisk != recorded {
+		t.Fatalf("late.txt on disk: %v, its change recorded: %v", onDisk, recorded)
+	}
+	if tr, _ := events.DecodeAs[*events.ToolResulted](lastOf(evs, events.TypeToolResulted)); tr == nil || tr.ErrorKind != "timeout" {
+		t.Fatalf("the result: %+v", tr)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -74,8 +75,19 @@ func commitWrite(ctx context.Context, ws *sandbox.Workspace, root, rel, content 
 		res.SettleHeld(false)
 		return fmt.Errorf("the write was taken back, as what it changed could not be recorded: %w", err)
 	}
-	if !fsm.OnRecorded(ctx, func(recorded bool) { res.Settle(recorded) }) {
-		res.Settle(true)
+	// The engine settles it once the result is durable, after this tool returned
+	// and let the lock go — or at once, here, if the result is decided already.
+	var inside atomic.Bool
+	inside.Store(true)
+	defer inside.Store(false)
+	if !fsm.OnRecorded(ctx, func(recorded bool) {
+		if inside.Load() {
+			res.SettleHeld(recorded)
+		} else {
+			res.Settle(recorded)
+		}
+	}) {
+		res.SettleHeld(true)
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package workspacetools
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -37,9 +38,15 @@ func recordApply(ctx context.Context, res *sandbox.Result, root, ws string, caps
 	if err != nil || len(changes) == 0 {
 		return err
 	}
-	fsm.RecordFiles(ctx, &events.FilesChanged{Workspace: workspaceKey(root, ws), Changes: changes}, contents)
+	if !fsm.RecordFiles(ctx, &events.FilesChanged{Workspace: workspaceKey(root, ws), Changes: changes}, contents) {
+		return errLate
+	}
 	return nil
 }
+
+// errLate: the engine made the call's result without waiting for it (a timeout, a
+// cancel), so what it changed cannot be recorded with it.
+var errLate = errors.New("the call's result was recorded before its tool returned (it timed out or was canceled)")
 
 // recordChanges reads what res's apply (or restore) changed as the undo log records
 // it: each path before and after, and the contents within caps.
