@@ -143,6 +143,20 @@ func (w *Workspace) resolve(rel string) (string, bool) {
 	}
 }
 
+// RealRel is where the workspace-relative rel really lands, through symlinks inside
+// the workspace (what a writer writes: the executor follows none). Errors: a path
+// that leaves the workspace, or a dangling or looping symlink on the way.
+func (w *Workspace) RealRel(rel string) (string, error) {
+	real, ok := w.resolve(rel)
+	if !ok {
+		return "", &PathError{Path: rel, Reason: "leads outside the workspace or through a symlink to nowhere"}
+	}
+	if real == "" {
+		real = "."
+	}
+	return real, nil
+}
+
 // Open opens a file for reading, with the checks of Rel before and after the open.
 func (w *Workspace) Open(p string) (*os.File, string, error) {
 	return w.OpenFile(p, os.O_RDONLY, 0)

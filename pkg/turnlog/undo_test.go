@@ -485,3 +485,67 @@ func TestAToolPastItsTimeoutLeavesNoChangeUnrecorded(t *testing.T) {
 		t.Fatalf("the result: %+v", tr)
 	}
 }
+
+// TestATurnAfterARevertResumes: the first turn after a revert waits for an approval
+// and, answered, resumes with the same note of the revert it started with (its
+// recorded model call matches).
+func TestATurnAfterARevertResumes(t *testing.T) {
+	t.Parallel()
+	ws := t.TempDir()
+	cfg := fmt.Sprintf(`apps:
+  ops:
+    start_agent: worker
+    llms:
+      script:
+        provider: scripted
+        rules:
+          - when: {after_tool: "*"}
+            reply: done
+          - tools: [{name: bash, arguments: '{"command": "echo more >> log.txt"}'}]
+    tools:
+      bash: {needs_approval: true}
+    agents:
+      worker: {llm: script, tools: [bash]}
+    policy:
+      mode: workspace-write
+      workspace: %s
+      workspace_scope: shared
+      rules:
+        - {name: shell, tools: [bash], decision: allow}
+`, ws)
+	tl, err := turnlog.Open(context.Background(), turnlog.Options{ConfigData: []byte(cfg), DB: filepath.Join(t.TempDir(), "t.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tl.Close()
+	ctx := context.Background()
+	s, _ := tl.Engine.CreateSession(ctx, "ops", "alice", nil)
+	yes := true
+	turn := func() string {
+		t.Helper()
+		st, err := tl.Engine.StartTurn(ctx, s.ID, "log it")
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := st.Wait()
+		if err != nil || res.Status != fsm.StatusSuspended || len(res.Interrupts) != 1 {
+			t.Fatalf("suspend: %+v %v", res, err)
+		}
+		rt, err := tl.Engine.Resume(ctx, s.ID, "alice", map[string]fsm.Answer{res.Interrupts[0].ID: {Confirmed: &yes}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res, err := rt.Wait(); err != nil || res.Status != fsm.StatusCompleted {
+			t.Fatalf("resume: %+v %v", res, err)
+		}
+		return st.ID
+	}
+	first := turn()
+	if _, err := tl.Engine.Revert(ctx, fsm.RevertRequest{Session: s.ID, Turn: first, By: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	turn()
+	if raw, _ := os.ReadFile(filepath.Join(ws, "log.txt")); string(raw) != "more\n" {
+		t.Fatalf("log.txt: %q", raw)
+	}
+}

@@ -7,6 +7,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -118,40 +120,47 @@ func (s *Store) queueInsert(p *pipeline, ev *events.Event) {
 }
 
 // queueContents queues the contents ev carries and the session's references to
-// them (sqlrows/contents.go), three statements for all of them.
+// them (sqlrows/contents.go), three statements for all of them, each in the order of
+// its hashes: two appends that insert the same hashes wait for each other's rows in
+// one order, never in a cycle.
 func queueContents(p *pipeline, ev *events.Event) {
 	if len(ev.Contents) == 0 {
 		return
 	}
-	var chunks, hashes, lists, refs []string
-	var data [][]byte
-	var sizes []int64
-	// A content of one chunk has the chunk's hash: each kind is counted apart.
-	seenChunk, seenContent, seenRef := map[string]bool{}, map[string]bool{}, map[string]bool{}
-	refer := func(h string) {
-		if !seenRef[h] {
-			seenRef[h] = true
-			refs = append(refs, h)
-		}
+	// A content of one chunk has the chunk's hash: each kind is kept apart.
+	chunkData := map[string][]byte{}
+	type content struct {
+		size int64
+		list string
 	}
+	contents := map[string]content{}
+	refSet := map[string]bool{}
 	for _, c := range ev.Contents {
 		for _, ch := range c.Chunks {
-			if !seenChunk[ch.Hash] {
-				seenChunk[ch.Hash] = true
-				chunks, data = append(chunks, ch.Hash), append(data, ch.Data)
-			}
-			refer(ch.Hash)
+			chunkData[ch.Hash] = ch.Data
+			refSet[ch.Hash] = true
 		}
-		if !seenContent[c.Hash] {
-			seenContent[c.Hash] = true
-			hashes, sizes, lists = append(hashes, c.Hash), append(sizes, c.Size), append(lists, sqlrows.ChunkList(c))
-		}
-		refer(c.Hash)
+		contents[c.Hash] = content{c.Size, sqlrows.ChunkList(c)}
+		refSet[c.Hash] = true
 	}
+	chunks := slices.Sorted(maps.Keys(chunkData))
+	data := make([][]byte, len(chunks))
+	for i, h := range chunks {
+		data[i] = chunkData[h]
+	}
+	hashes := slices.Sorted(maps.Keys(contents))
+	sizes, lists := make([]int64, len(hashes)), make([]string, len(hashes))
+	for i, h := range hashes {
+		sizes[i], lists[i] = contents[h].size, contents[h].list
+	}
+	refs := slices.Sorted(maps.Keys(refSet))
 	what := fmt.Sprintf("store the contents of %s/%d", ev.Session, ev.Seq)
+	// The references first: an erasure (which locks content_refs against them) then
+	// either waits for this append and sees them, or ran first, and the contents it
+	// removed are written again below.
+	p.queue(what, ev, `INSERT INTO content_refs (session_id, hash) SELECT $1, h FROM unnest($2::text[]) AS h ON CONFLICT (session_id, hash) DO NOTHING`, ev.Session, refs)
 	p.queue(what, ev, `INSERT INTO content_chunks (hash, data) SELECT * FROM unnest($1::text[], $2::bytea[]) ON CONFLICT (hash) DO NOTHING`, chunks, data)
 	p.queue(what, ev, `INSERT INTO contents (hash, size, chunks) SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[]) ON CONFLICT (hash) DO NOTHING`, hashes, sizes, lists)
-	p.queue(what, ev, `INSERT INTO content_refs (session_id, hash) SELECT $1, h FROM unnest($2::text[]) AS h ON CONFLICT (session_id, hash) DO NOTHING`, ev.Session, refs)
 }
 
 // queueWebhooks queues an outbox row for each webhook the router names for ev.

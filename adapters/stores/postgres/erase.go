@@ -68,6 +68,11 @@ func erase(ctx context.Context, tx *sql.Tx, req projection.ErasureRequest) (proj
 			return c, nil, err
 		}
 	}
+	// An append's content references wait for the erasure, or it for them: what
+	// another session refers to is never taken from under it (see queueContents).
+	if _, err := tx.ExecContext(ctx, `LOCK TABLE content_refs IN SHARE MODE`); err != nil {
+		return c, nil, fmt.Errorf("erase: lock content references: %w", err)
+	}
 	const in = sqlrows.ErasingSessions
 	// Lock the sessions' rows: a branch or a turn that starts meanwhile waits, then
 	// finds them gone.

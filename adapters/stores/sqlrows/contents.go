@@ -2,7 +2,9 @@ package sqlrows
 
 import (
 	"context"
+	"crypto/sha256"
 	"database/sql"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -53,7 +55,11 @@ func CheckContents(field string, cs []events.Content) error {
 		if c.Size < 0 || c.Size > 0 && len(c.Chunks) == 0 {
 			return &events.Error{Code: events.CodeInvalid, Field: field + ".contents", Message: fmt.Sprintf("content %s of %d bytes has no chunks", c.Hash, c.Size)}
 		}
+		whole := sha256.New()
+		var size int64
 		for _, ch := range c.Chunks {
+			whole.Write(ch.Data)
+			size += int64(len(ch.Data))
 			if ch.Data == nil {
 				return &events.Error{Code: events.CodeInvalid, Field: field + ".contents", Message: fmt.Sprintf("chunk %s of content %s comes without its bytes", ch.Hash, c.Hash)}
 			}
@@ -63,6 +69,10 @@ func CheckContents(field string, cs []events.Content) error {
 			if events.HashOf(ch.Data) != ch.Hash {
 				return &events.Error{Code: events.CodeInvalid, Field: field + ".contents", Message: fmt.Sprintf("chunk %s of content %s does not hold what its hash says", ch.Hash, c.Hash)}
 			}
+		}
+		// A content is kept once for every session: its chunks must make up its hash.
+		if size != c.Size || "sha256:"+hex.EncodeToString(whole.Sum(nil)) != c.Hash {
+			return &events.Error{Code: events.CodeInvalid, Field: field + ".contents", Message: fmt.Sprintf("the chunks of content %s do not make it up (%d bytes, the content says %d)", c.Hash, size, c.Size)}
 		}
 	}
 	return nil

@@ -83,7 +83,9 @@ func fileContents(t *testing.T, h Harness) {
 	bad.Chunks[0].Data = []byte("other bytes")
 	noBytes := contentOf(t, []byte("sent without its bytes"))
 	noBytes.Chunks[0].Data = nil
-	for what, c := range map[string]events.Content{"a chunk not its hash's": bad, "a chunk without bytes": noBytes,
+	notWhole := contentOf(t, []byte("chunks of another content"))
+	notWhole.Hash = events.HashOf([]byte("the content it says it is"))
+	for what, c := range map[string]events.Content{"a chunk not its hash's": bad, "a chunk without bytes": noBytes, "chunks that are not the content": notWhole,
 		"a hash of no form": {Hash: "md5:x", Size: 0}} {
 		if _, err := s.Append(ctx, "s1", 2, []events.Event{filesChanged("c3", c)}); !isCode(err, events.CodeInvalid) {
 			t.Errorf("%s: %v", what, err)

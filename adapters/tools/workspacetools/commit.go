@@ -18,14 +18,25 @@ import (
 	"github.com/turnlog/turnlog/sandbox"
 )
 
-// commitWrite writes content to the file rel of ws (the caller holds its lock) as
+// commitWrite writes content to the file asked of ws (where it really lands, through
+// symlinks inside the workspace; the caller holds its lock) as
 // an apply lands a command's writes: through the sandbox's executor, whole or not at
 // all, with the directories it needs; what it replaces is kept until the call's
 // result is durable (a crash before then takes the write back at the next start),
 // and what it changed is recorded with the call (FilesChanged) — root is the
 // workspaces' root. A file it replaces keeps its mode and owner; a new one is 0644,
 // turnlog's.
-func commitWrite(ctx context.Context, ws *sandbox.Workspace, root, rel, content string) error {
+func commitWrite(ctx context.Context, ws *sandbox.Workspace, root, asked, content string) error {
+	rel, err := ws.RealRel(asked) // through symlinks inside the workspace, as an open would go
+	if err != nil {
+		return err
+	}
+	if _, err := ws.WritableRel(rel); err != nil {
+		return err
+	}
+	if err := ws.CheckWrite(rel); err != nil {
+		return err
+	}
 	now := time.Now().UnixNano()
 	uid, gid := uint32(os.Geteuid()), uint32(os.Getegid())
 	slash := filepath.ToSlash(rel)

@@ -275,3 +275,44 @@ func TestEditFile(t *testing.T) {
 		}
 	}
 }
+
+// TestWritesGoThroughSymlinksInsideTheWorkspace: write_file and edit_file write where
+// a symlink inside the workspace leads — a linked folder, a linked file — as they
+// did before they wrote through the apply's executor.
+func TestWritesGoThroughSymlinksInsideTheWorkspace(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "real"), 0o755)
+	os.Symlink("real", filepath.Join(dir, "link"))
+	os.WriteFile(filepath.Join(dir, "target.txt"), []byte("one\n"), 0o644)
+	os.Symlink("target.txt", filepath.Join(dir, "alias.txt"))
+	ws, err := sandbox.OpenWorkspace(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tools := workspacetools.Tools(workspacetools.Shared(ws), nil)
+	call := func(name, args string) {
+		t.Helper()
+		for _, tool := range tools {
+			if tool.Spec().Name == name {
+				if out, err := tool.Call(context.Background(), json.RawMessage(args)); err != nil {
+					t.Fatalf("%s %s: %v %s", name, args, err, out)
+				}
+				return
+			}
+		}
+		t.Fatalf("no %s", name)
+	}
+	call("write_file", `{"path": "link/new.txt", "content": "hi\n"}`)
+	call("read_file", `{"path": "alias.txt"}`)
+	call("edit_file", `{"path": "alias.txt", "old_string": "one", "new_string": "two"}`)
+	if raw, _ := os.ReadFile(filepath.Join(dir, "real/new.txt")); string(raw) != "hi\n" {
+		t.Fatalf("real/new.txt: %q", raw)
+	}
+	if raw, _ := os.ReadFile(filepath.Join(dir, "target.txt")); string(raw) != "two\n" {
+		t.Fatalf("target.txt: %q", raw)
+	}
+	if fi, err := os.Lstat(filepath.Join(dir, "alias.txt")); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Fatalf("alias.txt is no longer a link: %v %v", fi, err)
+	}
+}
