@@ -10,8 +10,6 @@ import (
 	"testing"
 
 	"github.com/turnlog/turnlog/events"
-	"github.com/turnlog/turnlog/fsm"
-	"github.com/turnlog/turnlog/pkg/turnlog"
 )
 
 // BenchmarkUndoBytesOfLineEdits: 100 turns, each a command editing one line of a
@@ -31,42 +29,14 @@ func BenchmarkUndoBytesOfLineEdits(b *testing.B) {
 		os.WriteFile(filepath.Join(ws, "big.txt"), []byte(big.String()[:1<<20]), 0o644)
 		db := filepath.Join(dir, "t.db")
 		// Each turn edits the line its input names: 97 lines after the turn before's.
-		command := "sed -i {{match.1}}s/large/LARGE/ big.txt"
-		cfg := fmt.Sprintf(`apps:
-  ops:
-    start_agent: worker
-    llms:
-      script:
-        provider: scripted
-        rules:
-          - when: {after_tool: "*"}
-            reply: done
-          - when: {input: "^edit line ([0-9]+)$"}
-            tools: [{name: bash, arguments: '{"command": %q}'}]
-    agents:
-      worker: {llm: script, tools: [bash]}
-    policy:
-      mode: workspace-write
-      workspace: %s
-      workspace_scope: shared
-      rules:
-        - {name: shell, tools: [bash], decision: allow}
-`, command, ws)
-		tl, err := turnlog.Open(context.Background(), turnlog.Options{ConfigData: []byte(cfg), DB: db, Synchronous: "OFF"})
-		if err != nil {
-			b.Fatal(err)
-		}
+		tl := opsApp(b, ws, db, `          - when: {input: "^edit line ([0-9]+)$"}
+            tools: [{name: bash, arguments: '{"command": "sed -i {{match.1}}s/large/LARGE/ big.txt"}'}]
+`, "", "bash")
 		ctx := context.Background()
 		s, _ := tl.Engine.CreateSession(ctx, "ops", "alice", nil)
 		const turns = 100
 		for n := range turns {
-			st, err := tl.Engine.StartTurn(ctx, s.ID, fmt.Sprintf("edit line %d", (n+1)*97))
-			if err != nil {
-				b.Fatal(err)
-			}
-			if res, err := st.Wait(); err != nil || res.Status != fsm.StatusCompleted {
-				b.Fatalf("%+v %v", res, err)
-			}
+			completeTurn(b, tl, s.ID, fmt.Sprintf("edit line %d", (n+1)*97))
 		}
 		evs, err := tl.Store.Events(ctx, s.ID, 0)
 		if err != nil {

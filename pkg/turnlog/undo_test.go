@@ -17,9 +17,19 @@ import (
 	"github.com/turnlog/turnlog/pkg/turnlog"
 )
 
-// undoApp is an app whose one turn runs command in a shared workspace ws.
-func undoApp(t *testing.T, ws, command string) *turnlog.Turnlog {
-	t.Helper()
+// opsApp opens turnlog (its log in db, or a temporary file) with the app ops: a
+// scripted model that, after any tool, answers "done", else makes the calls rules
+// (scripted rules, YAML lines) say; its agent has tools, each allowed by the policy,
+// in the shared workspace ws; settings is the app's tools: section ("": none).
+func opsApp(tb testing.TB, ws, db, rules, settings string, tools ...string) *turnlog.Turnlog {
+	tb.Helper()
+	if db == "" {
+		db = filepath.Join(tb.TempDir(), "t.db")
+	}
+	list := strings.Join(tools, ", ")
+	if settings != "" {
+		settings = "    tools:\n" + settings
+	}
 	cfg := fmt.Sprintf(`apps:
   ops:
     start_agent: worker
@@ -29,22 +39,41 @@ func undoApp(t *testing.T, ws, command string) *turnlog.Turnlog {
         rules:
           - when: {after_tool: "*"}
             reply: done
-          - tools: [{name: bash, arguments: '{"command": %q}'}]
-    agents:
-      worker: {llm: script, tools: [bash]}
+%s%s    agents:
+      worker: {llm: script, tools: [%s]}
     policy:
       mode: workspace-write
       workspace: %s
       workspace_scope: shared
       rules:
-        - {name: shell, tools: [bash], decision: allow}
-`, command, ws)
-	tl, err := turnlog.Open(context.Background(), turnlog.Options{ConfigData: []byte(cfg), DB: filepath.Join(t.TempDir(), "t.db")})
+        - {name: tools, tools: [%s], decision: allow}
+`, rules, settings, list, ws, list)
+	tl, err := turnlog.Open(context.Background(), turnlog.Options{ConfigData: []byte(cfg), DB: db, Synchronous: "OFF"})
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	t.Cleanup(func() { tl.Close() })
+	tb.Cleanup(func() { tl.Close() })
 	return tl
+}
+
+// undoApp is an app whose every turn runs command in the shared workspace ws.
+func undoApp(t *testing.T, ws, command string) *turnlog.Turnlog {
+	t.Helper()
+	return opsApp(t, ws, "", fmt.Sprintf("          - tools: [{name: bash, arguments: '{\"command\": %q}'}]\n", command), "", "bash")
+}
+
+// completeTurn runs a turn of session with input to its end, which must be
+// completed, and returns its id.
+func completeTurn(tb testing.TB, tl *turnlog.Turnlog, session, input string) string {
+	tb.Helper()
+	st, err := tl.Engine.StartTurn(context.Background(), session, input)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if res, err := st.Wait(); err != nil || res.Status != fsm.StatusCompleted {
+		tb.Fatalf("%s: %+v %v", input, res, err)
+	}
+	return st.ID
 }
 
 // TestACommandsChangesAreRecordedWithItsResult: a real command that removes a tree,
@@ -63,13 +92,7 @@ func TestACommandsChangesAreRecordedWithItsResult(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := tl.Engine.StartTurn(ctx, s.ID, "tidy up")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res, err := st.Wait(); err != nil || res.Status != fsm.StatusCompleted {
-		t.Fatalf("%+v %v", res, err)
-	}
+	completeTurn(t, tl, s.ID, "tidy up")
 	recorded, err := tl.Store.Events(ctx, s.ID, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -176,26 +199,20 @@ func TestATurnIsRevertedAndTheRevertUndone(t *testing.T) {
 	tl := undoApp(t, ws, "rm -rf src && sed -i s/one/two/ notes.txt && echo new > made.txt")
 	ctx := context.Background()
 	s, _ := tl.Engine.CreateSession(ctx, "ops", "alice", nil)
-	st, err := tl.Engine.StartTurn(ctx, s.ID, "tidy up")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res, err := st.Wait(); err != nil || res.Status != fsm.StatusCompleted {
-		t.Fatalf("%+v %v", res, err)
-	}
+	first := completeTurn(t, tl, s.ID, "tidy up")
 	turned := tree(t, ws)
 
-	rev, err := tl.Engine.Revert(ctx, fsm.RevertRequest{Session: s.ID, Turn: st.ID, By: "alice"})
+	rev, err := tl.Engine.Revert(ctx, fsm.RevertRequest{Session: s.ID, Turn: first, By: "alice"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := tree(t, ws); !maps.Equal(got, before) {
 		t.Fatalf("reverted, the workspace is\n%v\nnot\n%v", got, before)
 	}
-	if rev.Count == 0 || len(rev.Turns) != 1 || rev.Turns[0] != st.ID {
+	if rev.Count == 0 || len(rev.Turns) != 1 || rev.Turns[0] != first {
 		t.Fatalf("%+v", rev)
 	}
-	if _, err := tl.Engine.Revert(ctx, fsm.RevertRequest{Session: s.ID, Turn: st.ID, By: "alice"}); !events.IsCode(err, events.CodeConflict) {
+	if _, err := tl.Engine.Revert(ctx, fsm.RevertRequest{Session: s.ID, Turn: first, By: "alice"}); !events.IsCode(err, events.CodeConflict) {
 		t.Fatalf("a turn reverted twice: %v", err)
 	}
 	undone, err := tl.Engine.Revert(ctx, fsm.RevertRequest{Session: s.ID, Revert: rev.ID, By: "alice"})
@@ -225,13 +242,7 @@ func TestATurnIsRevertedAndTheRevertUndone(t *testing.T) {
 	}
 	// Another turn after the reverts; then the whole session, reverts between its
 	// turns, replays without running anything or touching a file.
-	st, err = tl.Engine.StartTurn(ctx, s.ID, "tidy up again")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res, err := st.Wait(); err != nil || res.Status != fsm.StatusCompleted {
-		t.Fatalf("%+v %v", res, err)
-	}
+	completeTurn(t, tl, s.ID, "tidy up again")
 	again := tree(t, ws)
 	// The turn after the reverts told the model of them: a note before its input.
 	items, err := tl.Store.History(ctx, s.ID)
@@ -273,48 +284,16 @@ func TestARevertedPathIsUnreadAgain(t *testing.T) {
 	t.Parallel()
 	ws := t.TempDir()
 	os.WriteFile(filepath.Join(ws, "notes.txt"), []byte("one\n"), 0o644)
-	cfg := fmt.Sprintf(`apps:
-  ops:
-    start_agent: worker
-    llms:
-      script:
-        provider: scripted
-        rules:
-          - when: {after_tool: "*"}
-            reply: done
-          - when: {input: "^read"}
+	tl := opsApp(t, ws, "", `          - when: {input: "^read"}
             tools: [{name: read_file, arguments: '{"path": "notes.txt"}'}]
           - when: {input: "^change"}
             tools: [{name: bash, arguments: '{"command": "echo two > notes.txt"}'}]
           - when: {input: "^edit"}
             tools: [{name: edit_file, arguments: '{"path": "notes.txt", "old_string": "one", "new_string": "ONE"}'}]
-    agents:
-      worker: {llm: script, tools: [read_file, bash, edit_file]}
-    policy:
-      mode: workspace-write
-      workspace: %s
-      workspace_scope: shared
-      rules:
-        - {name: tools, tools: [bash, read_file, edit_file], decision: allow}
-`, ws)
-	tl, err := turnlog.Open(context.Background(), turnlog.Options{ConfigData: []byte(cfg), DB: filepath.Join(t.TempDir(), "t.db")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tl.Close()
+`, "", "read_file", "bash", "edit_file")
 	ctx := context.Background()
 	s, _ := tl.Engine.CreateSession(ctx, "ops", "alice", nil)
-	turn := func(input string) string {
-		t.Helper()
-		st, err := tl.Engine.StartTurn(ctx, s.ID, input)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if res, err := st.Wait(); err != nil || res.Status != fsm.StatusCompleted {
-			t.Fatalf("%s: %+v %v", input, res, err)
-		}
-		return st.ID
-	}
+	turn := func(input string) string { return completeTurn(t, tl, s.ID, input) }
 	turn("read it")
 	changed := turn("change it")
 	if _, err := tl.Engine.Revert(ctx, fsm.RevertRequest{Session: s.ID, Turn: changed, By: "alice"}); err != nil {
@@ -351,48 +330,16 @@ func TestTheFileToolsChangesAreRecordedAndReverted(t *testing.T) {
 	ws := t.TempDir()
 	os.WriteFile(filepath.Join(ws, "notes.txt"), []byte("one\n"), 0o640)
 	before := tree(t, ws)
-	cfg := fmt.Sprintf(`apps:
-  ops:
-    start_agent: worker
-    llms:
-      script:
-        provider: scripted
-        rules:
-          - when: {after_tool: "*"}
-            reply: done
-          - when: {input: "^write"}
+	tl := opsApp(t, ws, "", `          - when: {input: "^write"}
             tools: [{name: write_file, arguments: '{"path": "docs/new.txt", "content": "hello\n"}'}]
           - when: {input: "^read"}
             tools: [{name: read_file, arguments: '{"path": "notes.txt"}'}]
           - when: {input: "^edit"}
             tools: [{name: edit_file, arguments: '{"path": "notes.txt", "old_string": "one", "new_string": "ONE"}'}]
-    agents:
-      worker: {llm: script, tools: [read_file, write_file, edit_file]}
-    policy:
-      mode: workspace-write
-      workspace: %s
-      workspace_scope: shared
-      rules:
-        - {name: tools, tools: [read_file, write_file, edit_file], decision: allow}
-`, ws)
-	tl, err := turnlog.Open(context.Background(), turnlog.Options{ConfigData: []byte(cfg), DB: filepath.Join(t.TempDir(), "t.db")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tl.Close()
+`, "", "read_file", "write_file", "edit_file")
 	ctx := context.Background()
 	s, _ := tl.Engine.CreateSession(ctx, "ops", "alice", nil)
-	turn := func(input string) string {
-		t.Helper()
-		st, err := tl.Engine.StartTurn(ctx, s.ID, input)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if res, err := st.Wait(); err != nil || res.Status != fsm.StatusCompleted {
-			t.Fatalf("%s: %+v %v", input, res, err)
-		}
-		return st.ID
-	}
+	turn := func(input string) string { return completeTurn(t, tl, s.ID, input) }
 	wrote := turn("write it")
 	turn("read it")
 	edited := turn("edit it")
@@ -429,41 +376,10 @@ func TestTheFileToolsChangesAreRecordedAndReverted(t *testing.T) {
 func TestAToolPastItsTimeoutLeavesNoChangeUnrecorded(t *testing.T) {
 	t.Parallel()
 	ws := t.TempDir()
-	cfg := fmt.Sprintf(`apps:
-  ops:
-    start_agent: worker
-    llms:
-      script:
-        provider: scripted
-        rules:
-          - when: {after_tool: "*"}
-            reply: done
-          - tools: [{name: bash, arguments: '{"command": "echo late > late.txt; sleep 2"}'}]
-    tools:
-      bash: {timeout: 300ms}
-    agents:
-      worker: {llm: script, tools: [bash]}
-    policy:
-      mode: workspace-write
-      workspace: %s
-      workspace_scope: shared
-      rules:
-        - {name: shell, tools: [bash], decision: allow}
-`, ws)
-	tl, err := turnlog.Open(context.Background(), turnlog.Options{ConfigData: []byte(cfg), DB: filepath.Join(t.TempDir(), "t.db")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tl.Close()
+	tl := opsApp(t, ws, "", "          - tools: [{name: bash, arguments: '{\"command\": \"echo late > late.txt; sleep 2\"}'}]\n", "      bash: {timeout: 300ms}\n", "bash")
 	ctx := context.Background()
 	s, _ := tl.Engine.CreateSession(ctx, "ops", "alice", nil)
-	st, err := tl.Engine.StartTurn(ctx, s.ID, "go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res, err := st.Wait(); err != nil || res.Status != fsm.StatusCompleted {
-		t.Fatalf("%+v %v", res, err)
-	}
+	completeTurn(t, tl, s.ID, "go")
 	// The command is stopped at the timeout and its writes applied after: wait until
 	// the apply is settled (its staging directory gone).
 	for deadline := time.Now().Add(30 * time.Second); ; {
@@ -492,32 +408,7 @@ func TestAToolPastItsTimeoutLeavesNoChangeUnrecorded(t *testing.T) {
 func TestATurnAfterARevertResumes(t *testing.T) {
 	t.Parallel()
 	ws := t.TempDir()
-	cfg := fmt.Sprintf(`apps:
-  ops:
-    start_agent: worker
-    llms:
-      script:
-        provider: scripted
-        rules:
-          - when: {after_tool: "*"}
-            reply: done
-          - tools: [{name: bash, arguments: '{"command": "echo more >> log.txt"}'}]
-    tools:
-      bash: {needs_approval: true}
-    agents:
-      worker: {llm: script, tools: [bash]}
-    policy:
-      mode: workspace-write
-      workspace: %s
-      workspace_scope: shared
-      rules:
-        - {name: shell, tools: [bash], decision: allow}
-`, ws)
-	tl, err := turnlog.Open(context.Background(), turnlog.Options{ConfigData: []byte(cfg), DB: filepath.Join(t.TempDir(), "t.db")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tl.Close()
+	tl := opsApp(t, ws, "", "          - tools: [{name: bash, arguments: '{\"command\": \"echo more >> log.txt\"}'}]\n", "      bash: {needs_approval: true}\n", "bash")
 	ctx := context.Background()
 	s, _ := tl.Engine.CreateSession(ctx, "ops", "alice", nil)
 	yes := true
