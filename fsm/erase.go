@@ -3,6 +3,7 @@ package fsm
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sort"
 	"time"
 
@@ -159,13 +160,33 @@ func (e *Engine) erase(ctx context.Context, es ErasureStore, req projection.Eras
 		}
 		unlocks = append(unlocks, unlock)
 	}
+	// Which app's workspaces hold each session's files, read before they are gone.
+	workspaces := map[string]Workspace{}
+	for _, s := range req.Sessions {
+		if sess, err := e.store.Session(ctx, s); err == nil {
+			if app := e.apps[sess.App]; app != nil && app.Workspace != nil {
+				workspaces[s] = app.Workspace
+			}
+		}
+	}
 	req.ID, req.At = e.opts.NewID(), e.opts.Clock().UTC()
 	rec, err := es.Erase(ctx, req)
 	if err != nil {
 		return rec, err
 	}
+	var errs []error
 	for _, s := range rec.Sessions {
 		e.forget(s)
+		if ws := workspaces[s]; ws != nil {
+			n, err := ws.ForgetSession(s)
+			rec.Counts.WorkspaceFolders += n
+			if err != nil {
+				errs = append(errs, fmt.Errorf("the files of session %s: %w", s, err))
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return rec, fmt.Errorf("the sessions were erased from the log, but not all their files: %w", errors.Join(errs...))
 	}
 	return rec, nil
 }

@@ -27,6 +27,10 @@ type Workspace interface {
 	// the revert at path of session. With a path not as a target expects, and without
 	// force, it changes nothing and returns the conflicts.
 	Restore(ctx context.Context, folder, session, path string, targets []RestoreTarget, force bool) (Restored, []RevertConflict, error)
+	// ForgetSession removes what the workspaces keep of an erased session alone: its
+	// own folder (per-session scope) and its commands' home. It says how many folders
+	// it removed.
+	ForgetSession(session string) (int, error)
 }
 
 // RestoreTarget is one path to put back, with a file's content.

@@ -26,20 +26,23 @@ type ErasureRequest struct {
 
 // ErasureCounts are the rows an erasure removed, by kind. They hold no content.
 type ErasureCounts struct {
-	Sessions        int `json:"sessions"`
-	Events          int `json:"events"`
-	Blobs           int `json:"blobs"`
-	FileContents    int `json:"file_contents"`  // the undo log's contents no other session holds
-	ContentChunks   int `json:"content_chunks"` // and their chunks
-	Turns           int `json:"turns"`
-	SuspendedTurns  int `json:"suspended_turns_canceled"`
-	HistoryItems    int `json:"history_items"`
-	Interrupts      int `json:"interrupts"`
-	QueuedInputs    int `json:"queued_inputs"`
-	Memories        int `json:"memories"`
-	IdempotencyKeys int `json:"idempotency_keys"`
-	Deliveries      int `json:"webhook_deliveries"`
-	SignIns         int `json:"sign_ins"`
+	Sessions      int `json:"sessions"`
+	Events        int `json:"events"`
+	Blobs         int `json:"blobs"`
+	FileContents  int `json:"file_contents"`  // the undo log's contents no other session holds
+	ContentChunks int `json:"content_chunks"` // and their chunks
+	// WorkspaceFolders counts the folders of the sessions' own files removed from
+	// the disk (a per-session workspace, its commands' home).
+	WorkspaceFolders int `json:"workspace_folders,omitempty"`
+	Turns            int `json:"turns"`
+	SuspendedTurns   int `json:"suspended_turns_canceled"`
+	HistoryItems     int `json:"history_items"`
+	Interrupts       int `json:"interrupts"`
+	QueuedInputs     int `json:"queued_inputs"`
+	Memories         int `json:"memories"`
+	IdempotencyKeys  int `json:"idempotency_keys"`
+	Deliveries       int `json:"webhook_deliveries"`
+	SignIns          int `json:"sign_ins"`
 }
 
 // ErasureReceipt is what an erasure leaves behind: what, when, by whom and how

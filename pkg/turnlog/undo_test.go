@@ -23,6 +23,12 @@ import (
 // in the shared workspace ws; settings is the app's tools: section ("": none).
 func opsApp(tb testing.TB, ws, db, rules, settings string, tools ...string) *turnlog.Turnlog {
 	tb.Helper()
+	return opsAppIn(tb, "shared", ws, db, rules, settings, tools...)
+}
+
+// opsAppIn is opsApp with workspaces of scope below ws.
+func opsAppIn(tb testing.TB, scope, ws, db, rules, settings string, tools ...string) *turnlog.Turnlog {
+	tb.Helper()
 	if db == "" {
 		db = filepath.Join(tb.TempDir(), "t.db")
 	}
@@ -44,10 +50,10 @@ func opsApp(tb testing.TB, ws, db, rules, settings string, tools ...string) *tur
     policy:
       mode: workspace-write
       workspace: %s
-      workspace_scope: shared
+      workspace_scope: %s
       rules:
         - {name: tools, tools: [%s], decision: allow}
-`, rules, settings, list, ws, list)
+`, rules, settings, list, ws, scope, list)
 	tl, err := turnlog.Open(context.Background(), turnlog.Options{ConfigData: []byte(cfg), DB: db, Synchronous: "OFF"})
 	if err != nil {
 		tb.Fatal(err)
@@ -438,5 +444,27 @@ func TestATurnAfterARevertResumes(t *testing.T) {
 	turn()
 	if raw, _ := os.ReadFile(filepath.Join(ws, "log.txt")); string(raw) != "more\n" {
 		t.Fatalf("log.txt: %q", raw)
+	}
+}
+
+// TestAnErasedSessionsFilesGo: erasing a session whose workspace is its own removes
+// that folder from the disk, with what its commands wrote there.
+func TestAnErasedSessionsFilesGo(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	tl := opsAppIn(t, "session", root, "", "          - tools: [{name: bash, arguments: '{\"command\": \"echo planted-secret-content > notes.txt\"}'}]\n", "", "bash")
+	ctx := context.Background()
+	s, _ := tl.Engine.CreateSession(ctx, "ops", "alice", nil)
+	completeTurn(t, tl, s.ID, "write it")
+	dir := filepath.Join(root, "sessions", s.ID)
+	if raw, _ := os.ReadFile(filepath.Join(dir, "notes.txt")); string(raw) != "planted-secret-content\n" {
+		t.Fatalf("the session's file: %q", raw)
+	}
+	rec, err := tl.Engine.EraseSession(ctx, s.ID, "alice", false)
+	if err != nil || rec.Counts.WorkspaceFolders < 1 {
+		t.Fatalf("%+v %v", rec, err)
+	}
+	if _, err := os.Lstat(dir); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("the erased session's folder: %v", err)
 	}
 }

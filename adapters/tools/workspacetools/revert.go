@@ -3,6 +3,7 @@ package workspacetools
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -85,4 +86,42 @@ func entryOf(s *events.FileState) (*sandbox.EntryState, error) {
 		return nil, fmt.Errorf("its recorded time %q: %w", s.Mtime, err)
 	}
 	return &sandbox.EntryState{Kind: s.Kind, Mode: s.Mode, UID: s.UID, GID: s.GID, MtimeNs: at.UnixNano(), Size: s.Size, Target: s.Target}, nil
+}
+
+// ForgetSession implements fsm.Workspace: an erased session's own workspace folder
+// (per-session scope) goes, and its commands' home; a per-user or shared workspace
+// is not the session's alone and stays.
+func (w *Workspaces) ForgetSession(session string) (int, error) {
+	if w.scope != ScopeSession || session == "" {
+		return 0, nil
+	}
+	rel := filepath.Join("sessions", pathName(session))
+	dir := filepath.Join(w.root.Dir(), rel)
+	w.mu.Lock()
+	if ws, ok := w.open[rel]; ok {
+		ws.Close()
+		delete(w.open, rel)
+	}
+	delete(w.caches, dir)
+	w.mu.Unlock()
+	n := 0
+	for _, d := range []string{dir, w.homeOf(dir)} {
+		if d == "" {
+			continue
+		}
+		fi, err := os.Lstat(d)
+		switch {
+		case os.IsNotExist(err):
+			continue
+		case err != nil:
+			return n, err
+		case !fi.IsDir():
+			return n, fmt.Errorf("%s is not a directory of the session's own", d)
+		}
+		if err := os.RemoveAll(d); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
 }

@@ -90,8 +90,7 @@ func (w *Workspaces) Home(ws *sandbox.Workspace) (string, error) {
 	if w.homes == "" {
 		return "", nil
 	}
-	sum := sha256.Sum256([]byte(ws.Dir()))
-	dir := filepath.Join(w.homes, filepath.Base(ws.Dir())+"-"+hex.EncodeToString(sum[:8]))
+	dir := w.homeOf(ws.Dir())
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if !w.made[dir] {
@@ -104,6 +103,16 @@ func (w *Workspaces) Home(ws *sandbox.Workspace) (string, error) {
 		w.made[dir] = true
 	}
 	return dir, nil
+}
+
+// homeOf is where the commands of the workspace at dir keep their HOME ("": none
+// kept).
+func (w *Workspaces) homeOf(dir string) string {
+	if w.homes == "" {
+		return ""
+	}
+	sum := sha256.Sum256([]byte(dir))
+	return filepath.Join(w.homes, filepath.Base(dir)+"-"+hex.EncodeToString(sum[:8]))
 }
 
 // Root is the directory the workspaces are made under (for shared, the workspace).
