@@ -229,18 +229,7 @@ func killTurnlogAt(t *testing.T, s sandbox.Spec, share string, settle bool) {
 	if settle {
 		share = "settle"
 	}
-	raw, _ := json.Marshal(standin{Spec: s, Command: mutation, Share: share})
-	r, w, _ := os.Pipe()
-	defer r.Close()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), standinEnv+"="+string(raw))
-	cmd.ExtraFiles = []*os.File{w}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	w.Close()
-	br := bufio.NewReader(r)
+	cmd, br := startStandin(t, standin{Spec: s, Command: mutation, Share: share})
 	helper := 0
 	for {
 		line, err := br.ReadString('\n')
@@ -264,4 +253,22 @@ func killTurnlogAt(t *testing.T, s sandbox.Spec, share string, settle bool) {
 		unix.Poll([]unix.PollFd{{Fd: int32(pidfd), Events: unix.POLLIN}}, 30_000)
 		unix.Close(pidfd)
 	}
+}
+
+// startStandin starts the test binary as a stand-in for turnlog doing what in says,
+// and returns it with what it tells its test on descriptor 3 (closed with the test).
+func startStandin(t *testing.T, in standin) (*exec.Cmd, *bufio.Reader) {
+	t.Helper()
+	raw, _ := json.Marshal(in)
+	r, w, _ := os.Pipe()
+	t.Cleanup(func() { r.Close() })
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), standinEnv+"="+string(raw))
+	cmd.ExtraFiles = []*os.File{w}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	return cmd, bufio.NewReader(r)
 }

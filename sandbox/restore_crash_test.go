@@ -1,11 +1,9 @@
 package sandbox_test
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -132,18 +130,8 @@ func withoutDirTimes(m map[string]string) map[string]string {
 // once it has done share of its steps (or, settle, once it finished).
 func killRestoreAt(t *testing.T, s sandbox.Spec, plan, share string) {
 	t.Helper()
-	raw, _ := json.Marshal(standin{Spec: s, Share: share, Restore: plan})
-	r, w, _ := os.Pipe()
-	defer r.Close()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), standinEnv+"="+string(raw))
-	cmd.ExtraFiles = []*os.File{w}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	w.Close()
-	line, err := bufio.NewReader(r).ReadString('\n')
+	cmd, br := startStandin(t, standin{Spec: s, Share: share, Restore: plan})
+	line, err := br.ReadString('\n')
 	cmd.Process.Kill()
 	cmd.Wait()
 	if err != nil || !strings.Contains("paused\nrestored\n", line) {
