@@ -232,6 +232,9 @@ type BranchRequest struct {
 	AtTurn   string          `json:"at_turn,omitempty"`
 	AtSeq    int64           `json:"at_seq,omitempty"`
 	Metadata json.RawMessage `json:"metadata,omitempty"`
+	// Files is what the branch's workspace files are: "restore" or "keep" (""
+	// the app's workspace scope's default; see docs/api.md).
+	Files string `json:"files,omitempty"`
 }
 
 // Delivery is one webhook delivery.

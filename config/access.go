@@ -21,8 +21,12 @@ type Access struct {
 	// WorkspaceScope is whose a workspace is: user (the default: <workspace>/users/<user>),
 	// session (<workspace>/sessions/<session>) or shared (the workspace itself, for
 	// every user and session of the app).
-	WorkspaceScope string       `yaml:"workspace_scope"`
-	Rules          []AccessRule `yaml:"rules"`
+	WorkspaceScope string `yaml:"workspace_scope"`
+	// SharedBranchRestore lets a branch ask for files "restore" under the shared
+	// scope: reverting its source's turns after the branch point in the workspace
+	// every session of the app uses (default false: refused).
+	SharedBranchRestore bool         `yaml:"shared_branch_restore"`
+	Rules               []AccessRule `yaml:"rules"`
 	// Sandbox is how commands and stdio MCP servers are confined: landlock (default)
 	// or bubblewrap (for kernels without Landlock; needs bwrap installed).
 	Sandbox string `yaml:"sandbox"`

@@ -28,6 +28,12 @@ type SessionBranched struct {
 	SourceSession string          `json:"source_session"`
 	SourceSeq     int64           `json:"source_seq"`
 	SourceTurn    string          `json:"source_turn"`
+	// Files is what the branch's workspace files are, when asked: "restore" (as at
+	// the branch point) or "keep" (as they are). Revert is the revert of the
+	// source's turns after the point that "restore" made in a workspace the two
+	// share.
+	Files  string `json:"files,omitempty"`
+	Revert string `json:"revert,omitempty"`
 }
 
 func (*SessionBranched) EventType() string  { return TypeSessionBranched }

@@ -85,7 +85,7 @@ func (r *run) runNested(s *toolSlot) (*events.ToolResulted, *nestedStop, events.
 		toolCtx, endTool = r.traced(r.ctx, SpanStart{Operation: SpanExecuteTool, Name: s.call.Name, Path: s.path, CallID: s.call.ID})
 		agentCtx, endAgent = r.traced(toolCtx, SpanStart{Operation: SpanInvokeAgent, Name: s.nested.Name, Path: s.path + "/" + s.nested.Name})
 	}
-	child := &run{e: r.e, ctx: agentCtx, app: r.app, agent: s.nested, session: r.session, owner: r.owner, turn: r.turn, log: r.log,
+	child := &run{e: r.e, ctx: agentCtx, app: r.app, agent: s.nested, session: r.session, owner: r.owner, parent: r.parent, turn: r.turn, log: r.log,
 		conv: &conversation{}, rec: r.rec, logged: r.logged, m: NewMachine(StateGuardingInput),
 		modelCalls: map[string]int{}, toolCalls: map[string]int{}, stopped: r.stopped, stopper: r.stopper, prefix: s.path + "/"}
 	child.conv.append(events.UserMessage(args.Input))

@@ -49,6 +49,9 @@ type App struct {
 	// Workspace is the app's workspace files, which Revert puts back (nil: the app
 	// has none, and nothing to revert).
 	Workspace Workspace
+	// SharedBranchRestore lets a branch ask for files "restore" in a workspace
+	// every session of the app shares (see BranchPoint.Files).
+	SharedBranchRestore bool
 }
 
 // Agent is one agent of an app with its model, tools and limits.

@@ -10,10 +10,13 @@ import (
 )
 
 // BranchPoint says where a branch starts: after a committed turn, named by its id or
-// by the seq of its TurnCommitted.
+// by the seq of its TurnCommitted. Files says what its workspace files are, in an
+// app with a workspace (see BranchFilesRestore, BranchFilesKeep; "": the scope's
+// default).
 type BranchPoint struct {
-	Turn string
-	Seq  int64
+	Turn  string
+	Seq   int64
+	Files string
 }
 
 // Branch opens a new session for owner that continues source's conversation from a
@@ -56,9 +59,13 @@ func (e *Engine) Branch(ctx context.Context, source, owner string, at BranchPoin
 			return projection.Session{}, err
 		}
 	}
+	sb := &events.SessionBranched{App: src.App, Owner: owner, Agent: t.EndAgent, Metadata: metadata,
+		SourceSession: source, SourceSeq: t.EndSeq, SourceTurn: t.ID, Files: at.Files}
+	if sb.Revert, err = e.branchRevert(ctx, src, owner, t, at.Files); err != nil {
+		return projection.Session{}, err
+	}
 	id := e.opts.NewID()
-	ev, err := events.New("", "", &events.SessionBranched{App: src.App, Owner: owner, Agent: t.EndAgent, Metadata: metadata,
-		SourceSession: source, SourceSeq: t.EndSeq, SourceTurn: t.ID})
+	ev, err := events.New("", "", sb)
 	if err != nil {
 		return projection.Session{}, err
 	}

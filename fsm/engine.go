@@ -61,6 +61,9 @@ type Engine struct {
 	running  map[string]*runHandle // sessions with a turn in this process
 	cache    *conversationCache
 	draining bool // Drain was called: no new work
+
+	filesMade   sync.Map // branch sessions whose workspace this process made or found made
+	filesMaking filesMaking
 }
 
 // LeaseTTL is how long this engine's session leases last unrenewed.

@@ -85,7 +85,7 @@ func (e *Engine) recoverTurn(ctx context.Context, t projection.Turn) (*Result, e
 		agent = app.Agents[t.Agent]
 	}
 	rec := newRecording(evs)
-	r := e.newRun(ctx, app, agent, t.Session, s.Owner, t.ID, seq, conv, rec, rec)
+	r := e.newRun(ctx, app, agent, t.Session, s.Owner, s.ParentID, t.ID, seq, conv, rec, rec)
 	r.stopped, r.stopper = h.stopped, h
 	if agent == nil {
 		r.conv.append(events.UserMessage(t.Input))

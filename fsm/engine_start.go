@@ -159,7 +159,7 @@ func (e *Engine) prepareTurnAs(ctx context.Context, session, input string, h *ru
 		return nil, fmt.Errorf("start turn: %w", err)
 	}
 	e.setRunningTurn(h, turn, out[0].Seq)
-	r := e.newRun(ctx, app, agent, session, s.Owner, turn, out[0].Seq, conv, nil, nil)
+	r := e.newRun(ctx, app, agent, session, s.Owner, s.ParentID, turn, out[0].Seq, conv, nil, nil)
 	r.stopped, r.stopper = h.stopped, h
 	r.input = input // as recorded: after redaction
 	r.traceRun(false)

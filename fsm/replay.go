@@ -190,7 +190,7 @@ func (e *Engine) replayTurn(ctx context.Context, rec []events.Event) error {
 			queued[ev.Seq] = ev
 		}
 	}
-	r := e.newRun(ctx, app, agent, start.Session, s.Owner, start.Turn, start.Seq, conv, recording, nil)
+	r := e.newRun(ctx, app, agent, start.Session, s.Owner, s.ParentID, start.Turn, start.Seq, conv, recording, nil)
 	r.log.queued = queued
 	res, err := r.begin(ts.Input)
 	for err == nil && res.Status == StatusSuspended {
@@ -215,7 +215,7 @@ func (e *Engine) replayTurn(ctx context.Context, rec []events.Event) error {
 		if conv, err = e.conversation(ctx, s); err != nil {
 			return err
 		}
-		r = e.newRun(ctx, app, agent, start.Session, s.Owner, start.Turn, appended[len(appended)-1].Seq, conv, recording, newRecording(logged))
+		r = e.newRun(ctx, app, agent, start.Session, s.Owner, s.ParentID, start.Turn, appended[len(appended)-1].Seq, conv, recording, newRecording(logged))
 		r.log.queued = queued
 		res, err = r.begin(ts.Input)
 	}

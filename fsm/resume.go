@@ -180,7 +180,7 @@ func (e *Engine) prepareResume(ctx context.Context, session, user string, answer
 		return nil, nil, err
 	}
 	rec := newRecording(all)
-	r := e.newRun(ctx, app, agent, session, s.Owner, t.ID, out[len(out)-1].Seq, conv, rec, rec)
+	r := e.newRun(ctx, app, agent, session, s.Owner, s.ParentID, t.ID, out[len(out)-1].Seq, conv, rec, rec)
 	r.stopped = h.stopped
 	r.traceRun(true)
 	if err := r.openTurn(t.Input); err != nil {

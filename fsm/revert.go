@@ -31,7 +31,27 @@ type Workspace interface {
 	// own folder (per-session scope) and its commands' home. It says how many folders
 	// it removed.
 	ForgetSession(session string) (int, error)
+	// Scope is whose each folder is.
+	Scope() WorkspaceScope
+	// Branch makes folder, a branch's own (per-session scope), from the folder from
+	// as it is now with the targets plan returns forced onto it, whole or not at
+	// all; plan is called once the copy is taken. A folder made already is left as
+	// it is, and plan is not called.
+	Branch(ctx context.Context, folder, from string, plan func() ([]RestoreTarget, error)) error
 }
+
+// WorkspaceScope is whose a workspace folder is.
+type WorkspaceScope string
+
+const (
+	// WorkspaceUser: each user of the app has one.
+	WorkspaceUser WorkspaceScope = "user"
+	// WorkspaceSession: each session has one; a branch's is made at its first tool
+	// call from its source's (see Branch).
+	WorkspaceSession WorkspaceScope = "session"
+	// WorkspaceShared: one for every user and session of the app.
+	WorkspaceShared WorkspaceScope = "shared"
+)
 
 // RestoreTarget is one path to put back, with a file's content.
 type RestoreTarget struct {
@@ -95,6 +115,18 @@ func RevertPath(id string) string { return "revert/" + id }
 // revert; a change that cannot be reverted), revert_conflict
 // (a *RevertConflictError), internal.
 func (e *Engine) Revert(ctx context.Context, req RevertRequest) (*Reverted, error) {
+	out, err := e.revert(ctx, req)
+	if err == nil && out == nil {
+		if req.ToTurn != "" {
+			return nil, events.Errorf(events.CodeConflict, "no turn after %s changed files that are not reverted already: there is nothing to revert", req.ToTurn)
+		}
+		return nil, events.Errorf(events.CodeConflict, "every path is already as the revert would put it: nothing was changed")
+	}
+	return out, err
+}
+
+// revert is Revert, with nil and no error when there is nothing to revert.
+func (e *Engine) revert(ctx context.Context, req RevertRequest) (*Reverted, error) {
 	ctx = context.WithoutCancel(ctx)
 	if req.By == "" {
 		return nil, events.FieldError(events.CodeInvalid, "by", "is empty: a revert is someone's")
@@ -129,7 +161,7 @@ func (e *Engine) Revert(ctx context.Context, req RevertRequest) (*Reverted, erro
 		return nil, err
 	}
 	sel, err := ul.selectRevert(req)
-	if err != nil {
+	if err != nil || (sel.revert == "" && len(sel.turns) == 0) {
 		return nil, err
 	}
 	for f := range sel.workspaces {
@@ -160,7 +192,7 @@ func (e *Engine) Revert(ctx context.Context, req RevertRequest) (*Reverted, erro
 		if len(conflicts) > 0 {
 			return nil, &events.Error{Code: events.CodeRevertConflict, Message: "the revert was refused", Err: &RevertConflictError{Conflicts: conflicts}}
 		}
-		return nil, events.Errorf(events.CodeConflict, "every path is already as the revert would put it: nothing was changed")
+		return nil, nil
 	}
 	changes, contents, err := restored.Changes()
 	if err != nil {

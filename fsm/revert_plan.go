@@ -155,10 +155,7 @@ func (l *sessionUndoLog) selectRevert(req RevertRequest) (revertSelection, error
 			sel.workspaces[f] = true
 		}
 	}
-	if len(sel.turns) == 0 {
-		return revertSelection{}, events.Errorf(events.CodeConflict, "no turn after %s changed files that are not reverted already: there is nothing to revert", req.ToTurn)
-	}
-	return sel, nil
+	return sel, nil // no turns: nothing to revert
 }
 
 // notRevertibleError names the paths a revert cannot put back.

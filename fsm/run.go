@@ -19,6 +19,7 @@ type run struct {
 	agent   *Agent
 	session string
 	owner   string // the session's owner: tools act for this user
+	parent  string // the session it is a branch of ("": none)
 	turn    string
 	log     *turnLog // shared with the agent runs nested in this one
 	conv    *conversation
@@ -144,13 +145,13 @@ func (r *run) cancelTurn(pending ...events.Event) (*Result, error) {
 		Error: &ResultError{Code: events.CodeCanceled, Message: reason}}, nil
 }
 
-func (e *Engine) newRun(ctx context.Context, app *App, agent *Agent, session, owner, turn string, seq int64,
+func (e *Engine) newRun(ctx context.Context, app *App, agent *Agent, session, owner, parent, turn string, seq int64,
 	conv *conversation, rec, logged *recording) *run {
 	started, startSeq := e.opts.Clock(), seq
 	if ts, ok := rec.get(events.TypeTurnStarted, ""); ok {
 		started, startSeq = ts.At, ts.Seq // a resumed or recovered turn started then
 	}
-	return &run{e: e, ctx: ctx, stopped: context.Background(), requestID: RequestIDOf(ctx), app: app, agent: agent, session: session, owner: owner, turn: turn, log: &turnLog{seq: seq},
+	return &run{e: e, ctx: ctx, stopped: context.Background(), requestID: RequestIDOf(ctx), app: app, agent: agent, session: session, owner: owner, parent: parent, turn: turn, log: &turnLog{seq: seq},
 		startSeq: startSeq, lastCommit: conv.commitSeq,
 		conv: conv, base: len(conv.items), prevItems: len(conv.items), rec: rec, logged: logged, startedAt: started,
 		m: NewMachine(StateStarted), modelCalls: map[string]int{}, toolCalls: map[string]int{}}

@@ -111,6 +111,11 @@ func (r *run) execute(s *toolSlot) *events.ToolResulted {
 		setToolError(tr, ToolErrReplayOnly, fmt.Sprintf("the recording has no result of %s here, and a replay-only engine runs no tool", s.call.Name), true)
 		return finish()
 	}
+	if err := r.branchFiles(r.ctx); err != nil {
+		var bf *BranchFilesError
+		setToolError(tr, ToolErrBranchFiles, branchFilesError(err), errors.As(err, &bf))
+		return finish()
+	}
 	spec := s.tool.Spec()
 	// The tool's context ends when a person cancels the turn: bash loses its PID
 	// namespace, HTTP and MCP requests are cut, a Go function sees ctx.Done().

@@ -121,6 +121,8 @@ func toolErrorText(kind string) string {
 		return "the tool crashed"
 	case ToolErrOutcomeUnknown:
 		return "the tool's outcome is unknown: it may have acted; do not call it again for the same purpose without checking"
+	case ToolErrBranchFiles:
+		return "this branch's workspace files could not be made as they were at its branch point; the call did not run"
 	}
 	return ""
 }

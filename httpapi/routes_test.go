@@ -74,7 +74,8 @@ func TestEveryRoute(t *testing.T) {
 	if _, err := c.Branch(ctx, id, client.BranchRequest{AtSeq: int64(seq)}); err != nil {
 		t.Fatalf("branch at seq: %v", err)
 	}
-	for body, status := range map[string]int{`{"at_seq":2}`: 400, `{}`: 400, `{"at_turn":"nope"}`: 404, `{"at_seq":-1}`: 400} {
+	for body, status := range map[string]int{`{"at_seq":2}`: 400, `{}`: 400, `{"at_turn":"nope"}`: 404, `{"at_seq":-1}`: 400,
+		`{"at_turn":"` + turnID + `","files":"copy"}`: 400, `{"at_turn":"` + turnID + `","files":"restore"}`: 400} { // the app has no workspace
 		if r := b.do(t, "POST", "/v1/sessions/"+id+"/branches", "key-alice", body); r.status != status {
 			t.Fatalf("branch %s: %d %s, want %d", body, r.status, r.raw, status)
 		}

@@ -225,6 +225,7 @@ type branchRequest struct {
 	AtTurn   string          `json:"at_turn,omitempty"`
 	AtSeq    int64           `json:"at_seq,omitempty"`
 	Metadata json.RawMessage `json:"metadata,omitempty"`
+	Files    string          `json:"files,omitempty"`
 }
 
 func (s *Server) createBranch(c echo.Context) error {
@@ -242,7 +243,7 @@ func (s *Server) createBranch(c echo.Context) error {
 	if req.AtSeq < 0 {
 		return events.FieldError(events.CodeInvalid, "at_seq", "must be positive")
 	}
-	sess, err := s.turns.Branch(c.Request().Context(), keyOf(c, raw), c.Param("id"), fsm.BranchPoint{Turn: req.AtTurn, Seq: req.AtSeq}, req.Metadata)
+	sess, err := s.turns.Branch(c.Request().Context(), keyOf(c, raw), c.Param("id"), fsm.BranchPoint{Turn: req.AtTurn, Seq: req.AtSeq, Files: req.Files}, req.Metadata)
 	if err != nil {
 		return err
 	}

@@ -38,3 +38,7 @@ func WithHelper(s Spec, path string) Spec {
 
 // SetRestoreAfterOp has every restore call f before its first step and after each.
 func SetRestoreAfterOp(f func(done, all int)) { restoreAfterOp = f }
+
+// SetBranchWaiting has every branch copy call f each time it finds an apply of its
+// source waiting to be settled.
+func SetBranchWaiting(f func()) { branchWaiting = f }

@@ -106,7 +106,11 @@ func restoreLocked(st *staging, tag string, rs []Restore, force bool) (*Result, 
 			return nil, nil, fmt.Errorf("%s: %w", r.Path, err)
 		}
 		cur[i] = c
-		if expected, found := describe(r.Expect, r.ExpectHash), describe(c.state, c.hash); !sameEntry(r.Expect, r.ExpectHash, c) {
+		if !sameEntry(r.Expect, r.ExpectHash, c) {
+			expected, found := describe(r.Expect, r.ExpectHash), describe(c.state, c.hash)
+			if expected == found { // the same content, another mode
+				expected, found = fmt.Sprintf("%s, mode %04o", expected, r.Expect.Mode), fmt.Sprintf("%s, mode %04o", found, c.state.Mode)
+			}
 			conflicts = append(conflicts, RestoreConflict{Path: r.Path, Expected: expected, Found: found})
 		}
 	}

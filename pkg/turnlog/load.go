@@ -212,6 +212,9 @@ func (b builder) app(name string, c config.App, policy *fsm.GuardrailPolicy) (*f
 		return nil, b.doc.ErrAt(at+".on_busy", "unknown on_busy %q (%v)", c.OnBusy, fsm.OnBusyModes())
 	}
 	app := &fsm.App{Name: name, StartAgent: c.StartAgent, Agents: map[string]*fsm.Agent{}, GuardrailPolicy: policy, ToolPolicy: access, OnBusy: c.OnBusy}
+	if c.Policy != nil {
+		app.SharedBranchRestore = c.Policy.SharedBranchRestore
+	}
 	for _, sh := range *b.shells {
 		if sh.app == name {
 			app.Workspace = sh.wss // what Revert puts back

@@ -15,13 +15,10 @@ import (
 var _ fsm.Workspace = (*Workspaces)(nil)
 
 // Of implements fsm.Workspace: the folder below the root of the workspace of
-// session's calls.
+// session's calls. It makes nothing: a branch's folder is made by Branch.
 func (w *Workspaces) Of(session, user string) (string, error) {
-	ws, err := w.For(fsm.WithCallInfo(context.Background(), fsm.CallInfo{Session: session, User: user}))
-	if err != nil {
-		return "", err
-	}
-	return workspaceKey(w.root.Dir(), ws.Dir()), nil
+	rel, err := w.relOf(session, user)
+	return filepath.ToSlash(rel), err
 }
 
 // Restore implements fsm.Workspace through sandbox.RestoreFiles: the restore's
@@ -29,20 +26,9 @@ func (w *Workspaces) Of(session, user string) (string, error) {
 // crash before the revert is recorded takes it back at the next start.
 func (w *Workspaces) Restore(_ context.Context, folder, session, path string, targets []fsm.RestoreTarget, force bool) (fsm.Restored, []fsm.RevertConflict, error) {
 	dir := filepath.Join(w.root.Dir(), filepath.FromSlash(folder))
-	rs := make([]sandbox.Restore, len(targets))
-	for i, t := range targets {
-		want, err := entryOf(t.Want)
-		if err != nil {
-			return nil, nil, fmt.Errorf("%s: %w", t.Path, err)
-		}
-		expect, err := entryOf(t.Expect)
-		if err != nil {
-			return nil, nil, fmt.Errorf("%s: %w", t.Path, err)
-		}
-		rs[i] = sandbox.Restore{Path: t.Path, Want: want, Content: t.Content, Expect: expect}
-		if t.Expect != nil {
-			rs[i].ExpectHash = t.Expect.Hash
-		}
+	rs, err := restoresOf(targets)
+	if err != nil {
+		return nil, nil, err
 	}
 	res, conflicts, err := sandbox.RestoreFiles(dir, ApplyTag(fsm.CallInfo{Session: session, Path: path}), rs, force)
 	if err != nil {
@@ -65,6 +51,26 @@ func (w *Workspaces) Restore(_ context.Context, folder, session, path string, ta
 	}
 	w.mu.Unlock()
 	return restored{res}, out, nil
+}
+
+// restoresOf are targets as the sandbox restores them.
+func restoresOf(targets []fsm.RestoreTarget) ([]sandbox.Restore, error) {
+	rs := make([]sandbox.Restore, len(targets))
+	for i, t := range targets {
+		want, err := entryOf(t.Want)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", t.Path, err)
+		}
+		expect, err := entryOf(t.Expect)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", t.Path, err)
+		}
+		rs[i] = sandbox.Restore{Path: t.Path, Want: want, Content: t.Content, Expect: expect}
+		if t.Expect != nil {
+			rs[i].ExpectHash = t.Expect.Hash
+		}
+	}
+	return rs, nil
 }
 
 // restored is a restore waiting for its record.
@@ -105,7 +111,8 @@ func (w *Workspaces) ForgetSession(session string) (int, error) {
 	delete(w.caches, dir)
 	w.mu.Unlock()
 	n := 0
-	for _, d := range []string{dir, w.homeOf(dir)} {
+	copies, _ := filepath.Glob(filepath.Join(w.root.Dir(), "sessions", sandbox.BranchPrefix+pathName(session)+"-*"))
+	for _, d := range append([]string{dir, w.homeOf(dir)}, copies...) {
 		if d == "" {
 			continue
 		}

@@ -20,18 +20,19 @@ import (
 )
 
 // Scope says whose a workspace is.
-type Scope string
+type Scope = fsm.WorkspaceScope
 
 const (
 	// ScopeUser (the default): each user of the app has a workspace of their own,
 	// <root>/users/<user>; no user's agent sees another's files.
-	ScopeUser Scope = "user"
-	// ScopeSession: each session has one, <root>/sessions/<session>; a branch starts
-	// with an empty one.
-	ScopeSession Scope = "session"
+	ScopeUser = fsm.WorkspaceUser
+	// ScopeSession: each session has one, <root>/sessions/<session>; a branch's is
+	// made at its first tool call with its source's files as at the branch point
+	// (fsm's Branch).
+	ScopeSession = fsm.WorkspaceSession
 	// ScopeShared: the root itself, one for every user and session of the app — only
 	// when the config says so (a team's repository; turnlog run's own folder).
-	ScopeShared Scope = "shared"
+	ScopeShared = fsm.WorkspaceShared
 )
 
 // Scopes lists the scopes.
@@ -127,18 +128,9 @@ func (w *Workspaces) For(ctx context.Context) (*sandbox.Workspace, error) {
 		return w.root, nil
 	}
 	call, _ := fsm.CallInfoFrom(ctx)
-	var rel string
-	switch w.scope {
-	case ScopeUser:
-		if call.User == "" {
-			return nil, fmt.Errorf("no user for a per-user workspace")
-		}
-		rel = filepath.Join("users", pathName(call.User))
-	default:
-		if call.Session == "" {
-			return nil, fmt.Errorf("no session for a per-session workspace")
-		}
-		rel = filepath.Join("sessions", pathName(call.Session))
+	rel, err := w.relOf(call.Session, call.User)
+	if err != nil {
+		return nil, err
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -163,6 +155,24 @@ func (w *Workspaces) For(ctx context.Context) (*sandbox.Workspace, error) {
 	return ws, nil
 }
 
+// relOf is the folder below the root of the workspace of session of user ("" for
+// the shared scope's, the root).
+func (w *Workspaces) relOf(session, user string) (string, error) {
+	switch w.scope {
+	case ScopeShared:
+		return "", nil
+	case ScopeUser:
+		if user == "" {
+			return "", fmt.Errorf("no user for a per-user workspace")
+		}
+		return filepath.Join("users", pathName(user)), nil
+	}
+	if session == "" {
+		return "", fmt.Errorf("no session for a per-session workspace")
+	}
+	return filepath.Join("sessions", pathName(session)), nil
+}
+
 var plainName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 
 // pathName is a user or session id as one path component: itself when it is a plain
@@ -182,6 +192,10 @@ func pathName(id string) string {
 func (w *Workspaces) Recover(recorded sandbox.Recorded) ([]string, error) {
 	var did []string
 	var errs []error
+	if n, err := sandbox.RemoveBranchCopies(filepath.Join(w.root.Dir(), "sessions"), staleBranchCopy, time.Now()); n > 0 || err != nil {
+		did = append(did, fmt.Sprintf("removed %d branch copies left unfinished", n))
+		errs = append(errs, err)
+	}
 	for _, d := range w.dirs() {
 		if _, err := os.Lstat(filepath.Join(d, ".turnlog")); err != nil {
 			continue // the common case: nothing was left
@@ -197,6 +211,10 @@ func (w *Workspaces) Recover(recorded sandbox.Recorded) ([]string, error) {
 	return did, errors.Join(errs...)
 }
 
+// staleBranchCopy is how old a branch copy left next to the workspaces is taken
+// for a dead process's (a live one renames its copy into place when it is done).
+const staleBranchCopy = time.Hour
+
 // dirs are the workspaces made under the root so far: the root itself, and for
 // the per-user and per-session scopes each folder of users/ and sessions/.
 func (w *Workspaces) dirs() []string {
@@ -210,7 +228,7 @@ func (w *Workspaces) dirs() []string {
 			continue
 		}
 		for _, e := range entries {
-			if e.IsDir() && e.Type()&os.ModeSymlink == 0 {
+			if e.IsDir() && e.Type()&os.ModeSymlink == 0 && !strings.HasPrefix(e.Name(), sandbox.BranchPrefix) {
 				dirs = append(dirs, filepath.Join(w.root.Dir(), sub, e.Name()))
 			}
 		}

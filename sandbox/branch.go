@@ -1,0 +1,318 @@
+package sandbox
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// A branch of a session whose workspace is its own starts with the files of the
+// session it was branched from as they were at the branch point: a copy of that
+// workspace as it is now, taken under its lock once no apply of it waits to be
+// settled (so everything the copy holds is in the source's log), with the changes
+// its log recorded after the point restored onto the copy. The copy is made in a
+// directory of its own next to the new workspace and renamed into place whole: the
+// new workspace exists complete or not at all.
+
+// BranchPrefix starts the name of a branch copy being made, next to the workspace
+// it becomes: one left by a dead process is removed by RemoveBranchCopies.
+const BranchPrefix = ".branch-"
+
+// ErrBranchMade says BranchWorkspace found the new workspace made already (by
+// another call or process): the copy it made was dropped.
+var ErrBranchMade = errors.New("the branch's workspace was made meanwhile")
+
+// settleWait bounds how long a branch copy waits for the source's applies to be
+// settled (each is milliseconds: its result's append).
+const settleWait = 30 * time.Second
+
+// branchWaiting, when set (tests), is called each time a branch copy waits.
+var branchWaiting func()
+
+// BranchWorkspace makes dst, which must not exist, the workspace src holds (none:
+// an empty one) with the restores plan returns forced onto it. plan is called
+// after the copy is taken: what it reads of the source's log covers every change
+// the copy holds. dst gets 0700.
+func BranchWorkspace(ctx context.Context, src, dst string, plan func() ([]Restore, error)) error {
+	var buf [8]byte
+	if _, err := rand.Read(buf[:]); err != nil {
+		return err
+	}
+	tmp := filepath.Join(filepath.Dir(dst), BranchPrefix+filepath.Base(dst)+"-"+hex.EncodeToString(buf[:]))
+	if err := os.Mkdir(tmp, 0o700); err != nil {
+		return err
+	}
+	done := false
+	defer func() {
+		if !done {
+			os.RemoveAll(tmp)
+		}
+	}()
+	if err := copySettled(ctx, src, tmp); err != nil {
+		return err
+	}
+	rs, err := plan()
+	if err != nil {
+		return err
+	}
+	if len(rs) > 0 {
+		res, _, err := RestoreFiles(tmp, "", rs, true)
+		if err != nil {
+			return fmt.Errorf("restoring the branch point's files: %w", err)
+		}
+		if err := res.Settle(true); err != nil {
+			return err
+		}
+	}
+	fd, err := unix.Open(tmp, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	err = unix.Syncfs(fd)
+	unix.Close(fd)
+	if err != nil {
+		return err
+	}
+	err = unix.Renameat2(unix.AT_FDCWD, tmp, unix.AT_FDCWD, dst, unix.RENAME_NOREPLACE)
+	if errors.Is(err, unix.EEXIST) || errors.Is(err, unix.ENOTEMPTY) {
+		return ErrBranchMade
+	}
+	if err != nil {
+		return err
+	}
+	done = true
+	return syncDir(filepath.Dir(dst))
+}
+
+// RemoveBranchCopies removes the branch copies dead processes left in dir (the
+// folder the workspaces are made in): names starting BranchPrefix. It says how
+// many it removed.
+func RemoveBranchCopies(dir string, olderThan time.Duration, now time.Time) (int, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		if os.IsNotExist(err) {
+			return 0, nil
+		}
+		return 0, err
+	}
+	n := 0
+	var errs []error
+	for _, e := range ents {
+		if !strings.HasPrefix(e.Name(), BranchPrefix) {
+			continue
+		}
+		fi, err := e.Info()
+		if err != nil || now.Sub(fi.ModTime()) < olderThan {
+			continue // a copy being made by a live process
+		}
+		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		n++
+	}
+	return n, errors.Join(errs...)
+}
+
+// copySettled copies src into dst under src's lock, once no apply there waits to
+// be settled.
+func copySettled(ctx context.Context, src, dst string) error {
+	if _, err := os.Lstat(src); os.IsNotExist(err) {
+		return nil
+	}
+	deadline := time.Now().Add(settleWait)
+	for pause := time.Millisecond; ; pause = min(2*pause, 100*time.Millisecond) {
+		unlock, err := lockDir(src)
+		if err != nil {
+			return err
+		}
+		pending, err := applyUnsettled(src)
+		if err == nil && !pending {
+			err = copyTree(src, dst)
+			unlock()
+			return err
+		}
+		unlock()
+		if err != nil {
+			return err
+		}
+		if branchWaiting != nil {
+			branchWaiting()
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("an apply of %s has waited over %s for its result to be recorded (a process that died leaves it to the next start's recovery): the branch's files are copied once it is settled", src, settleWait)
+		}
+		t := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// applyUnsettled says whether an apply of the workspace dir is done and waits to
+// be settled: its changes are there and its record may not be in the log yet. The
+// caller holds the lock (no apply runs).
+func applyUnsettled(dir string) (bool, error) {
+	own, err := unix.Open(filepath.Join(dir, stagingDirName), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.ENOENT) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	defer unix.Close(own)
+	ents, err := readDir(own, make([]byte, 16<<10))
+	if err != nil {
+		return false, err
+	}
+	for _, e := range ents {
+		if !strings.HasPrefix(e.name, applyPrefix) {
+			continue
+		}
+		fd, err := unix.Openat(own, e.name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			continue // settled meanwhile
+		}
+		applied, _, err := journalState(fd)
+		unix.Close(fd)
+		if err != nil || applied {
+			return true, err
+		}
+	}
+	return false, nil
+}
+
+// copyTree copies the workspace src into the empty directory dst: files, symlinks
+// and directories with their modes, owners (when this process may set them) and
+// modification times; turnlog's .turnlog is left out, other kinds of file too. It
+// never follows a symlink.
+func copyTree(src, dst string) error {
+	sfd, err := unix.Open(src, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(sfd)
+	dfd, err := unix.Open(dst, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(dfd)
+	return copyDir(sfd, dfd, "", make([]byte, 64<<10))
+}
+
+func copyDir(sfd, dfd int, rel string, buf []byte) error {
+	ents, err := readDir(sfd, buf)
+	if err != nil {
+		return fmt.Errorf("%s: %w", rel, err)
+	}
+	for _, e := range ents {
+		if rel == "" && e.name == stagingDirName {
+			continue
+		}
+		if err := copyEntry(sfd, dfd, e.name, path.Join(rel, e.name), buf); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func copyEntry(sfd, dfd int, name, rel string, buf []byte) error {
+	var st unix.Stat_t
+	if err := unix.Fstatat(sfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return fmt.Errorf("%s: %w", rel, err)
+	}
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFDIR:
+		if err := unix.Mkdirat(dfd, name, 0o700); err != nil {
+			return fmt.Errorf("%s: %w", rel, err)
+		}
+		sub, err := unix.Openat(sfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return fmt.Errorf("%s: %w", rel, err)
+		}
+		defer unix.Close(sub)
+		dsub, err := unix.Openat(dfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return fmt.Errorf("%s: %w", rel, err)
+		}
+		defer unix.Close(dsub)
+		if err := copyDir(sub, dsub, rel, buf); err != nil {
+			return err
+		}
+		return copyAttrs(dfd, name, &st, rel) // after its entries: their making moved its mtime
+	case unix.S_IFREG:
+		return copyFile(sfd, dfd, name, rel, &st)
+	case unix.S_IFLNK:
+		target := make([]byte, st.Size+1)
+		n, err := unix.Readlinkat(sfd, name, target)
+		if err != nil {
+			return fmt.Errorf("%s: %w", rel, err)
+		}
+		if err := unix.Symlinkat(string(target[:n]), dfd, name); err != nil {
+			return fmt.Errorf("%s: %w", rel, err)
+		}
+		return copyAttrs(dfd, name, &st, rel)
+	}
+	return nil // a device, socket or pipe: never a workspace's file
+}
+
+func copyFile(sfd, dfd int, name, rel string, st *unix.Stat_t) error {
+	in, err := unix.Openat(sfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("%s: %w", rel, err)
+	}
+	src := os.NewFile(uintptr(in), rel)
+	defer src.Close()
+	out, err := unix.Openat(dfd, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return fmt.Errorf("%s: %w", rel, err)
+	}
+	dst := os.NewFile(uintptr(out), rel)
+	_, err = io.Copy(dst, src) // copy_file_range: a reflink where the file system has them
+	if cerr := dst.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", rel, err)
+	}
+	return copyAttrs(dfd, name, st, rel)
+}
+
+// copyAttrs gives the entry name of the directory fd st's owner, mode and times.
+func copyAttrs(fd int, name string, st *unix.Stat_t, rel string) error {
+	if err := unix.Fchownat(fd, name, int(st.Uid), int(st.Gid), unix.AT_SYMLINK_NOFOLLOW); err != nil && !errors.Is(err, unix.EPERM) {
+		return fmt.Errorf("%s: %w", rel, err)
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFLNK {
+		if err := unix.Fchmodat(fd, name, st.Mode&0o7777, 0); err != nil {
+			return fmt.Errorf("%s: %w", rel, err)
+		}
+	}
+	if err := unix.UtimesNanoAt(fd, name, []unix.Timespec{st.Atim, st.Mtim}, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return fmt.Errorf("%s: %w", rel, err)
+	}
+	return nil
+}
+
+// syncDir makes a rename in dir durable.
+func syncDir(dir string) error {
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	return unix.Fsync(fd)
+}
