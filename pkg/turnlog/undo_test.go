@@ -446,25 +446,3 @@ func TestATurnAfterARevertResumes(t *testing.T) {
 		t.Fatalf("log.txt: %q", raw)
 	}
 }
-
-// TestAnErasedSessionsFilesGo: erasing a session whose workspace is its own removes
-// that folder from the disk, with what its commands wrote there.
-func TestAnErasedSessionsFilesGo(t *testing.T) {
-	t.Parallel()
-	root := t.TempDir()
-	tl := opsAppIn(t, "session", root, "", "          - tools: [{name: bash, arguments: '{\"command\": \"echo planted-secret-content > notes.txt\"}'}]\n", "", "bash")
-	ctx := context.Background()
-	s, _ := tl.Engine.CreateSession(ctx, "ops", "alice", nil)
-	completeTurn(t, tl, s.ID, "write it")
-	dir := filepath.Join(root, "sessions", s.ID)
-	if raw, _ := os.ReadFile(filepath.Join(dir, "notes.txt")); string(raw) != "planted-secret-content\n" {
-		t.Fatalf("the session's file: %q", raw)
-	}
-	rec, err := tl.Engine.EraseSession(ctx, s.ID, "alice", false)
-	if err != nil || rec.Counts.WorkspaceFolders < 1 {
-		t.Fatalf("%+v %v", rec, err)
-	}
-	if _, err := os.Lstat(dir); !errors.Is(err, fs.ErrNotExist) {
-		t.Fatalf("the erased session's folder: %v", err)
-	}
-}
