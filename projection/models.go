@@ -118,12 +118,12 @@ type AuditEntry struct {
 	Turn      string          `json:"turn_id"`
 	At        time.Time       `json:"at"`
 	Path      string          `json:"path"`
-	Kind      string          `json:"kind"` // decision, approval, review, guardrail, policy, result, compaction or skill
+	Kind      string          `json:"kind"` // decision, approval, review, guardrail, policy, result, compaction, skill, files or revert
 	Tool      string          `json:"tool,omitempty"`
 	Outcome   string          `json:"outcome"`
 	Rule      string          `json:"rule,omitempty"`
 	Reason    string          `json:"reason,omitempty"`
-	Resources json.RawMessage `json:"resources,omitempty"` // a decision's: what the call acts on, a JSON array of strings
+	Resources json.RawMessage `json:"resources,omitempty"` // a decision's: what the call acts on, a JSON array of strings; files' and a revert's: the first 50 paths
 	ExitCode  *int64          `json:"exit_code,omitempty"`
 	Diff      string          `json:"diff,omitempty"`
 	// An approval's or a review's: who answered; an approval's arguments as the model

@@ -31,7 +31,9 @@ ORDER BY l.depth DESC, h.seq, h.idx`
 	qTurnCols    = `SELECT session_id, turn_id, status, agent, input, start_seq, end_seq, started_at, ended_at, model_calls, tool_calls, input_tokens, output_tokens, error_code, error_message, end_agent, agents::text FROM proj_turns`
 	qPending     = `SELECT session_id, turn_id, interrupt_id, kind, path, coalesce(call_id, ''), coalesce(tool, ''), arguments::text, coalesce(reason, ''), status, requested_at, coalesce(policy::text, '{}') FROM proj_interrupts WHERE session_id = $1 AND status = 'pending' ORDER BY requested_seq`
 	qQueued      = `SELECT session_id, turn_id, input, by_user, status, queued_at, queued_seq FROM proj_queue WHERE session_id = $1 AND status = 'queued' ORDER BY queued_seq`
-	qAudit       = `SELECT seq, turn_id, at, path, kind, coalesce(tool, ''), coalesce(outcome, ''), coalesce(rule, ''), coalesce(reason, ''), resources, exit_code, coalesce(diff, ''), coalesce(answered_by, ''), proposed, approved FROM audit WHERE session_id = $1 ORDER BY seq, kind`
+	qAudit       = `SELECT seq, turn_id, at, path, kind, coalesce(tool, ''), coalesce(outcome, ''), coalesce(rule, ''), coalesce(reason, ''), resources, exit_code, coalesce(diff, ''), coalesce(answered_by, ''), proposed, approved FROM audit WHERE session_id = $1
+	UNION ALL SELECT seq, turn_id, at, path, kind, coalesce(tool, ''), outcome, '', coalesce(reason, ''), resources, NULL, '', coalesce(answered_by, ''), NULL, NULL
+	FROM audit_files WHERE session_id = $1 ORDER BY seq, kind`
 )
 
 // qSessionHeadOf reads a SessionHead (sqlrows).
@@ -208,7 +210,8 @@ func (s *Store) sessionIDs(ctx context.Context, q string, args ...any) ([]string
 	return sqlrows.All(rows, sqlrows.ScanString)
 }
 
-// Audit lists what a session's tools did and what was decided about them.
+// Audit lists what a session's tools did and what was decided about them, the
+// files each call changed and each revert.
 func (s *Store) Audit(ctx context.Context, session string) ([]projection.AuditEntry, error) {
 	rows, err := s.db.QueryContext(ctx, qAudit, session)
 	if err != nil {

@@ -3,10 +3,13 @@ package storetest
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/projection"
 	"github.com/turnlog/turnlog/undo"
 )
 
@@ -117,15 +120,49 @@ func FileChangesLog(session string) (evs []events.Event, rows int) {
 	evs = append(evs, events.MustNew("", "", &events.SessionCreated{App: "demo", Owner: "alice", Agent: "main"}))
 	small := &events.FilesChanged{CallID: "c1", Tool: "bash", Changes: []events.FileChange{
 		{Path: "a.txt", After: &events.FileState{Kind: events.FileKindFile, Mode: 0o644, Mtime: "2026-01-02T03:04:05Z", Hash: events.HashOf([]byte("a"))}},
-		{Path: "gone", Before: &events.FileState{Kind: events.FileKindDir, Mode: 0o755, Mtime: "2026-01-02T03:04:05Z"}}}}
+		{Path: "gone", Before: &events.FileState{Kind: events.FileKindDir, Mode: 0o755, Mtime: "2026-01-02T03:04:05Z"}, NotRevertible: "a test's"}}}
 	big := &events.FilesChanged{CallID: "c2", Tool: "bash"}
 	for i := range 2000 {
 		big.Changes = append(big.Changes, events.FileChange{Path: fmt.Sprintf("many/f%04d", i),
 			After: &events.FileState{Kind: events.FileKindFile, Mode: 0o644, Mtime: "2026-01-02T03:04:05Z", Hash: events.HashOf([]byte{byte(i)})}})
 	}
-	evs = append(evs, events.MustNew("t1", "main/tool/c1/files", small), events.MustNew("t1", "main/tool/c2/files", big))
+	rev := &events.WorkspaceReverted{RevertID: "r1", Turns: []string{"t1"}, By: "alice", Forced: true, Changes: small.Changes[:1]}
+	evs = append(evs, events.MustNew("t1", "main/tool/c1/files", small), events.MustNew("t1", "main/tool/c2/files", big),
+		events.MustNew("", "revert/r1", rev))
 	for i := range evs {
 		evs[i].Session = session
 	}
-	return evs, len(small.Changes) + len(big.Changes)
+	return evs, len(small.Changes) + len(big.Changes) + len(rev.Changes)
+}
+
+// AuditReader reads a session's audit.
+type AuditReader interface {
+	Audit(ctx context.Context, session string) ([]projection.AuditEntry, error)
+}
+
+// CheckFilesAudit checks the audit of a session whose log is FileChangesLog's: a
+// files row a call, at its path, with its count and its first 50 paths, and a
+// revert row with who asked.
+func CheckFilesAudit(t *testing.T, r AuditReader, session string) {
+	t.Helper()
+	rows, err := r.Audit(context.Background(), session)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range rows {
+		var paths []string
+		if err := json.Unmarshal(e.Resources, &paths); err != nil {
+			t.Fatalf("%+v: %v", e, err)
+		}
+		got = append(got, fmt.Sprintf("%s %s %s %q %s %q %q %d %s", e.Kind, e.Turn, e.Path, e.Tool, e.Outcome, e.Reason, e.By, len(paths), paths[0]))
+	}
+	want := []string{
+		`files t1 main/tool/c1 "bash" 2 paths changed "1 cannot be reverted" "" 2 a.txt`,
+		`files t1 main/tool/c2 "bash" 2000 paths changed "" "" 50 many/f0000`,
+		`revert  revert/r1 "" 1 paths put back (forced) "reverts the turns t1" "alice" 1 a.txt`,
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("the audit's files:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
 }
