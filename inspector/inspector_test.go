@@ -79,22 +79,35 @@ func setupOptions(t *testing.T, o turnlog.Options, publicURL string, dev bool) b
 // returns the session and the last turn's outcome.
 func (b bundle) session(owner string, inputs ...string) (projection.Session, *fsm.Result) {
 	b.t.Helper()
-	ctx := context.Background()
-	s, err := b.tl.Engine.CreateSession(ctx, "demo", owner, nil)
+	return b.sessionOf("demo", owner, inputs...)
+}
+
+// sessionOf is session for a session of app.
+func (b bundle) sessionOf(app, owner string, inputs ...string) (projection.Session, *fsm.Result) {
+	b.t.Helper()
+	s, err := b.tl.Engine.CreateSession(context.Background(), app, owner, nil)
 	if err != nil {
 		b.t.Fatal(err)
 	}
 	var res *fsm.Result
 	for _, input := range inputs {
-		st, err := b.tl.Engine.StartTurn(ctx, s.ID, input)
-		if err != nil {
-			b.t.Fatal(err)
-		}
-		if res, err = st.Wait(); err != nil {
-			b.t.Fatal(err)
-		}
+		res = b.turn(s.ID, input)
 	}
 	return s, res
+}
+
+// turn runs input as a turn of session and returns its outcome.
+func (b bundle) turn(session, input string) *fsm.Result {
+	b.t.Helper()
+	st, err := b.tl.Engine.StartTurn(context.Background(), session, input)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	res, err := st.Wait()
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	return res
 }
 
 // settled waits until the session's last turn is no longer running (a form post

@@ -134,6 +134,7 @@ func (s *Server) ownedSession(c echo.Context) (projection.Session, error) {
 var notices = map[string]string{
 	"answered": "Answered. The turn goes on.",
 	"branched": "Branched: this is the new session, which goes on from the branch point.",
+	"reverted": "Reverted: the files are back as they were, and the session's next turn is told.",
 }
 
 // shownItem is one transcript entry as the page shows it.

@@ -40,6 +40,7 @@ type Reader interface {
 	Audit(ctx context.Context, session string) ([]projection.AuditEntry, error)
 	Branches(ctx context.Context, session string) ([]projection.Session, error)
 	Events(ctx context.Context, session string, after int64) ([]events.Event, error)
+	Content(ctx context.Context, session, hash string) ([]byte, error)
 }
 
 // Engine is the engine the REST API drives: the pages follow its turns live and
@@ -114,7 +115,7 @@ func New(cfg Config) (*Server, error) {
 	for k, user := range cfg.Keys {
 		s.keys[hashOf(k)] = apiKey{user: user, admin: cfg.AdminKeys[k]}
 	}
-	for _, page := range []string{"signin", "sessions", "session", "audit", "replay", "timeline", "error"} {
+	for _, page := range []string{"signin", "sessions", "session", "audit", "replay", "timeline", "conflict", "error"} {
 		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+page+".html")
 		if err != nil {
 			return nil, err
@@ -142,6 +143,8 @@ func New(cfg Config) (*Server, error) {
 	ui.POST("/sessions/:id/branches", s.branch, s.checkCSRF)
 	ui.GET("/sessions/:id/audit", s.auditPage)
 	ui.GET("/sessions/:id/turns/:turn", s.timelinePage)
+	ui.POST("/sessions/:id/turns/:turn/revert", s.revertTurn, s.checkCSRF)
+	ui.POST("/sessions/:id/revert", s.revertTo, s.checkCSRF)
 	ui.GET("/sessions/:id/live", s.live)
 	ui.GET("/sessions/:id/export", s.export)
 	ui.GET("/replay", s.replayForm)

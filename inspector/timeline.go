@@ -11,6 +11,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/tidwall/gjson"
 	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/projection"
 )
 
 // TimelinePage is how many of a turn's events a timeline page shows.
@@ -64,19 +65,29 @@ func (s *Server) timelinePage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	var page []events.Event
+	var page, own []events.Event
 	next := int64(0)
 	for _, ev := range evs {
 		if ev.Turn != turn {
 			continue
 		}
-		if len(page) == TimelinePage {
+		own = append(own, ev)
+		if next == 0 && len(page) == TimelinePage {
 			next = page[len(page)-1].Seq
-			break
 		}
-		page = append(page, ev)
+		if next == 0 {
+			page = append(page, ev)
+		}
 	}
-	return s.render(c, http.StatusOK, "timeline", "Turn "+turn, map[string]any{"Session": sess, "Turn": t, "Steps": tree(page, t.StartedAt), "Next": next})
+	var files []fileCall
+	if after == 0 { // the first page has the turn's files
+		if files, err = s.turnFiles(ctx, sess.ID, own); err != nil {
+			return err
+		}
+	}
+	ended := t.Status != projection.TurnRunning && t.Status != projection.TurnSuspended
+	return s.render(c, http.StatusOK, "timeline", "Turn "+turn, map[string]any{"Session": sess, "Turn": t, "Steps": tree(page, t.StartedAt), "Next": next,
+		"Files": files, "Ended": ended})
 }
 
 // tree arranges a page of a turn's events as the page shows them: the turn's own

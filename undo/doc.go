@@ -4,7 +4,10 @@
 // once however many turns and sessions hold it and an edit of one line of a large
 // file holds only the chunks around the line.
 //
-// It owns the chunking (Split), whose boundaries must never change: contents
-// already stored are found again by them. It must never touch a workspace (the
+// It owns the chunking (Split), whose boundaries must never change (contents
+// already stored are found again by them), what reverting changes takes (Plan), and
+// how a change of a text reads as a diff (Diff).
+//
+// It must never touch a workspace (the
 // sandbox reads and restores files) nor store anything (the stores do).
 package undo

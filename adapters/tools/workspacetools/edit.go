@@ -13,6 +13,7 @@ import (
 
 	"github.com/turnlog/turnlog/fsm"
 	"github.com/turnlog/turnlog/sandbox"
+	"github.com/turnlog/turnlog/undo"
 )
 
 // MaxEditBytes caps the size of a file edit_file changes.
@@ -183,7 +184,7 @@ func editFile(ws *sandbox.Workspace, st *seen, root string) func(context.Context
 		if a.NewString == "" || strings.HasSuffix(a.NewString, "\n") {
 			lastLine--
 		}
-		diff, cut := Diff(rel, old, updated)
+		diff, cut := undo.Diff(rel, old, updated)
 		res := editResult{Path: rel, SHA256: hashOf(updated), Changed: [][2]int{{first, lastLine}}, Diff: diff}
 		if cut {
 			res.Truncated, res.Reason = true, "the diff is longer than its cap"

@@ -184,22 +184,6 @@ func TestSearchCaps(t *testing.T) {
 	}
 }
 
-func TestDiff(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct{ old, new, want string }{
-		{"", "a\n", "@@ -1 +1 @@\n+a\n"},
-		{"a\n", "", "@@ -1 +1 @@\n-a\n"},
-		{"a\nb\nc\n", "a\nB\nc\n", "@@ -2 +2 @@\n-b\n+B\n"},
-		{"a\nb\n", "a\nb\n", ""},
-		{"a\nb\nc\nd\n", "b\nc\nd\ne\n", "@@ -1 +1 @@\n-a\n@@ -5 +4 @@\n+e\n"},
-	} {
-		got, _ := workspacetools.Diff("f", tc.old, tc.new)
-		if want := "--- a/f\n+++ b/f\n" + tc.want; got != want {
-			t.Errorf("%q → %q:\n%s\nwant\n%s", tc.old, tc.new, got, want)
-		}
-	}
-}
-
 func (b bundle) callIn(t *testing.T, session, tool string, args any) (map[string]any, error) {
 	t.Helper()
 	raw, _ := json.Marshal(args)

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 
 	"github.com/turnlog/turnlog/sandbox"
+	"github.com/turnlog/turnlog/undo"
 )
 
 type writeArgs struct {
@@ -60,7 +61,7 @@ func writeFile(ws *sandbox.Workspace, st *seen, root string) func(context.Contex
 			return nil, err
 		}
 		st.remember(ctx, rel, written(ws, rel, a.Content))
-		diff, cut := Diff(rel, old, a.Content)
+		diff, cut := undo.Diff(rel, old, a.Content)
 		res := writeResult{Path: rel, Bytes: len(a.Content), Created: !existed, SHA256: hashOf(a.Content), Diff: diff}
 		if cut {
 			res.Truncated, res.Reason = true, "the diff is longer than its cap; the file was written whole"

@@ -1,4 +1,4 @@
-package workspacetools
+package undo
 
 import (
 	"fmt"
