@@ -25,8 +25,10 @@ type Access struct {
 	// SharedBranchRestore lets a branch ask for files "restore" under the shared
 	// scope: reverting its source's turns after the branch point in the workspace
 	// every session of the app uses (default false: refused).
-	SharedBranchRestore bool         `yaml:"shared_branch_restore"`
-	Rules               []AccessRule `yaml:"rules"`
+	SharedBranchRestore bool `yaml:"shared_branch_restore"`
+	// Undo bounds what the undo log keeps of the workspace's changes.
+	Undo  *Undo        `yaml:"undo"`
+	Rules []AccessRule `yaml:"rules"`
 	// Sandbox is how commands and stdio MCP servers are confined: landlock (default)
 	// or bubblewrap (for kernels without Landlock; needs bwrap installed).
 	Sandbox string `yaml:"sandbox"`
@@ -38,6 +40,38 @@ type Access struct {
 	// default: every .git is read-only to them) or write (commit, branch — never git's
 	// config, hooks or pointers to other directories).
 	Git string `yaml:"git"`
+}
+
+// Undo bounds what the undo log keeps of the files a turn's calls change, in bytes
+// (0: the default; -1: no cap). A change past a cap, or of a path Exclude matches,
+// is recorded with hashes only and cannot be reverted.
+type Undo struct {
+	FileBytes    int64    `yaml:"file_bytes"`    // the largest file content kept (default 16 MiB)
+	CallBytes    int64    `yaml:"call_bytes"`    // what one call keeps (default 256 MiB)
+	TurnBytes    int64    `yaml:"turn_bytes"`    // what one turn keeps (default 256 MiB)
+	SessionBytes int64    `yaml:"session_bytes"` // what one session keeps (default 1 GiB)
+	Exclude      []string `yaml:"exclude"`       // globs (doublestar) of workspace paths whose contents are never kept
+}
+
+// checkUndo checks the undo section of the policy at at (a policy's path).
+func (d *Doc) checkUndo(at string, u *Undo) error {
+	if u == nil {
+		return nil
+	}
+	for _, c := range []struct {
+		name string
+		n    int64
+	}{{"file_bytes", u.FileBytes}, {"call_bytes", u.CallBytes}, {"turn_bytes", u.TurnBytes}, {"session_bytes", u.SessionBytes}} {
+		if c.n < -1 {
+			return d.ErrAt(at+".undo."+c.name, "is %d: give a number of bytes, 0 for the default or -1 for no cap", c.n)
+		}
+	}
+	for i, g := range u.Exclude {
+		if g == "" || !doublestar.ValidatePattern(g) {
+			return d.ErrAt(fmt.Sprintf("%s.undo.exclude[%d]", at, i), "%q is not a valid glob", g)
+		}
+	}
+	return nil
 }
 
 // AccessRule is one policy rule.
@@ -61,6 +95,9 @@ type AccessRule struct {
 func (d *Doc) Access(at string, c *Access, workspace string) (*policy.Engine, error) {
 	if c == nil {
 		return nil, nil
+	}
+	if err := d.checkUndo(at, c.Undo); err != nil {
+		return nil, err
 	}
 	dir := c.Workspace
 	if workspace != "" {

@@ -52,6 +52,9 @@ type App struct {
 	// SharedBranchRestore lets a branch ask for files "restore" in a workspace
 	// every session of the app shares (see BranchPoint.Files).
 	SharedBranchRestore bool
+	// UndoCaps bound what the undo log keeps of a turn's and a session's file
+	// contents (zero: DefaultUndoCaps; a negative cap: none).
+	UndoCaps UndoCaps
 }
 
 // Agent is one agent of an app with its model, tools and limits.

@@ -67,8 +67,10 @@ func (f *callFiles) seal() {
 	}
 }
 
-// event is the FilesChanged of the call at path, or none when nothing was recorded.
-func (f *callFiles) event(turn, path string, call events.ToolCall) (events.Event, bool, error) {
+// event is the FilesChanged of the call at path, or none when nothing was recorded;
+// keep says which of its contents the log keeps.
+func (f *callFiles) event(turn, path string, call events.ToolCall,
+	keep func(*events.FilesChanged, []events.Content) ([]events.Content, error)) (events.Event, bool, error) {
 	if f == nil {
 		return events.Event{}, false, nil
 	}
@@ -80,10 +82,15 @@ func (f *callFiles) event(turn, path string, call events.ToolCall) (events.Event
 	}
 	fc := *f.changed
 	fc.CallID, fc.Tool = call.ID, call.Name
+	fc.Changes = append([]events.FileChange(nil), fc.Changes...)
+	contents, err := keep(&fc, f.contents)
+	if err != nil {
+		return events.Event{}, false, err
+	}
 	ev, err := events.New(turn, FilesPath(path), &fc)
 	if err != nil {
 		return events.Event{}, false, err
 	}
-	ev.Contents = f.contents
+	ev.Contents = contents
 	return ev, true, nil
 }

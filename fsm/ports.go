@@ -131,6 +131,9 @@ type Store interface {
 	// branched from, refers to — checked against its hash. Errors: not_found,
 	// corrupt_log.
 	Content(ctx context.Context, session, hash string) ([]byte, error)
+	// ContentBytes is what the chunks of the contents session refers to hold, each
+	// once: the undo log's share of it (UndoCaps.SessionBytes).
+	ContentBytes(ctx context.Context, session string) (int64, error)
 	// Watch wakes its channel after each commit that touches session, until the
 	// returned function is called.
 	Watch(session string) (<-chan struct{}, func())

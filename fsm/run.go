@@ -66,6 +66,8 @@ type turnLog struct {
 	// queued are, in a replay, the recording's inputs queued while the turn ran, by
 	// seq: emit appends each where it came, so the replayed log matches.
 	queued map[int64]events.Event
+	// undo is what the turn's records kept of contents (UndoCaps).
+	undo undoKept
 }
 
 func (l *turnLog) last() int64 {

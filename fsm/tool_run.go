@@ -64,7 +64,9 @@ func (r *run) runSlots(slots []*toolSlot) error {
 			ev, err = storableResult(r.turn, d.s.path, d.tr)
 		}
 		if err == nil {
-			files, changed, err = d.s.files.event(r.turn, d.s.path, d.s.call)
+			files, changed, err = d.s.files.event(r.turn, d.s.path, d.s.call, func(fc *events.FilesChanged, cs []events.Content) ([]events.Content, error) {
+				return r.capContents(r.ctx, fc, cs)
+			})
 		}
 		evs := []events.Event{ev}
 		if changed {

@@ -2,6 +2,7 @@ package turnlog
 
 import (
 	"fmt"
+	"math"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -69,6 +70,7 @@ func (b builder) builtinTools(at string, c config.App, access *policy.Engine, to
 	if err != nil {
 		return b.doc.ErrAt(at+".policy.workspace", "%v", err)
 	}
+	wss.SetUndoCaps(undoCaps(c.Policy.Undo))
 	// What a crash left in the middle of an apply is taken back before any command
 	// runs (a workspace that cannot be is taken back by its next apply, or fails it).
 	did, err := wss.Recover(b.recorded())
@@ -147,4 +149,23 @@ func (b builder) recorded() sandbox.Recorded {
 		}
 		return false, nil
 	}
+}
+
+// undoCaps are the caps of the workspace tools' records that an app's policy.undo
+// sets (0: the default; -1: none).
+func undoCaps(u *config.Undo) workspacetools.UndoCaps {
+	caps := workspacetools.DefaultUndoCaps
+	if u == nil {
+		return caps
+	}
+	for _, c := range []struct{ set, to *int64 }{{&u.FileBytes, &caps.FileBytes}, {&u.CallBytes, &caps.CallBytes}} {
+		switch {
+		case *c.set > 0:
+			*c.to = *c.set
+		case *c.set < 0:
+			*c.to = math.MaxInt64
+		}
+	}
+	caps.Exclude = u.Exclude
+	return caps
 }

@@ -246,6 +246,9 @@ func TestAccessPolicyConfig(t *testing.T) {
 		"{mode: read-only, network: host}":          "apps.a.policy.network: mode read-only has no network",
 		"{mode: full-isolated, network: allowlist}": "apps.a.policy.network: mode full-isolated has no network",
 		"{mode: network-allowlist, network: host}":  "apps.a.policy.network: mode network-allowlist goes through the proxy",
+		"undo: {turn_bytes: -5}":                    "apps.a.policy.undo.turn_bytes: is -5",
+		"undo: {exclude: ['ok/**', '[']}":           "apps.a.policy.undo.exclude[1]",
+		"undo: {files: 3}":                          "files",
 	})
 }
 

@@ -214,6 +214,9 @@ func (b builder) app(name string, c config.App, policy *fsm.GuardrailPolicy) (*f
 	app := &fsm.App{Name: name, StartAgent: c.StartAgent, Agents: map[string]*fsm.Agent{}, GuardrailPolicy: policy, ToolPolicy: access, OnBusy: c.OnBusy}
 	if c.Policy != nil {
 		app.SharedBranchRestore = c.Policy.SharedBranchRestore
+		if u := c.Policy.Undo; u != nil {
+			app.UndoCaps = fsm.UndoCaps{TurnBytes: u.TurnBytes, SessionBytes: u.SessionBytes}
+		}
 	}
 	for _, sh := range *b.shells {
 		if sh.app == name {

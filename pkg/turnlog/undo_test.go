@@ -29,9 +29,25 @@ func opsApp(tb testing.TB, ws, db, rules, settings string, tools ...string) *tur
 // opsAppIn is opsApp with workspaces of scope below ws.
 func opsAppIn(tb testing.TB, scope, ws, db, rules, settings string, tools ...string) *turnlog.Turnlog {
 	tb.Helper()
+	return openOps(tb, shellConfig(scope, ws, rules, settings, tools...), db)
+}
+
+// openOps opens turnlog with cfg, its log in db (or a temporary file).
+func openOps(tb testing.TB, cfg, db string) *turnlog.Turnlog {
+	tb.Helper()
 	if db == "" {
 		db = filepath.Join(tb.TempDir(), "t.db")
 	}
+	tl, err := turnlog.Open(context.Background(), turnlog.Options{ConfigData: []byte(cfg), DB: db, Synchronous: "OFF"})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { tl.Close() })
+	return tl
+}
+
+// shellConfig is the config of opsAppIn's app.
+func shellConfig(scope, ws, rules, settings string, tools ...string) string {
 	list := strings.Join(tools, ", ")
 	if settings != "" {
 		settings = "    tools:\n" + settings
@@ -54,12 +70,7 @@ func opsAppIn(tb testing.TB, scope, ws, db, rules, settings string, tools ...str
       rules:
         - {name: tools, tools: [%s], decision: allow}
 `, rules, settings, list, ws, scope, list)
-	tl, err := turnlog.Open(context.Background(), turnlog.Options{ConfigData: []byte(cfg), DB: db, Synchronous: "OFF"})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { tl.Close() })
-	return tl
+	return cfg
 }
 
 // undoApp is an app whose every turn runs command in the shared workspace ws.

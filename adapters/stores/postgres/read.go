@@ -229,3 +229,8 @@ func (s *Store) Audit(ctx context.Context, session string) ([]projection.AuditEn
 func (s *Store) Content(ctx context.Context, session, hash string) ([]byte, error) {
 	return sqlrows.ReadContent(ctx, s.db, sqlrows.Dollar, session, hash)
 }
+
+// ContentBytes is what the undo log's chunks session refers to hold.
+func (s *Store) ContentBytes(ctx context.Context, session string) (int64, error) {
+	return sqlrows.ContentBytes(ctx, s.db, sqlrows.Dollar, session)
+}

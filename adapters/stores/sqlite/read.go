@@ -210,3 +210,8 @@ func (s *Store) SessionsWaiting(ctx context.Context, owner, app string) ([]proje
 func (s *Store) Content(ctx context.Context, session, hash string) ([]byte, error) {
 	return sqlrows.ReadContent(ctx, s.read, func(q string) string { return q }, session, hash)
 }
+
+// ContentBytes is what the undo log's chunks session refers to hold.
+func (s *Store) ContentBytes(ctx context.Context, session string) (int64, error) {
+	return sqlrows.ContentBytes(ctx, s.read, func(q string) string { return q }, session)
+}

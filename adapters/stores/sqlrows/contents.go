@@ -105,6 +105,19 @@ type Queryer interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
+// qContentBytes is what the chunks session refers to hold.
+const qContentBytes = `SELECT coalesce(sum(length(c.data)), 0) FROM content_refs r JOIN content_chunks c ON c.hash = r.hash WHERE r.session_id = ?`
+
+// ContentBytes is what the chunks of the contents session refers to hold, each
+// once, through q.
+func ContentBytes(ctx context.Context, q Queryer, dialect func(string) string, session string) (int64, error) {
+	var n int64
+	if err := q.QueryRowContext(ctx, dialect(qContentBytes), session).Scan(&n); err != nil {
+		return 0, fmt.Errorf("read the undo log's bytes of %s: %w", session, err)
+	}
+	return n, nil
+}
+
 // ReadContent reads the content hash for session (see qContentOf) through q,
 // rewriting placeholders with dialect, and checks every chunk and the whole against
 // their hashes. Errors: not_found, corrupt_log (a chunk missing or not what its

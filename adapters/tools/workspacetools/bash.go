@@ -83,13 +83,13 @@ func Bash(spec sandbox.Spec, access *policy.Engine, wss *Workspaces) fsm.Tool {
 			s.SettleLater, s.ApplyTag = true, ApplyTag(call)
 			res, err := sandbox.Run(ctx, s, a.Command)
 			if err == nil {
-				root := s.Workspace
+				root, caps := s.Workspace, DefaultUndoCaps
 				if wss != nil {
-					root = wss.Root().Dir()
+					root, caps = wss.Root().Dir(), wss.UndoCaps()
 				}
 				// What the apply changed goes in the log with the result, or the apply
 				// is taken back: no change on disk is left unrecorded.
-				if rerr := recordApply(ctx, res, root, s.Workspace, DefaultUndoCaps); rerr != nil {
+				if rerr := recordApply(ctx, res, root, s.Workspace, caps); rerr != nil {
 					res.Settle(false)
 					return nil, fmt.Errorf("the command's changes to the workspace were taken back, as what they were could not be recorded: %w", rerr)
 				}

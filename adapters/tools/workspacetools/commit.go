@@ -23,10 +23,10 @@ import (
 // an apply lands a command's writes: through the sandbox's executor, whole or not at
 // all, with the directories it needs; what it replaces is kept until the call's
 // result is durable (a crash before then takes the write back at the next start),
-// and what it changed is recorded with the call (FilesChanged) — root is the
-// workspaces' root. A file it replaces keeps its mode and owner; a new one is 0644,
+// and what it changed is recorded with the call (FilesChanged) under wss's undo
+// caps, below its root. A file it replaces keeps its mode and owner; a new one is 0644,
 // turnlog's.
-func commitWrite(ctx context.Context, ws *sandbox.Workspace, root, asked, content string) error {
+func commitWrite(ctx context.Context, ws *sandbox.Workspace, wss *Workspaces, asked, content string) error {
 	rel, err := ws.RealRel(asked) // through symlinks inside the workspace, as an open would go
 	if err != nil {
 		return err
@@ -82,7 +82,7 @@ func commitWrite(ctx context.Context, ws *sandbox.Workspace, root, asked, conten
 		}
 		return nil
 	}
-	if err := recordApply(ctx, res, root, ws.Dir(), DefaultUndoCaps); err != nil {
+	if err := recordApply(ctx, res, wss.Root().Dir(), ws.Dir(), wss.UndoCaps()); err != nil {
 		res.SettleHeld(false)
 		return fmt.Errorf("the write was taken back, as what it changed could not be recorded: %w", err)
 	}

@@ -130,7 +130,7 @@ type editResult struct {
 	Truncation
 }
 
-func editFile(ws *sandbox.Workspace, st *seen, root string) func(context.Context, editArgs) (any, error) {
+func editFile(ws *sandbox.Workspace, st *seen, wss *Workspaces) func(context.Context, editArgs) (any, error) {
 	return func(ctx context.Context, a editArgs) (any, error) {
 		if a.OldString == "" {
 			return nil, fmt.Errorf("old_string is empty; use write_file to create a file")
@@ -175,7 +175,7 @@ func editFile(ws *sandbox.Workspace, st *seen, root string) func(context.Context
 		}
 		at := strings.Index(old, a.OldString)
 		updated := old[:at] + a.NewString + old[at+len(a.OldString):]
-		if err := commitWrite(ctx, ws, root, rel, updated); err != nil {
+		if err := commitWrite(ctx, ws, wss, rel, updated); err != nil {
 			return nil, err
 		}
 		st.remember(ctx, rel, written(ws, rel, updated))

@@ -9,21 +9,26 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/bmatcuk/doublestar/v4"
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/fsm"
 	"github.com/turnlog/turnlog/sandbox"
 	"github.com/turnlog/turnlog/undo"
 )
 
-// UndoCaps bound what the undo log keeps of one call's changes. A content past a
-// cap is named (its hash) but not kept; a change whose before content is not kept
-// cannot be reverted, and says why (events.FileChange.NotRevertible).
+// UndoCaps bound what the undo log keeps of one call's changes (the engine bounds a
+// turn's and a session's: fsm.UndoCaps). A content past a cap, or of a path
+// Exclude matches, is named (its hash) but not kept; a change whose before content
+// is not kept cannot be reverted, and says why (events.FileChange.NotRevertible).
 type UndoCaps struct {
 	FileBytes int64 // the largest content kept
 	CallBytes int64 // what one call keeps in all
+	// Exclude are globs (doublestar, workspace-relative) of paths whose contents are
+	// never kept.
+	Exclude []string
 }
 
-// DefaultUndoCaps: files up to 16 MiB, 256 MiB a call.
+// DefaultUndoCaps: files up to 16 MiB, 256 MiB a call, nothing excluded.
 var DefaultUndoCaps = UndoCaps{FileBytes: 16 << 20, CallBytes: 256 << 20}
 
 // recordApply records, with the call ctx carries (fsm.RecordFiles), what the apply
@@ -86,6 +91,7 @@ const (
 	pastFileCap  = "its content was larger than the undo log keeps of a file (%d bytes)"
 	pastCallCap  = "the call's changes were larger than the undo log keeps of a call (%d bytes)"
 	unreadableAt = "its content could not be read: %v"
+	excludedBy   = "the operator keeps its contents out of the undo log (policy.undo.exclude %q)"
 )
 
 func (r *recording) change(c *sandbox.FileChange) events.FileChange {
@@ -96,8 +102,12 @@ func (r *recording) change(c *sandbox.FileChange) events.FileChange {
 	if c.Moved {
 		ch.NotRevertible = movedSince
 	}
+	excluded := r.excluded(c.Path)
+	if excluded != "" && ch.NotRevertible == "" && ch.Before != nil {
+		ch.NotRevertible = excluded
+	}
 	if ch.Before != nil && ch.Before.Kind == events.FileKindFile {
-		hash, why := r.read(c.OpenBefore)
+		hash, why := r.read(c.OpenBefore, excluded == "")
 		ch.Before.Hash = hash
 		if why != "" && ch.NotRevertible == "" {
 			ch.NotRevertible = why
@@ -106,14 +116,24 @@ func (r *recording) change(c *sandbox.FileChange) events.FileChange {
 	if ch.After != nil && ch.After.Kind == events.FileKindFile {
 		// What a revert checks the file against; kept (when it fits) so that a revert
 		// of the revert can put it back.
-		ch.After.Hash, _ = r.read(c.OpenAfter)
+		ch.After.Hash, _ = r.read(c.OpenAfter, excluded == "")
 	}
 	return ch
 }
 
-// read names a content and keeps it when it fits the caps; why says why it was not
-// kept.
-func (r *recording) read(open func() (*os.File, error)) (hash, why string) {
+// excluded says why the contents of path are never kept ("": they may be).
+func (r *recording) excluded(path string) string {
+	for _, glob := range r.caps.Exclude {
+		if ok, _ := doublestar.Match(glob, path); ok {
+			return fmt.Sprintf(excludedBy, glob)
+		}
+	}
+	return ""
+}
+
+// read names a content and keeps it when may says so and it fits the caps; why
+// says why it was not kept.
+func (r *recording) read(open func() (*os.File, error), may bool) (hash, why string) {
 	f, err := open()
 	if err != nil {
 		return "", fmt.Sprintf(unreadableAt, err)
@@ -123,8 +143,9 @@ func (r *recording) read(open func() (*os.File, error)) (hash, why string) {
 	if err != nil {
 		return "", fmt.Sprintf(unreadableAt, err)
 	}
-	keep := true
+	keep := may
 	switch {
+	case !may:
 	case st.Size() > r.caps.FileBytes:
 		keep, why = false, fmt.Sprintf(pastFileCap, r.caps.FileBytes)
 	case r.kept+st.Size() > r.caps.CallBytes:

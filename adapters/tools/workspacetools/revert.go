@@ -50,7 +50,7 @@ func (w *Workspaces) Restore(_ context.Context, folder, session, path string, ta
 		st.forget(session, paths) // unread until read again: edit_file asks for a read
 	}
 	w.mu.Unlock()
-	return restored{res}, out, nil
+	return restored{res, w.UndoCaps()}, out, nil
 }
 
 // restoresOf are targets as the sandbox restores them.
@@ -74,10 +74,13 @@ func restoresOf(targets []fsm.RestoreTarget) ([]sandbox.Restore, error) {
 }
 
 // restored is a restore waiting for its record.
-type restored struct{ res *sandbox.Result }
+type restored struct {
+	res  *sandbox.Result
+	caps UndoCaps
+}
 
 func (r restored) Changes() ([]events.FileChange, []events.Content, error) {
-	return recordChanges(r.res, DefaultUndoCaps)
+	return recordChanges(r.res, r.caps)
 }
 
 func (r restored) Settle(recorded bool) { r.res.Settle(recorded) }

@@ -34,12 +34,12 @@ func Tools(wss *Workspaces, recall Recall) []fsm.Tool {
 			func(a readArgs) fsm.PolicyCall { return pathCall(policy.L1, policy.ActRead, a.Path) }},
 		&target[writeArgs]{functool.MustNew("write_file", "Create a file in the workspace (overwriting an existing one needs overwrite: true). Returns a diff.",
 			inWorkspace(wss, func(ws *sandbox.Workspace) func(context.Context, writeArgs) (any, error) {
-				return writeFile(ws, st, wss.Root().Dir())
+				return writeFile(ws, st, wss)
 			})),
 			func(a writeArgs) fsm.PolicyCall { return pathCall(policy.L2, policy.ActWrite, a.Path) }},
 		&target[editArgs]{functool.MustNew("edit_file", "Replace text that occurs exactly once in a file this session has read; refused if the file changed since. Returns the changed line ranges and a diff.",
 			inWorkspace(wss, func(ws *sandbox.Workspace) func(context.Context, editArgs) (any, error) {
-				return editFile(ws, st, wss.Root().Dir())
+				return editFile(ws, st, wss)
 			})),
 			func(a editArgs) fsm.PolicyCall { return pathCall(policy.L2, policy.ActWrite, a.Path) }},
 		&target[globArgs]{functool.MustNew("glob", "List workspace files matching a pattern (** for any depth); .git, node_modules and build directories are skipped.",

@@ -51,6 +51,7 @@ type Workspaces struct {
 	caches map[string]*sandbox.MaskCache // by workspace directory
 	made   map[string]bool               // homes made, by directory
 	seen   []*seen                       // what the file tools' sessions read
+	undo   *UndoCaps                     // nil: DefaultUndoCaps
 }
 
 // NewWorkspaces opens root (which must exist) for scope.
@@ -114,6 +115,17 @@ func (w *Workspaces) homeOf(dir string) string {
 	}
 	sum := sha256.Sum256([]byte(dir))
 	return filepath.Join(w.homes, filepath.Base(dir)+"-"+hex.EncodeToString(sum[:8]))
+}
+
+// SetUndoCaps bounds what the undo log keeps of the workspaces' changes.
+func (w *Workspaces) SetUndoCaps(c UndoCaps) { w.undo = &c }
+
+// UndoCaps bound what the undo log keeps of the workspaces' changes.
+func (w *Workspaces) UndoCaps() UndoCaps {
+	if w.undo == nil {
+		return DefaultUndoCaps
+	}
+	return *w.undo
 }
 
 // Root is the directory the workspaces are made under (for shared, the workspace).

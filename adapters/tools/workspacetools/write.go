@@ -26,7 +26,7 @@ type writeResult struct {
 	Truncation
 }
 
-func writeFile(ws *sandbox.Workspace, st *seen, root string) func(context.Context, writeArgs) (any, error) {
+func writeFile(ws *sandbox.Workspace, st *seen, wss *Workspaces) func(context.Context, writeArgs) (any, error) {
 	return func(ctx context.Context, a writeArgs) (any, error) {
 		if len(a.Content) > MaxWriteBytes {
 			return nil, fmt.Errorf("content is %d bytes, more than the %d write_file takes", len(a.Content), MaxWriteBytes)
@@ -57,7 +57,7 @@ func writeFile(ws *sandbox.Workspace, st *seen, root string) func(context.Contex
 		if existed && !a.Overwrite {
 			return nil, fmt.Errorf("%s exists; set overwrite: true to replace it", rel)
 		}
-		if err := commitWrite(ctx, ws, root, rel, a.Content); err != nil {
+		if err := commitWrite(ctx, ws, wss, rel, a.Content); err != nil {
 			return nil, err
 		}
 		st.remember(ctx, rel, written(ws, rel, a.Content))
