@@ -17,6 +17,11 @@ func (e *Engine) conversation(ctx context.Context, s projection.Session) (*conve
 	if ok && c.lastCommitSeq == s.LastCommitSeq {
 		return c.conv, nil
 	}
+	if app := e.apps[s.App]; app != nil && app.Workspace != nil {
+		// Its turns ran elsewhere since (or it was not kept): what this node's file
+		// tools remember of its reads may predate a revert there.
+		app.Workspace.Unread(s.ID, nil)
+	}
 	items, err := e.store.History(ctx, s.ID)
 	if err != nil {
 		return nil, err

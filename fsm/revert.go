@@ -33,6 +33,10 @@ type Workspace interface {
 	ForgetSession(session string) (int, error)
 	// Scope is whose each folder is.
 	Scope() WorkspaceScope
+	// Unread makes paths unread for session: what its file tools remember of them
+	// here (a revert put them back, maybe on another node) is forgotten; nil paths
+	// forget all (the session moved on elsewhere: the log says what it read).
+	Unread(session string, paths []string)
 	// Branch makes folder, a branch's own (per-session scope), from the folder from
 	// as it is now with the targets plan returns forced onto it, whole or not at
 	// all; plan is called once the copy is taken. A folder made already is left as

@@ -52,6 +52,13 @@ func (r *run) revertNote() (string, error) {
 			return "", err
 		}
 		notes = append(notes, revertNoteOf(wr))
+		if ws := r.app.Workspace; ws != nil {
+			paths := make([]string, len(wr.Changes))
+			for i, c := range wr.Changes {
+				paths[i] = c.Path
+			}
+			ws.Unread(r.session, paths) // the node that reverted forgot them; this one may not have
+		}
 	}
 	return strings.Join(notes, "\n\n"), nil
 }

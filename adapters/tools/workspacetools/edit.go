@@ -25,7 +25,7 @@ const MaxEditBytes = 4 << 20
 // the log through recall.
 type seen struct {
 	mu     sync.Mutex
-	files  map[string]seenFile // session + "\x00" + path
+	files  map[string]map[string]seenFile // by session, then path
 	recall Recall
 }
 
@@ -42,30 +42,39 @@ type seenFile struct {
 	mtime time.Time
 }
 
-func (s *seen) key(ctx context.Context, rel string) string {
+func sessionOf(ctx context.Context) string {
 	ci, _ := fsm.CallInfoFrom(ctx)
-	return ci.Session + "\x00" + rel
+	return ci.Session
 }
 
 func (s *seen) remember(ctx context.Context, rel string, f seenFile) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.files[s.key(ctx, rel)] = f
+	session := sessionOf(ctx)
+	if s.files[session] == nil {
+		s.files[session] = map[string]seenFile{}
+	}
+	s.files[session][rel] = f
 }
 
 func (s *seen) last(ctx context.Context, rel string) (seenFile, bool) {
 	s.mu.Lock()
-	f, ok := s.files[s.key(ctx, rel)]
+	f, ok := s.files[sessionOf(ctx)][rel]
 	s.mu.Unlock()
 	return f, ok
 }
 
-// forget makes paths unread for session (a revert put them back).
+// forget makes paths unread for session (a revert put them back); nil paths,
+// every path (what the log says is recalled again).
 func (s *seen) forget(session string, paths []string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if paths == nil {
+		delete(s.files, session)
+		return
+	}
 	for _, p := range paths {
-		delete(s.files, session+"\x00"+p)
+		delete(s.files[session], p)
 	}
 }
 

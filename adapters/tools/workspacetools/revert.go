@@ -43,14 +43,28 @@ func (w *Workspaces) Restore(_ context.Context, folder, session, path string, ta
 	}
 	paths := make([]string, len(targets))
 	for i, t := range targets {
-		paths[i] = filepath.FromSlash(t.Path)
+		paths[i] = t.Path
+	}
+	w.Unread(session, paths)
+	return restored{res, w.UndoCaps()}, out, nil
+}
+
+// Unread implements fsm.Workspace: the file tools forget what session read or
+// wrote of paths (slash-separated, workspace-relative; nil: all of them, to be
+// recalled from the log), so edit_file asks for a read first.
+func (w *Workspaces) Unread(session string, paths []string) {
+	var local []string
+	for _, p := range paths {
+		local = append(local, filepath.FromSlash(p))
+	}
+	if paths != nil && local == nil {
+		return
 	}
 	w.mu.Lock()
+	defer w.mu.Unlock()
 	for _, st := range w.seen {
-		st.forget(session, paths) // unread until read again: edit_file asks for a read
+		st.forget(session, local)
 	}
-	w.mu.Unlock()
-	return restored{res, w.UndoCaps()}, out, nil
 }
 
 // restoresOf are targets as the sandbox restores them.

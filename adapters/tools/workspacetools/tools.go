@@ -24,7 +24,7 @@ const (
 // gives it; recall (nil: none) is how edit_file learns what a session read before
 // this process ran.
 func Tools(wss *Workspaces, recall Recall) []fsm.Tool {
-	st := &seen{files: map[string]seenFile{}, recall: recall}
+	st := &seen{files: map[string]map[string]seenFile{}, recall: recall}
 	wss.mu.Lock()
 	wss.seen = append(wss.seen, st) // a revert makes what it puts back unread
 	wss.mu.Unlock()
