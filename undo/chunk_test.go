@@ -132,3 +132,36 @@ func TestReadNamesTheWholeAndKeepsItsChunks(t *testing.T) {
 		t.Fatalf("empty: %+v", empty)
 	}
 }
+
+// TestReadSizedCutsAsReadDoes: a content read whole (ReadSized) has the hash, size
+// and chunks a content read a window at a time (Read) has — small, one chunk, many,
+// past MaxWhole, a size that was wrong — and one not kept is named the same.
+func TestReadSizedCutsAsReadDoes(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(7, 9))
+	for _, n := range []int{0, 1, MinChunk, 4096, 100_000, MaxWhole + 12345} {
+		data := make([]byte, n)
+		for i := range data {
+			data[i] = byte(rng.Uint32())
+		}
+		want, err := Read(bytes.NewReader(data), true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, size := range []int64{int64(n), int64(n) / 2} { // the stat, or a stale one
+			got, err := ReadSized(bytes.NewReader(data), size, true, false)
+			if err != nil || got.Hash != want.Hash || got.Size != want.Size || len(got.Chunks) != len(want.Chunks) {
+				t.Fatalf("%d bytes (size %d): %d chunks, %v; want %d", n, size, len(got.Chunks), err, len(want.Chunks))
+			}
+			for i := range got.Chunks {
+				if got.Chunks[i].Hash != want.Chunks[i].Hash || !bytes.Equal(got.Chunks[i].Data, want.Chunks[i].Data) {
+					t.Fatalf("%d bytes: chunk %d differs", n, i)
+				}
+			}
+		}
+		named, err := ReadSized(bytes.NewReader(data), int64(n), false, false)
+		if err != nil || named.Hash != want.Hash || named.Size != want.Size || named.Chunks != nil {
+			t.Fatalf("%d bytes not kept: %+v %v", n, named.Hash, err)
+		}
+	}
+}

@@ -116,7 +116,8 @@ func dsn(path string, opts Options, role int) string {
 		q.Add("_pragma", "query_only(1)")
 	case roleWrite:
 		q.Add("_pragma", fmt.Sprintf("wal_autocheckpoint(%d)", max(opts.CheckpointPages, 0)))
-		q.Add("_pragma", "secure_delete(1)") // what is deleted or rewritten is overwritten: erasure leaves no byte behind
+		q.Add("_pragma", "secure_delete(1)")   // what is deleted or rewritten is overwritten: erasure leaves no byte behind
+		q.Add("_pragma", "cache_size(-65536)") // 64 MiB: a command's changes to thousands of files append without spilling pages mid-transaction
 		q.Add("_txlock", "immediate")
 	}
 	return "file:" + path + "?" + q.Encode()

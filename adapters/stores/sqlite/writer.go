@@ -241,7 +241,8 @@ type writer struct {
 	conn                              *sql.Conn
 	begin, commitTx, rollback         *sql.Stmt
 	lastSeq, insEvent, insBlob        *sql.Stmt
-	insChunk, insContent, insRef      *sql.Stmt // the undo log's contents
+	insChunk, insContent, insRef      *sql.Stmt // the undo log's contents, a row each
+	insChunks, insContents, insRefs   *sql.Stmt // and contentBatch rows each
 	sessOpen, sessMoved               *sql.Stmt
 	turnOpen, turnProgress, turnClose *sql.Stmt
 	turnHandoff                       *sql.Stmt
@@ -278,6 +279,8 @@ func newWriter(ctx context.Context, s *Store) (*writer, error) {
 	}{{&w.begin, "BEGIN IMMEDIATE"}, {&w.commitTx, "COMMIT"}, {&w.rollback, "ROLLBACK"},
 		{&w.lastSeq, qLastSeq}, {&w.insEvent, qInsertEvent}, {&w.insBlob, qInsertBlob},
 		{&w.insChunk, sqlrows.QInsertChunk}, {&w.insContent, sqlrows.QInsertContent}, {&w.insRef, sqlrows.QInsertContentRef},
+		{&w.insChunks, sqlrows.Rows(sqlrows.QInsertChunk, contentBatch)}, {&w.insContents, sqlrows.Rows(sqlrows.QInsertContent, contentBatch)},
+		{&w.insRefs, sqlrows.Rows(sqlrows.QInsertContentRef, contentBatch)},
 		{&w.sessOpen, qSessionOpen}, {&w.sessMoved, qSessionMoved}, {&w.turnOpen, qTurnOpen}, {&w.turnHandoff, qTurnHandoff},
 		{&w.turnProgress, qTurnProgress}, {&w.turnClose, qTurnClose},
 		{&w.interruptAdd, qInterruptAdd}, {&w.interruptSet, qInterruptSet}, {&w.interruptEnd, qInterruptEnd}, {&w.turnPause, qTurnPause},
@@ -507,30 +510,6 @@ func (w *writer) insert(ctx context.Context, ev events.Event) error {
 				Message: fmt.Sprintf("event %s/%d holds what the store cannot keep", ev.Session, ev.Seq), Err: err}
 		}
 		return fmt.Errorf("insert event %s/%d: %w", ev.Session, ev.Seq, err)
-	}
-	return nil
-}
-
-// insertContents writes the contents ev carries and the session's references to
-// them (sqlrows/contents.go).
-func (w *writer) insertContents(ctx context.Context, ev events.Event) error {
-	for _, c := range ev.Contents {
-		for _, ch := range c.Chunks {
-			if ch.Data != nil {
-				if _, err := w.insChunk.ExecContext(ctx, ch.Hash, ch.Data); err != nil {
-					return fmt.Errorf("store chunk %s: %w", ch.Hash, err)
-				}
-			}
-			if _, err := w.insRef.ExecContext(ctx, ev.Session, ch.Hash); err != nil {
-				return fmt.Errorf("refer to chunk %s: %w", ch.Hash, err)
-			}
-		}
-		if _, err := w.insContent.ExecContext(ctx, c.Hash, c.Size, sqlrows.ChunkList(c)); err != nil {
-			return fmt.Errorf("store content %s: %w", c.Hash, err)
-		}
-		if _, err := w.insRef.ExecContext(ctx, ev.Session, c.Hash); err != nil {
-			return fmt.Errorf("refer to content %s: %w", c.Hash, err)
-		}
 	}
 	return nil
 }

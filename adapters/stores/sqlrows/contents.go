@@ -24,6 +24,18 @@ const (
 	QInsertContentRef = `INSERT INTO content_refs (session_id, hash) VALUES (?, ?) ON CONFLICT (session_id, hash) DO NOTHING`
 )
 
+// Rows is the single-row insert q (INSERT … VALUES (?, …) …) made to insert n rows.
+func Rows(q string, n int) string {
+	at := strings.Index(q, "VALUES (")
+	end := strings.Index(q[at:], ")") + at + 1
+	group := q[at+len("VALUES ") : end]
+	groups := make([]string, n)
+	for i := range groups {
+		groups[i] = group
+	}
+	return q[:at] + "VALUES " + strings.Join(groups, ", ") + q[end:]
+}
+
 // qContentOf is a content's size and chunks, when session or one it was branched
 // from refers to it.
 const qContentOf = `WITH RECURSIVE line (id) AS (

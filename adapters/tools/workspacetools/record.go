@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -54,17 +56,97 @@ func recordApply(ctx context.Context, res *sandbox.Result, root, ws string, caps
 var errLate = errors.New("the call's result was recorded before its tool returned (it timed out or was canceled)")
 
 // recordChanges reads what res's apply (or restore) changed as the undo log records
-// it: each path before and after, and the contents within caps.
+// it: each path before and after, and the contents within caps. The contents are
+// read ahead by a few workers at once, a window of changes at a time; what is kept
+// is decided in the changes' order, so the record is the same however they ran.
 func recordChanges(res *sandbox.Result, caps UndoCaps) (changes []events.FileChange, contents []events.Content, err error) {
 	err = res.FileChanges(func(cs []sandbox.FileChange) error {
 		rec := &recording{caps: caps, seen: map[string]bool{}}
-		for i := range cs {
-			changes = append(changes, rec.change(&cs[i]))
+		for start := 0; start < len(cs); {
+			end := readWindow(cs, start)
+			ahead := rec.readAhead(cs[start:end])
+			for i := start; i < end; i++ {
+				changes = append(changes, rec.change(&cs[i], ahead[i-start]))
+			}
+			start = end
 		}
 		contents = rec.contents
 		return nil
 	})
 	return changes, contents, err
+}
+
+// A window of changes read ahead holds at most windowBytes of contents, or
+// windowChanges changes.
+const (
+	windowBytes   = 64 << 20
+	windowChanges = 1024
+)
+
+// readWindow is where the window of changes from start ends.
+func readWindow(cs []sandbox.FileChange, start int) int {
+	var bytes int64
+	end := start
+	for end < len(cs) && end-start < windowChanges && (end == start || bytes < windowBytes) {
+		for _, st := range []*sandbox.EntryState{cs[end].Before, cs[end].After} {
+			if st != nil {
+				bytes += st.Size
+			}
+		}
+		end++
+	}
+	return end
+}
+
+// read is one content read ahead: what it holds (its chunks when it may be kept)
+// and its size, or why it could not be read.
+type read struct {
+	c    events.Content
+	size int64
+	err  error
+}
+
+// readAhead reads the contents of the files before and after each change of cs,
+// with as many workers as there are processors (up to 4).
+func (r *recording) readAhead(cs []sandbox.FileChange) [][2]read {
+	out := make([][2]read, len(cs))
+	full := r.kept >= r.caps.CallBytes // nothing more is kept: name them only
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), 4) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				c := &cs[i]
+				may := !full && r.excluded(c.Path) == ""
+				if c.Before != nil && c.Before.Kind == sandbox.EntryFile {
+					out[i][0] = r.readOne(c.OpenBefore, c.Before.Size, may, true) // the apply's staging directory holds it: nobody writes there
+				}
+				if c.After != nil && c.After.Kind == sandbox.EntryFile {
+					out[i][1] = r.readOne(c.OpenAfter, c.After.Size, may, false)
+				}
+			}
+		}()
+	}
+	for i := range cs {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return out
+}
+
+// readOne reads a content of size bytes (as the apply's reading found it), with its
+// chunks when may and it fits the file cap; settled says nothing writes its file.
+func (r *recording) readOne(open func() (*os.File, error), size int64, may, settled bool) read {
+	f, err := open()
+	if err != nil {
+		return read{err: err}
+	}
+	defer f.Close()
+	c, err := undo.ReadSized(f, size, may && size <= r.caps.FileBytes, settled)
+	return read{c: c, size: c.Size, err: err}
 }
 
 // workspaceKey is ws's folder below root ("" for root itself).
@@ -94,7 +176,7 @@ const (
 	excludedBy   = "the operator keeps its contents out of the undo log (policy.undo.exclude %q)"
 )
 
-func (r *recording) change(c *sandbox.FileChange) events.FileChange {
+func (r *recording) change(c *sandbox.FileChange, ahead [2]read) events.FileChange {
 	ch := events.FileChange{Path: c.Path, Before: stateOf(c.Before), After: stateOf(c.After)}
 	if !utf8.ValidString(c.Path) {
 		ch.NotRevertible = notUTF8
@@ -107,7 +189,7 @@ func (r *recording) change(c *sandbox.FileChange) events.FileChange {
 		ch.NotRevertible = excluded
 	}
 	if ch.Before != nil && ch.Before.Kind == events.FileKindFile {
-		hash, why := r.read(c.OpenBefore, excluded == "")
+		hash, why := r.keep(ahead[0], excluded == "")
 		ch.Before.Hash = hash
 		if why != "" && ch.NotRevertible == "" {
 			ch.NotRevertible = why
@@ -116,7 +198,7 @@ func (r *recording) change(c *sandbox.FileChange) events.FileChange {
 	if ch.After != nil && ch.After.Kind == events.FileKindFile {
 		// What a revert checks the file against; kept (when it fits) so that a revert
 		// of the revert can put it back.
-		ch.After.Hash, _ = r.read(c.OpenAfter, excluded == "")
+		ch.After.Hash, _ = r.keep(ahead[1], excluded == "")
 	}
 	return ch
 }
@@ -131,36 +213,28 @@ func (r *recording) excluded(path string) string {
 	return ""
 }
 
-// read names a content and keeps it when may says so and it fits the caps; why
-// says why it was not kept.
-func (r *recording) read(open func() (*os.File, error), may bool) (hash, why string) {
-	f, err := open()
-	if err != nil {
-		return "", fmt.Sprintf(unreadableAt, err)
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return "", fmt.Sprintf(unreadableAt, err)
+// keep names a content read ahead and keeps it when may says so and it fits the
+// caps; why says why it was not kept.
+func (r *recording) keep(rd read, may bool) (hash, why string) {
+	if rd.err != nil {
+		return "", fmt.Sprintf(unreadableAt, rd.err)
 	}
 	keep := may
 	switch {
 	case !may:
-	case st.Size() > r.caps.FileBytes:
+	case rd.size > r.caps.FileBytes:
 		keep, why = false, fmt.Sprintf(pastFileCap, r.caps.FileBytes)
-	case r.kept+st.Size() > r.caps.CallBytes:
+	case r.seen[rd.c.Hash]:
+		keep = false // kept already
+	case r.kept+rd.size > r.caps.CallBytes || rd.c.Chunks == nil && rd.size > 0:
 		keep, why = false, fmt.Sprintf(pastCallCap, r.caps.CallBytes)
 	}
-	c, err := undo.Read(f, keep)
-	if err != nil {
-		return "", fmt.Sprintf(unreadableAt, err)
+	if keep {
+		r.seen[rd.c.Hash] = true
+		r.kept += rd.size
+		r.contents = append(r.contents, rd.c)
 	}
-	if keep && !r.seen[c.Hash] {
-		r.seen[c.Hash] = true
-		r.kept += c.Size
-		r.contents = append(r.contents, c)
-	}
-	return c.Hash, why
+	return rd.c.Hash, why
 }
 
 // stateOf is an entry's state as the log holds it.
