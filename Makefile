@@ -18,9 +18,10 @@ helper: ## build the sandbox's helper alone, which turnlog embeds and runs from 
 run: build ## serve the offline demo app on an embedded SQLite file (no network, no API key)
 	./turnlog serve --dev --db $(DB) --addr $(ADDR) $(if $(CONFIG),--config $(CONFIG))
 
-test: vet helper ## gofmt check, go vet, and every test with the race detector (the sandbox's boundary tests again with bubblewrap; the apply's kill -9 test without the detector, which only slows its processes)
+test: vet helper ## gofmt check, go vet, and every test with the race detector (the sandbox's boundary tests and the undo log's again with bubblewrap; the apply's kill -9 test without the detector, which only slows its processes)
 	$(GO) test -race -timeout 15m ./...
 	TURNLOG_TEST_MECHANISM=bubblewrap $(GO) test -race -timeout 5m ./sandbox ./adapters/tools/workspacetools
+	TURNLOG_TEST_MECHANISM=bubblewrap $(GO) test -race -timeout 5m -run 'Revert|Branch|Undo|Files|Records|Recorded' ./pkg/turnlog
 	$(GO) test -timeout 10m -run 'TestAKilledApply|TestAKilledRestore' ./sandbox
 	TURNLOG_TEST_MECHANISM=bubblewrap $(GO) test -timeout 5m -run 'TestAKilledApply|TestAKilledRestore' ./sandbox
 

@@ -65,12 +65,23 @@ func shellConfig(scope, ws, rules, settings string, tools ...string) string {
       worker: {llm: script, tools: [%s]}
     policy:
       mode: workspace-write
+      sandbox: %s
       workspace: %s
       workspace_scope: %s
       rules:
         - {name: tools, tools: [%s], decision: allow}
-`, rules, settings, list, ws, scope, list)
+`, rules, settings, list, testMechanism(), ws, scope, list)
 	return cfg
+}
+
+// testMechanism is the sandbox the shell apps' commands run in:
+// TURNLOG_TEST_MECHANISM (make test runs the undo log's tests again with
+// bubblewrap), landlock by default.
+func testMechanism() string {
+	if m := os.Getenv("TURNLOG_TEST_MECHANISM"); m != "" {
+		return m
+	}
+	return "landlock"
 }
 
 // undoApp is an app whose every turn runs command in the shared workspace ws.
