@@ -21,11 +21,12 @@ import (
 // workspace as it is now, taken under its lock once no apply of it waits to be
 // settled (so everything the copy holds is in the source's log), with the changes
 // its log recorded after the point restored onto the copy. The copy is made in a
-// directory of its own next to the new workspace and renamed into place whole: the
-// new workspace exists complete or not at all.
+// directory of its own next to the new workspace, locked while it is made (one a
+// dead process left is removed at the next start: RemoveBranchCopies), and renamed
+// into place whole: the new workspace exists complete or not at all.
 
 // BranchPrefix starts the name of a branch copy being made, next to the workspace
-// it becomes: one left by a dead process is removed by RemoveBranchCopies.
+// it becomes.
 const BranchPrefix = ".branch-"
 
 // ErrBranchMade says BranchWorkspace found the new workspace made already (by
@@ -52,6 +53,13 @@ func BranchWorkspace(ctx context.Context, src, dst string, plan func() ([]Restor
 	if err := os.Mkdir(tmp, 0o700); err != nil {
 		return err
 	}
+	// Held while the copy is made: a copy whose lock is free is a dead process's.
+	unlockTmp, err := lockDir(tmp)
+	if err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	defer unlockTmp()
 	done := false
 	defer func() {
 		if !done {
@@ -66,11 +74,11 @@ func BranchWorkspace(ctx context.Context, src, dst string, plan func() ([]Restor
 		return err
 	}
 	if len(rs) > 0 {
-		res, _, err := RestoreFiles(tmp, "", rs, true)
+		res, _, err := restoreFiles(tmp, "", rs, true, false) // its lock is held: the copy's own
 		if err != nil {
 			return fmt.Errorf("restoring the branch point's files: %w", err)
 		}
-		if err := res.Settle(true); err != nil {
+		if err := res.SettleHeld(true); err != nil {
 			return err
 		}
 	}
@@ -95,9 +103,9 @@ func BranchWorkspace(ctx context.Context, src, dst string, plan func() ([]Restor
 }
 
 // RemoveBranchCopies removes the branch copies dead processes left in dir (the
-// folder the workspaces are made in): names starting BranchPrefix. It says how
-// many it removed.
-func RemoveBranchCopies(dir string, olderThan time.Duration, now time.Time) (int, error) {
+// folder the workspaces are made in): names starting BranchPrefix whose lock
+// nobody holds. It says how many it removed.
+func RemoveBranchCopies(dir string) (int, error) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		if os.IsNotExist(err) {
@@ -108,14 +116,21 @@ func RemoveBranchCopies(dir string, olderThan time.Duration, now time.Time) (int
 	n := 0
 	var errs []error
 	for _, e := range ents {
-		if !strings.HasPrefix(e.Name(), BranchPrefix) {
+		if !strings.HasPrefix(e.Name(), BranchPrefix) || !e.IsDir() {
 			continue
 		}
-		fi, err := e.Info()
-		if err != nil || now.Sub(fi.ModTime()) < olderThan {
+		p := filepath.Join(dir, e.Name())
+		fd, err := unix.Open(p, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			continue // gone meanwhile
+		}
+		if unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB) != nil {
+			unix.Close(fd)
 			continue // a copy being made by a live process
 		}
-		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+		err = os.RemoveAll(p)
+		unix.Close(fd)
+		if err != nil {
 			errs = append(errs, err)
 			continue
 		}

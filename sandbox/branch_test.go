@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/turnlog/turnlog/sandbox"
+	"golang.org/x/sys/unix"
 )
 
 // TestABranchCopyIsItsSourceExactly: a branch's workspace is its source's entry
@@ -125,16 +126,22 @@ func TestABranchCopyWaitsForAnApplyToBeSettled(t *testing.T) {
 }
 
 // TestLeftBranchCopiesAreRemoved: a copy a dead process left next to the
-// workspaces goes once it is old; a workspace and a fresh copy stay.
+// workspaces goes; one whose maker lives (its lock held) and a workspace stay.
 func TestLeftBranchCopiesAreRemoved(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	for _, d := range []string{sandbox.BranchPrefix + "a-1/x", sandbox.BranchPrefix + "b-2", "a"} {
 		os.MkdirAll(filepath.Join(dir, d), 0o700)
 	}
-	now := time.Now()
-	os.Chtimes(filepath.Join(dir, sandbox.BranchPrefix+"a-1"), now.Add(-2*time.Hour), now.Add(-2*time.Hour))
-	n, err := sandbox.RemoveBranchCopies(dir, time.Hour, now)
+	live, err := os.Open(filepath.Join(dir, sandbox.BranchPrefix+"b-2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.Close()
+	if err := unix.Flock(int(live.Fd()), unix.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	n, err := sandbox.RemoveBranchCopies(dir)
 	if err != nil || n != 1 {
 		t.Fatalf("%d %v", n, err)
 	}

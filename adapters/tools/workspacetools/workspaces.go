@@ -204,7 +204,7 @@ func pathName(id string) string {
 func (w *Workspaces) Recover(recorded sandbox.Recorded) ([]string, error) {
 	var did []string
 	var errs []error
-	if n, err := sandbox.RemoveBranchCopies(filepath.Join(w.root.Dir(), "sessions"), staleBranchCopy, time.Now()); n > 0 || err != nil {
+	if n, err := sandbox.RemoveBranchCopies(filepath.Join(w.root.Dir(), "sessions")); n > 0 || err != nil {
 		did = append(did, fmt.Sprintf("removed %d branch copies left unfinished", n))
 		errs = append(errs, err)
 	}
@@ -222,10 +222,6 @@ func (w *Workspaces) Recover(recorded sandbox.Recorded) ([]string, error) {
 	}
 	return did, errors.Join(errs...)
 }
-
-// staleBranchCopy is how old a branch copy left next to the workspaces is taken
-// for a dead process's (a live one renames its copy into place when it is done).
-const staleBranchCopy = time.Hour
 
 // dirs are the workspaces made under the root so far: the root itself, and for
 // the per-user and per-session scopes each folder of users/ and sessions/.
