@@ -3,6 +3,7 @@ package fsm
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/turnlog/turnlog/events"
@@ -65,12 +66,20 @@ func (e *Engine) Branch(ctx context.Context, source, owner string, at BranchPoin
 		return projection.Session{}, err
 	}
 	id := e.opts.NewID()
-	ev, err := events.New("", "", sb)
-	if err != nil {
+	fail := func(err error) (projection.Session, error) {
+		if sb.Revert != "" { // the source's files go back as they were: no branch, no revert
+			if _, uerr := e.revert(ctx, RevertRequest{Session: source, Revert: sb.Revert, By: owner}); uerr != nil {
+				err = errors.Join(err, fmt.Errorf("the revert %s of the source's files made for it stands: %w", sb.Revert, uerr))
+			}
+		}
 		return projection.Session{}, err
 	}
+	ev, err := events.New("", "", sb)
+	if err != nil {
+		return fail(err)
+	}
 	if _, err := e.appendEvents(ctx, id, 0, []events.Event{ev}, false); err != nil {
-		return projection.Session{}, fmt.Errorf("branch %s: %w", source, err)
+		return fail(fmt.Errorf("branch %s: %w", source, err))
 	}
 	return e.store.Session(ctx, id)
 }

@@ -16,8 +16,9 @@ import (
 // append): a copy of its source's workspace as it is then, with every change the
 // source's log recorded after the branch point put back — the workspace as it was
 // after the branch's turn. A change recorded as not revertible (beyond the caps)
-// fails the call, naming the paths, and every call after it until the branch is
-// made some other way. Where sessions share a workspace (per user, or one for
+// fails the call, naming the paths, and every call after it (the changes past the
+// point only grow, so this process remembers the failure). Where sessions share a
+// workspace (per user, or one for
 // all), "restore" reverts the source's own turns after the point when the branch
 // is made, as a revert to that turn would (its conflicts refuse the branch);
 // "keep", the default there, leaves the files as they are.
@@ -82,7 +83,10 @@ func (r *run) branchFiles(ctx context.Context) error {
 	if ws == nil || r.parent == "" || ws.Scope() != WorkspaceSession {
 		return nil
 	}
-	if _, ok := r.e.filesMade.Load(r.session); ok {
+	if made, ok := r.e.filesMade.Load(r.session); ok {
+		if err, failed := made.(error); failed {
+			return err
+		}
 		return nil
 	}
 	return r.e.makeBranchFiles(ctx, r.app, r.session)
@@ -114,7 +118,10 @@ func (f *filesMaking) lock(session string) func() {
 func (e *Engine) makeBranchFiles(ctx context.Context, app *App, session string) error {
 	unlock := e.filesMaking.lock(session)
 	defer unlock()
-	if _, ok := e.filesMade.Load(session); ok {
+	if made, ok := e.filesMade.Load(session); ok {
+		if err, failed := made.(error); failed {
+			return err
+		}
 		return nil
 	}
 	s, err := e.store.Session(ctx, session)
@@ -123,6 +130,10 @@ func (e *Engine) makeBranchFiles(ctx context.Context, app *App, session string) 
 	}
 	if s.ParentID != "" {
 		if err := e.branchFolder(ctx, app, s); err != nil {
+			var bf *BranchFilesError
+			if errors.As(err, &bf) {
+				e.filesMade.Store(session, err) // it can only stay so
+			}
 			return err
 		}
 	}
@@ -149,6 +160,12 @@ func (e *Engine) branchFolder(ctx context.Context, app *App, s projection.Sessio
 	files, err := e.branchedFiles(ctx, s.ID)
 	if err != nil {
 		return err
+	}
+	if files != BranchFilesKeep {
+		// What cannot be put back is known from the log before anything is copied.
+		if _, err := e.branchChanges(ctx, src.ID, s.ParentSeq, from); err != nil {
+			return err
+		}
 	}
 	return app.Workspace.Branch(ctx, folder, from, func() ([]RestoreTarget, error) {
 		if files == BranchFilesKeep {
@@ -177,6 +194,25 @@ func (e *Engine) branchedFiles(ctx context.Context, session string) (string, err
 // branchTargets are what puts the folder of session back as it was at seq: the
 // changes its log recorded there after seq, taken back newest first.
 func (e *Engine) branchTargets(ctx context.Context, session string, seq int64, folder string) ([]RestoreTarget, error) {
+	targets, err := e.branchChanges(ctx, session, seq, folder)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]RestoreTarget, len(targets))
+	for i, t := range targets {
+		out[i].Target = t
+		if t.Want != nil && t.Want.Kind == events.FileKindFile {
+			if out[i].Content, err = e.store.Content(ctx, session, t.Want.Hash); err != nil {
+				return nil, fmt.Errorf("the content %s was of %s: %w", t.Want.Hash, t.Path, err)
+			}
+		}
+	}
+	return out, nil
+}
+
+// branchChanges is what puts back the changes the log of session recorded in
+// folder after seq; a change that cannot be put back is a *BranchFilesError.
+func (e *Engine) branchChanges(ctx context.Context, session string, seq int64, folder string) ([]undo.Target, error) {
 	evs, err := e.store.Events(ctx, session, seq)
 	if err != nil {
 		return nil, err
@@ -206,16 +242,7 @@ func (e *Engine) branchTargets(ctx context.Context, session string, seq int64, f
 	if len(bad) > 0 {
 		return nil, &BranchFilesError{Session: session, Changes: bad}
 	}
-	out := make([]RestoreTarget, len(targets))
-	for i, t := range targets {
-		out[i].Target = t
-		if t.Want != nil && t.Want.Kind == events.FileKindFile {
-			if out[i].Content, err = e.store.Content(ctx, session, t.Want.Hash); err != nil {
-				return nil, fmt.Errorf("the content %s was of %s: %w", t.Want.Hash, t.Path, err)
-			}
-		}
-	}
-	return out, nil
+	return targets, nil
 }
 
 // BranchFilesError is a branch whose files cannot be put back as at its branch

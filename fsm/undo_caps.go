@@ -12,7 +12,11 @@ import (
 // in the bytes of their chunks (a content the log holds already counts again: the
 // caps err on the side of keeping less). A content past a cap is named by its hash
 // but not kept, and a change whose before content is not kept cannot be reverted
-// and says why. Zero: no cap. The tools bound a file and a call themselves.
+// and says why. Zero: the default; negative: no cap. The tools bound a file and a
+// call themselves. A session's count is its own records' (a branch counts from
+// zero); a turn's, what its records kept so far, read again when it resumes; with
+// calls that run at once, which content meets the cap first is the order their
+// results are recorded in.
 type UndoCaps struct {
 	TurnBytes    int64
 	SessionBytes int64
@@ -62,12 +66,15 @@ func (r *run) capContents(ctx context.Context, fc *events.FilesChanged, contents
 	k := &r.log.undo
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if !k.seeded && caps.SessionBytes > 0 {
-		n, err := r.e.store.ContentBytes(ctx, r.session)
-		if err != nil {
-			return nil, err
+	if !k.seeded {
+		if caps.SessionBytes > 0 {
+			n, err := r.e.store.ContentBytes(ctx, r.session)
+			if err != nil {
+				return nil, err
+			}
+			k.session = n
 		}
-		k.session, k.seeded = n, true
+		k.turn, k.seeded = r.keptBefore(), true
 	}
 	kept := contents[:0:0]
 	dropped := map[string]string{}
@@ -97,4 +104,30 @@ func (r *run) capContents(ctx context.Context, fc *events.FilesChanged, contents
 		}
 	}
 	return kept, nil
+}
+
+// keptBefore is what the records of the turn kept before this run of it (a turn
+// resumed or recovered): the sizes of the revertible changes' files, each side.
+func (r *run) keptBefore() int64 {
+	if r.rec == nil {
+		return 0
+	}
+	var n int64
+	for _, ev := range r.rec.events {
+		if ev.Type != events.TypeFilesChanged || ev.Turn != r.turn {
+			continue
+		}
+		fc, err := events.DecodeAs[*events.FilesChanged](ev)
+		if err != nil {
+			continue
+		}
+		for _, c := range fc.Changes {
+			for _, st := range []*events.FileState{c.Before, c.After} {
+				if st != nil && st.Kind == events.FileKindFile && c.NotRevertible == "" {
+					n += st.Size
+				}
+			}
+		}
+	}
+	return n
 }

@@ -10,12 +10,13 @@ import (
 	"github.com/turnlog/turnlog/undo"
 )
 
-// What a turn page's Files section shows of each change: a unified diff for text up
-// to maxDiffSide bytes a side, for the first maxDiffs paths of the turn (the rest,
-// and every change whole, are at GET …/turns/{turn}/files).
+// What a turn page's Files section shows: the first maxListed paths of the turn,
+// with a unified diff for text up to maxDiffSide bytes a side for the first
+// maxDiffs (the rest, and every change whole, are at GET …/turns/{turn}/files).
 const (
 	maxDiffSide = 256 << 10
 	maxDiffs    = 50
+	maxListed   = 500
 )
 
 // fileCall is one call's recorded changes as the page shows them.
@@ -23,6 +24,7 @@ type fileCall struct {
 	CallID  string
 	Tool    string
 	Changes []fileRow
+	More    int // paths of the call past maxListed
 }
 
 // fileRow is one path a call changed.
@@ -38,7 +40,7 @@ type fileRow struct {
 // contents the undo log holds.
 func (s *Server) turnFiles(ctx context.Context, session string, evs []events.Event) ([]fileCall, error) {
 	var out []fileCall
-	diffs := 0
+	diffs, listed := 0, 0
 	for _, ev := range evs {
 		if ev.Type != events.TypeFilesChanged {
 			continue
@@ -48,7 +50,12 @@ func (s *Server) turnFiles(ctx context.Context, session string, evs []events.Eve
 			return nil, err
 		}
 		call := fileCall{CallID: fc.CallID, Tool: fc.Tool}
-		for _, c := range fc.Changes {
+		for i, c := range fc.Changes {
+			if listed == maxListed {
+				call.More = len(fc.Changes) - i
+				break
+			}
+			listed++
 			row := fileRow{Path: c.Path, What: whatChanged(c), NotRevertible: c.NotRevertible}
 			if textual(c) {
 				if diffs == maxDiffs {

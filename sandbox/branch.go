@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -63,7 +64,7 @@ func BranchWorkspace(ctx context.Context, src, dst string, plan func() ([]Restor
 	done := false
 	defer func() {
 		if !done {
-			os.RemoveAll(tmp)
+			removeCopy(tmp)
 		}
 	}()
 	if err := copySettled(ctx, src, tmp); err != nil {
@@ -92,6 +93,13 @@ func BranchWorkspace(ctx context.Context, src, dst string, plan func() ([]Restor
 		return err
 	}
 	err = unix.Renameat2(unix.AT_FDCWD, tmp, unix.AT_FDCWD, dst, unix.RENAME_NOREPLACE)
+	if errors.Is(err, unix.EINVAL) { // a file system without RENAME_NOREPLACE
+		if _, serr := os.Lstat(dst); serr == nil {
+			err = unix.EEXIST
+		} else {
+			err = os.Rename(tmp, dst)
+		}
+	}
 	if errors.Is(err, unix.EEXIST) || errors.Is(err, unix.ENOTEMPTY) {
 		return ErrBranchMade
 	}
@@ -128,7 +136,7 @@ func RemoveBranchCopies(dir string) (int, error) {
 			unix.Close(fd)
 			continue // a copy being made by a live process
 		}
-		err = os.RemoveAll(p)
+		err = removeCopy(p)
 		unix.Close(fd)
 		if err != nil {
 			errs = append(errs, err)
@@ -137,6 +145,20 @@ func RemoveBranchCopies(dir string) (int, error) {
 		n++
 	}
 	return n, errors.Join(errs...)
+}
+
+// removeCopy removes a branch copy, its read-only directories too (made writable
+// first: a process that is not root may not empty them otherwise).
+func removeCopy(dir string) error {
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			if fi, err := d.Info(); err == nil && fi.Mode().Perm()&0o700 != 0o700 {
+				os.Chmod(p, fi.Mode().Perm()|0o700)
+			}
+		}
+		return nil
+	})
+	return os.RemoveAll(dir)
 }
 
 // copySettled copies src into dst under src's lock, once no apply there waits to
@@ -153,7 +175,7 @@ func copySettled(ctx context.Context, src, dst string) error {
 		}
 		pending, err := applyUnsettled(src)
 		if err == nil && !pending {
-			err = copyTree(src, dst)
+			err = copyTree(ctx, src, dst)
 			unlock()
 			return err
 		}
@@ -214,7 +236,7 @@ func applyUnsettled(dir string) (bool, error) {
 // and directories with their modes, owners (when this process may set them) and
 // modification times; turnlog's .turnlog is left out, other kinds of file too. It
 // never follows a symlink.
-func copyTree(src, dst string) error {
+func copyTree(ctx context.Context, src, dst string) error {
 	sfd, err := unix.Open(src, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return err
@@ -225,10 +247,10 @@ func copyTree(src, dst string) error {
 		return err
 	}
 	defer unix.Close(dfd)
-	return copyDir(sfd, dfd, "", make([]byte, 64<<10))
+	return copyDir(ctx, sfd, dfd, "", make([]byte, 64<<10))
 }
 
-func copyDir(sfd, dfd int, rel string, buf []byte) error {
+func copyDir(ctx context.Context, sfd, dfd int, rel string, buf []byte) error {
 	ents, err := readDir(sfd, buf)
 	if err != nil {
 		return fmt.Errorf("%s: %w", rel, err)
@@ -237,14 +259,17 @@ func copyDir(sfd, dfd int, rel string, buf []byte) error {
 		if rel == "" && e.name == stagingDirName {
 			continue
 		}
-		if err := copyEntry(sfd, dfd, e.name, path.Join(rel, e.name), buf); err != nil {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := copyEntry(ctx, sfd, dfd, e.name, path.Join(rel, e.name), buf); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func copyEntry(sfd, dfd int, name, rel string, buf []byte) error {
+func copyEntry(ctx context.Context, sfd, dfd int, name, rel string, buf []byte) error {
 	var st unix.Stat_t
 	if err := unix.Fstatat(sfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		return fmt.Errorf("%s: %w", rel, err)
@@ -264,7 +289,7 @@ func copyEntry(sfd, dfd int, name, rel string, buf []byte) error {
 			return fmt.Errorf("%s: %w", rel, err)
 		}
 		defer unix.Close(dsub)
-		if err := copyDir(sub, dsub, rel, buf); err != nil {
+		if err := copyDir(ctx, sub, dsub, rel, buf); err != nil {
 			return err
 		}
 		return copyAttrs(dfd, name, &st, rel) // after its entries: their making moved its mtime
@@ -285,12 +310,19 @@ func copyEntry(sfd, dfd int, name, rel string, buf []byte) error {
 }
 
 func copyFile(sfd, dfd int, name, rel string, st *unix.Stat_t) error {
-	in, err := unix.Openat(sfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	in, err := unix.Openat(sfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return fmt.Errorf("%s: %w", rel, err)
 	}
 	src := os.NewFile(uintptr(in), rel)
 	defer src.Close()
+	var opened unix.Stat_t
+	if err := unix.Fstat(in, &opened); err != nil {
+		return fmt.Errorf("%s: %w", rel, err)
+	}
+	if opened.Mode&unix.S_IFMT != unix.S_IFREG || opened.Ino != st.Ino || opened.Dev != st.Dev {
+		return fmt.Errorf("%s changed while it was copied", rel)
+	}
 	out, err := unix.Openat(dfd, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
 	if err != nil {
 		return fmt.Errorf("%s: %w", rel, err)

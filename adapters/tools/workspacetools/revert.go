@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/turnlog/turnlog/events"
@@ -128,7 +129,7 @@ func (w *Workspaces) ForgetSession(session string) (int, error) {
 	delete(w.caches, dir)
 	w.mu.Unlock()
 	n := 0
-	copies, _ := filepath.Glob(filepath.Join(w.root.Dir(), "sessions", sandbox.BranchPrefix+pathName(session)+"-*"))
+	copies, _ := filepath.Glob(filepath.Join(w.root.Dir(), "sessions", sandbox.BranchPrefix+pathName(session)+"-"+strings.Repeat("[0-9a-f]", 16)))
 	for _, d := range append([]string{dir, w.homeOf(dir)}, copies...) {
 		if d == "" {
 			continue
