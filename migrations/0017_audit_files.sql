@@ -3,6 +3,7 @@
 -- revert, with who asked), with how many paths, the first 50 of them and how many
 -- cannot be reverted. The audit the API and the inspector show is audit's rows and
 -- these, in log order; file_changes has a row a path.
+DROP VIEW IF EXISTS audit_files;
 CREATE VIEW audit_files AS
 SELECT x.session_id, coalesce(x.turn_id, '') AS turn_id, x.seq, x.at,
        iif(x.type = 'FilesChanged', substr(x.path, 1, length(x.path) - length('/files')), x.path) AS path,

@@ -145,7 +145,7 @@ func TestApprovedCommandRunsInTheSandbox(t *testing.T) {
 		}
 		trail = append(trail, line)
 	}
-	if got, want := strings.Join(trail, " | "), `decision bash require_approval L4 default:workspace-write:L4 | approval bash approved default:workspace-write:L4 by reviewer {"command":"rm -rf build"}→{"command":"rm -rf build"} | result bash ok exit 0`; got != want {
+	if got, want := strings.Join(trail, " | "), `decision bash require_approval L4 default:workspace-write:L4 | approval bash approved default:workspace-write:L4 by reviewer {"command":"rm -rf build"}→{"command":"rm -rf build"} | result bash ok exit 0 | files bash 2 paths changed`; got != want {
 		t.Fatalf("audit: %s\nwant   %s", got, want)
 	}
 }

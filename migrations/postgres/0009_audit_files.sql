@@ -2,6 +2,7 @@
 -- 0017): audit_files is a row a FilesChanged (kind files, at the call's path) or
 -- WorkspaceReverted (kind revert, with who asked), with how many paths, the first 50
 -- of them and how many cannot be reverted.
+DROP VIEW IF EXISTS audit_files;
 CREATE VIEW audit_files AS
 SELECT e.session_id, coalesce(e.turn_id, '') AS turn_id, e.seq, e.at,
        CASE WHEN e.type = 'FilesChanged' THEN left(e.path, length(e.path) - length('/files')) ELSE e.path END AS path,
