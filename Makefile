@@ -47,7 +47,7 @@ bench: helper ## the SPEC §10 benchmarks: engine step, storage, rebuild, append
 	$(GO) test -run '^$$' -bench 'SandboxOverhead' -benchtime 50x -timeout 30m ./sandbox
 	$(GO) test -run '^$$' -bench 'Apply' -benchtime 4x -timeout 60m ./sandbox # 100,000 files on this disk: minutes
 	$(GO) test -run '^$$' -bench 'RevertVsCopy' -benchtime 4x -timeout 30m ./sandbox # the undo log: a revert of 1,000 files beside cp -a
-	$(GO) test -run '^$$' -bench 'RecordingOverhead' -benchtime 2x -timeout 30m ./adapters/tools/workspacetools # sed -i over 10,000 files, recorded and not
+	$(GO) test -run '^$$' -bench 'RecordingOverhead' -benchtime 4x -timeout 30m ./adapters/tools/workspacetools # sed -i over 10,000 files, recorded and not
 	$(GO) test -run '^$$' -bench 'UndoBytesOfLineEdits' -benchtime 1x -timeout 30m ./pkg/turnlog # what 100 one-line edits of a 1 MB file store
 	$(GO) test -run '^$$' -bench 'ContextBuild|TokenCount' ./contextmgr
 	$(GO) test -run '^$$' -bench 'HTTPToolOverhead' -benchtime 5000x ./adapters/tools/httptool

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/undo"
 )
 
 // UndoCaps bound what the undo log keeps of a turn's and of a session's contents,
@@ -107,7 +108,8 @@ func (r *run) capContents(ctx context.Context, fc *events.FilesChanged, contents
 }
 
 // keptBefore is what the records of the turn kept before this run of it (a turn
-// resumed or recovered): the sizes of the revertible changes' files, each side.
+// resumed or recovered): the sizes of the revertible changes' files before, and
+// after where a diff shows them (undo.DiffsShown).
 func (r *run) keptBefore() int64 {
 	if r.rec == nil {
 		return 0
@@ -121,10 +123,18 @@ func (r *run) keptBefore() int64 {
 		if err != nil {
 			continue
 		}
+		diffs := 0
 		for _, c := range fc.Changes {
-			for _, st := range []*events.FileState{c.Before, c.After} {
-				if st != nil && st.Kind == events.FileKindFile && c.NotRevertible == "" {
-					n += st.Size
+			if c.NotRevertible != "" {
+				continue
+			}
+			if c.Before != nil && c.Before.Kind == events.FileKindFile {
+				n += c.Before.Size
+			}
+			if undo.Diffable(c) && diffs < undo.DiffsShown {
+				diffs++
+				if c.After != nil && c.After.Size <= undo.MaxDiffSide {
+					n += c.After.Size
 				}
 			}
 		}

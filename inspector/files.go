@@ -12,10 +12,11 @@ import (
 
 // What a turn page's Files section shows: the first maxListed paths of the turn,
 // with a unified diff for text up to maxDiffSide bytes a side for the first
-// maxDiffs (the rest, and every change whole, are at GET …/turns/{turn}/files).
+// maxDiffs (the rest, and every change whole, are at GET …/turns/{turn}/files). The
+// undo log keeps the after side of those changes only (undo.DiffsShown).
 const (
-	maxDiffSide = 256 << 10
-	maxDiffs    = 50
+	maxDiffSide = undo.MaxDiffSide
+	maxDiffs    = undo.DiffsShown
 	maxListed   = 500
 )
 
@@ -57,7 +58,7 @@ func (s *Server) turnFiles(ctx context.Context, session string, evs []events.Eve
 			}
 			listed++
 			row := fileRow{Path: c.Path, What: whatChanged(c), NotRevertible: c.NotRevertible}
-			if textual(c) {
+			if undo.Diffable(c) {
 				if diffs == maxDiffs {
 					row.Note = fmt.Sprintf("diff not shown: a page shows the first %d (GET …/files has every change)", maxDiffs)
 				} else {
@@ -72,15 +73,6 @@ func (s *Server) turnFiles(ctx context.Context, session string, evs []events.Eve
 	return out, nil
 }
 
-// textual says whether a change may have a diff: a file on each side or none.
-func textual(c events.FileChange) bool {
-	for _, st := range []*events.FileState{c.Before, c.After} {
-		if st != nil && st.Kind != events.FileKindFile {
-			return false
-		}
-	}
-	return c.Before == nil || c.After == nil || c.Before.Hash != c.After.Hash
-}
 
 // diffOf sets row's diff of c, or says why it has none.
 func (s *Server) diffOf(ctx context.Context, session string, c events.FileChange, row *fileRow) {

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path"
 	"strconv"
@@ -48,25 +49,61 @@ type FileChange struct {
 	Path          string
 	Before, After *EntryState
 	Moved         bool
+	// AfterHash is the hash ("sha256:<hex>") of the content the apply copied there,
+	// where what is there is what it placed (the same inode, size and time): the
+	// content need not be read again to be named. "": read it (OpenAfter).
+	AfterHash     string
 	before, after place
 }
 
 // OpenBefore opens the content the file had before the change (a file's only).
-func (c *FileChange) OpenBefore() (*os.File, error) { return c.before.open(c.Before) }
+func (c *FileChange) OpenBefore() (io.ReadCloser, error) { return c.before.open(c.Before) }
 
 // OpenAfter opens the content the file has after it.
-func (c *FileChange) OpenAfter() (*os.File, error) { return c.after.open(c.After) }
+func (c *FileChange) OpenAfter() (io.ReadCloser, error) { return c.after.open(c.After) }
 
-func (p place) open(st *EntryState) (*os.File, error) {
+func (p place) open(st *EntryState) (io.ReadCloser, error) {
 	if st == nil || st.Kind != EntryFile || p.root == nil {
 		return nil, errors.New("no file content there")
 	}
-	fd, err := openBeneath(int(p.root.Fd()), p.rel, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NOCTTY|unix.O_NONBLOCK)
+	// Without its access time: reading the file would otherwise change its inode (the
+	// apply or a rename just changed it), a journaled write a file. Only its owner, or
+	// a process that may act as any owner, opens a file so.
+	flags := unix.O_RDONLY | unix.O_NOFOLLOW | unix.O_NOCTTY | unix.O_NONBLOCK
+	fd, err := openBeneath(int(p.root.Fd()), p.rel, flags|unix.O_NOATIME)
+	if err == unix.EPERM {
+		fd, err = openBeneath(int(p.root.Fd()), p.rel, flags)
+	}
 	if err != nil {
 		return nil, err
 	}
-	return os.NewFile(uintptr(fd), p.rel), nil
+	return contentReader(fd), nil
 }
+
+// contentReader reads a file's content by its descriptor with plain reads: many
+// small files are read, and an os.File would cost two more system calls each (it
+// offers the descriptor to the poller).
+type contentReader int
+
+func (r contentReader) Read(b []byte) (int, error) {
+	if len(b) == 0 {
+		return 0, nil
+	}
+	for {
+		n, err := unix.Read(int(r), b)
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err != nil:
+			return 0, err
+		case n == 0:
+			return 0, io.EOF
+		}
+		return n, nil
+	}
+}
+
+func (r contentReader) Close() error { return unix.Close(int(r)) }
 
 // FileChanges reads what the apply changed and hands it to fn, holding the
 // workspace's lock (unless its writer holds it: WriteFiles) and what the apply replaced (the call's contents can be read
@@ -125,6 +162,7 @@ func readChanges(ws, stage *os.File, ops []op) ([]FileChange, error) {
 	// made is the inode the last step on a path placed there (0: it placed none);
 	// gone, the paths a removal took that no later step placed anything at.
 	made := map[string]uint64{}
+	put := map[string]int{} // the step that copied a file's content there last
 	gone := map[string]bool{}
 	oldSet := map[string]bool{}
 	wsfd, stagefd := int(ws.Fd()), int(stage.Fd())
@@ -139,6 +177,7 @@ func readChanges(ws, stage *os.File, ops []op) ([]FileChange, error) {
 				return nil, err
 			}
 			made[o.Rel] = 0
+			delete(put, o.Rel)
 		case opPut, opSymlink:
 			var before *EntryState
 			if o.OldIno != 0 {
@@ -149,10 +188,15 @@ func readChanges(ws, stage *os.File, ops []op) ([]FileChange, error) {
 				before = st
 			}
 			add(o.Rel, before, place{stage, staged})
-			made[o.Rel], gone[o.Rel] = placedAt(placed, i), false
+			made[o.Rel], gone[o.Rel] = placedAt(placed, i).ino, false
+			delete(put, o.Rel)
+			if o.Kind == opPut {
+				put[o.Rel] = i
+			}
 		case opMkdir:
 			add(o.Rel, nil, place{})
-			made[o.Rel], gone[o.Rel] = placedAt(placed, i), false
+			made[o.Rel], gone[o.Rel] = placedAt(placed, i).ino, false
+			delete(put, o.Rel)
 		case opChmod, opTimes:
 			if o.OldIno == 0 {
 				continue // a directory an earlier step made
@@ -176,9 +220,12 @@ func readChanges(ws, stage *os.File, ops []op) ([]FileChange, error) {
 			}
 		}
 	}
+	dirs := dirsBeneath{root: wsfd}
+	defer dirs.close()
 	for i := range out {
 		c := &out[i]
-		st, err := stateBeneath(wsfd, c.Path)
+		var now unix.Stat_t
+		st, err := dirs.state(c.Path, &now)
 		switch {
 		case errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP):
 			// Nothing there: a file or a link stands where a directory above it was.
@@ -188,11 +235,16 @@ func readChanges(ws, stage *os.File, ops []op) ([]FileChange, error) {
 			c.After, c.after = st, place{ws, c.Path}
 		}
 		if ino, ok := made[c.Path]; ok && ino != 0 {
-			var now unix.Stat_t
-			c.Moved = lstatBeneath(wsfd, c.Path, &now) != nil || now.Ino != ino
+			c.Moved = err != nil || now.Ino != ino
 		}
 		if gone[c.Path] && c.After != nil {
 			c.Moved = true // the apply left nothing here: what is there is another writer's
+		}
+		if i, ok := put[c.Path]; ok && !c.Moved && c.After != nil && c.After.Kind == EntryFile {
+			o := &ops[i]
+			if c.After.Size == o.Size && c.After.MtimeNs == o.MtimeSec*1e9+o.MtimeNs {
+				c.AfterHash = placedAt(placed, i).hash
+			}
 		}
 	}
 	// A directory whose only change is its time, with nothing of it changed since,
@@ -207,12 +259,12 @@ func readChanges(ws, stage *os.File, ops []op) ([]FileChange, error) {
 	return kept, nil
 }
 
-// placedAt is the inode step i placed, as its progress says.
-func placedAt(placed []uint64, i int) uint64 {
+// placedAt is what step i placed, as its progress says.
+func placedAt(placed []placement, i int) placement {
 	if i < len(placed) {
 		return placed[i]
 	}
-	return 0
+	return placement{}
 }
 
 // walkStaged calls fn for the staged entry name and, a directory, everything below
@@ -291,6 +343,44 @@ func lstatBeneath(root int, rel string, st *unix.Stat_t) error {
 	return unix.Fstatat(parent, name, st, unix.AT_SYMLINK_NOFOLLOW)
 }
 
+// dirsBeneath opens the directory of each path below root (as openBeneath does),
+// keeping the last one open: changes come a directory at a time.
+type dirsBeneath struct {
+	root int
+	dir  string
+	fd   int
+}
+
+// state is the state of the entry rel below the root, and st its lstat.
+func (d *dirsBeneath) state(rel string, st *unix.Stat_t) (*EntryState, error) {
+	dir, name := path.Split(rel)
+	if dir == "" || name == "" || name == "." {
+		if err := lstatBeneath(d.root, rel, st); err != nil {
+			return nil, err
+		}
+		return stateOf(d.root, rel, st)
+	}
+	if dir != d.dir || d.fd <= 0 {
+		d.close()
+		fd, err := openBeneath(d.root, dir, unix.O_PATH|unix.O_DIRECTORY)
+		if err != nil {
+			return nil, err
+		}
+		d.dir, d.fd = dir, fd
+	}
+	if err := unix.Fstatat(d.fd, name, st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return nil, err
+	}
+	return stateOf(d.fd, name, st)
+}
+
+func (d *dirsBeneath) close() {
+	if d.fd > 0 {
+		unix.Close(d.fd)
+	}
+	d.dir, d.fd = "", 0
+}
+
 // stateBeneath is the state of the entry rel below root (Kind "" for a special
 // file).
 func stateBeneath(root int, rel string) (*EntryState, error) {
@@ -298,6 +388,12 @@ func stateBeneath(root int, rel string) (*EntryState, error) {
 	if err := lstatBeneath(root, rel, &st); err != nil {
 		return nil, err
 	}
+	return stateOf(root, rel, &st)
+}
+
+// stateOf is the state st says of the entry rel below root (a symlink's target is
+// read there).
+func stateOf(root int, rel string, st *unix.Stat_t) (*EntryState, error) {
 	es := &EntryState{Mode: st.Mode & 0o7777, UID: st.Uid, GID: st.Gid, MtimeNs: st.Mtim.Sec*1e9 + st.Mtim.Nsec}
 	switch st.Mode & unix.S_IFMT {
 	case unix.S_IFREG:

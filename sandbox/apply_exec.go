@@ -1,8 +1,11 @@
 package sandbox
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"os"
 	"strconv"
@@ -106,6 +109,11 @@ type executor struct {
 	// exact sets every entry's mode after making it: a restore runs in turnlog,
 	// whose umask is not 0 (the helper's is, while it applies).
 	exact bool
+	// sum hashes a file's content as it is copied; placedHash is the last step's
+	// ("sha256:<hex>"; "" where it copied no whole content), said in its progress
+	// line so that the undo log need not read the file again.
+	sum        hash.Hash
+	placedHash string
 }
 
 // run carries ops out in order, stopping at the first error.
@@ -114,13 +122,18 @@ func (x *executor) run(ops []op) error {
 		x.afterOp(0, len(ops))
 	}
 	for i := range ops {
+		x.placedHash = ""
 		placed, err := x.do(i, &ops[i])
 		if err != nil {
 			return fmt.Errorf("%s: %w", ops[i].Rel, err)
 		}
 		if x.progress != nil {
+			line := strconv.Itoa(i) + " " + strconv.FormatUint(placed, 10)
+			if x.placedHash != "" {
+				line += " " + x.placedHash
+			}
 			// A write, not a sync: what a kill -9 must not lose is in the page cache.
-			if _, err := x.progress.WriteString(strconv.Itoa(i) + " " + strconv.FormatUint(placed, 10) + "\n"); err != nil {
+			if _, err := x.progress.WriteString(line + "\n"); err != nil {
 				return fmt.Errorf("the apply's progress: %w", err)
 			}
 		}
@@ -242,7 +255,14 @@ func (x *executor) writeFile(fd int, dir, name, dst string, o *op) (uint64, erro
 	}
 	ino, err := inodeOf(out)
 	if err == nil {
+		if x.sum == nil {
+			x.sum = sha256.New()
+		}
+		x.sum.Reset()
 		err = x.copyContent(out, src, o.Size, o.Sparse)
+	}
+	if err == nil && !o.Sparse { // a content with holes was hashed in pieces
+		x.placedHash = "sha256:" + hex.EncodeToString(x.sum.Sum(nil))
 	}
 	if err == nil && (o.UID != 0 || o.GID != 0) { // the helper, root, made it root's
 		if err = unix.Fchown(out, int(o.UID), int(o.GID)); err != nil {
@@ -310,6 +330,9 @@ func (x *executor) copyRange(dst, src int, off, n int64) error {
 		}
 		if r == 0 {
 			return io.ErrUnexpectedEOF
+		}
+		if x.sum != nil {
+			x.sum.Write(x.buf[:r])
 		}
 		for w := 0; w < r; {
 			k, err := unix.Pwrite(dst, x.buf[w:r], off+int64(w))

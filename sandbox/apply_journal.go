@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -112,9 +113,10 @@ func readJournal(stage int) (journalHeader, []op, bool, error) {
 }
 
 // progressName is the file the executor appends a line to after each step: its
-// index and the inode of what it placed. A rollback takes back only the steps it
-// names, and the one after (which may have run in part); it removes only an entry
-// that is still what the step placed.
+// index, the inode of what it placed and, for a file whose content it copied whole,
+// that content's hash. A rollback takes back only the steps it names, and the one
+// after (which may have run in part); it removes only an entry that is still what
+// the step placed.
 const progressName = "progress"
 
 // openProgress makes the apply's progress file in the staging directory.
@@ -126,26 +128,53 @@ func openProgress(stage int) (*os.File, error) {
 	return os.NewFile(uintptr(fd), progressName), nil
 }
 
-// readProgress says how many steps ran to their end (the first so many), and the
-// inode each placed.
-func readProgress(stage int) (int, []uint64) {
+// placement is what a step placed, as its progress line says: the inode, and the
+// hash of a file's content as the step copied it ("": none was copied whole).
+type placement struct {
+	ino  uint64
+	hash string
+}
+
+// readProgress says how many steps ran to their end (the first so many), and what
+// each placed.
+func readProgress(stage int) (int, []placement) {
 	fd, err := unix.Openat(stage, progressName, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return 0, nil
 	}
 	f := os.NewFile(uintptr(fd), progressName)
 	defer f.Close()
-	var placed []uint64
+	var placed []placement
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		var i int
-		var ino uint64
-		if n, _ := fmt.Sscan(sc.Text(), &i, &ino); n != 2 || i != len(placed) {
+		p, ok := parseProgress(sc.Text(), len(placed))
+		if !ok {
 			break // a line cut short by a kill: that step counts as not ended
 		}
-		placed = append(placed, ino)
+		placed = append(placed, p)
 	}
 	return len(placed), placed
+}
+
+// parseProgress reads the progress line of step i.
+func parseProgress(line string, i int) (placement, bool) {
+	f := strings.Fields(line)
+	if len(f) < 2 || len(f) > 3 || f[0] != strconv.Itoa(i) {
+		return placement{}, false
+	}
+	ino, err := strconv.ParseUint(f[1], 10, 64)
+	if err != nil {
+		return placement{}, false
+	}
+	p := placement{ino: ino}
+	if len(f) == 3 {
+		hex, ok := strings.CutPrefix(f[2], "sha256:")
+		if !ok || len(hex) != 64 || strings.Trim(hex, "0123456789abcdef") != "" {
+			return placement{}, false
+		}
+		p.hash = f[2]
+	}
+	return p, true
 }
 
 // rollback takes the plan's steps back in the workspace (its root's descriptor),
@@ -162,7 +191,7 @@ func rollback(wsRoot, stage int, id string, ops []op) (conflicts []string, err e
 	for i := min(done, len(ops)-1); i >= 0; i-- {
 		var ino uint64
 		if i < done {
-			ino = placed[i]
+			ino = placed[i].ino
 		}
 		conflict, err := undo(&ws, stage, id, i, &ops[i], i < done, ino)
 		if err != nil {

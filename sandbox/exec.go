@@ -268,7 +268,11 @@ func run(ctx context.Context, spec Spec, argv []string, stdin []byte) (*Result, 
 	if err != nil {
 		return nil, err
 	}
-	defer cgroupPool.giveBack(groups)
+	defer func() {
+		if groups != nil { // else the apply's staging directory gives it back as it is settled
+			cgroupPool.giveBack(groups)
+		}
+	}()
 	ph.mark("turnlog: the command's cgroups")
 	spec.CgroupProcs = groups.procs()
 	var st *staging
@@ -386,6 +390,11 @@ func run(ctx context.Context, spec Spec, argv []string, stdin []byte) (*Result, 
 		st.moved = rep.Moved
 		if err := res.keep(st, spec.SettleLater); err != nil {
 			return nil, &Error{Msg: err.Error()}
+		}
+		if res.staged != nil {
+			st.mu.Lock()
+			st.groups, groups = groups, nil
+			st.mu.Unlock()
 		}
 		st = nil
 	}

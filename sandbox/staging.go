@@ -44,6 +44,18 @@ type staging struct {
 	mu      sync.Mutex
 	settled bool
 	moved   int // entries the apply moved here
+	// groups, when set, is the command's cgroup, given back once this is settled:
+	// giving it back reclaims its page cache, which holds what the apply replaced
+	// as the command read it — what the undo log reads before the apply is settled.
+	groups *cgroupTree
+}
+
+// giveBackGroups hands the command's cgroup back to the pool, once; s.mu is held.
+func (s *staging) giveBackGroups() {
+	if s.groups != nil {
+		cgroupPool.giveBack(s.groups)
+		s.groups = nil
+	}
 }
 
 // openStaging makes a staging directory in workspace and takes its lock.
@@ -183,6 +195,7 @@ func (s *staging) settleAs(recorded, held bool) error {
 		return nil
 	}
 	s.settled = true
+	defer s.giveBackGroups()
 	if !recorded {
 		if _, err := s.rollback(held); err != nil {
 			s.close() // its lock let go: the next apply or start tries again
@@ -202,6 +215,7 @@ func (s *staging) abandon() {
 		return
 	}
 	s.settled = true
+	defer s.giveBackGroups()
 	if applied, _, err := journalState(int(s.dir.Fd())); err == nil && !applied {
 		s.discard()
 		return

@@ -5,8 +5,9 @@
 // file holds only the chunks around the line.
 //
 // It owns the chunking (Split), whose boundaries must never change (contents
-// already stored are found again by them), what reverting changes takes (Plan), and
-// how a change of a text reads as a diff (Diff).
+// already stored are found again by them), what reverting changes takes (Plan), how
+// a change of a text reads as a diff (Diff), and which changes a person is shown a
+// diff of (Diffable, DiffsShown) — the only ones whose after side is kept.
 //
 // It must never touch a workspace (the
 // sandbox reads and restores files) nor store anything (the stores do).

@@ -15,6 +15,8 @@ import (
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/fsm"
 	"github.com/turnlog/turnlog/pkg/turnlog"
+	"github.com/turnlog/turnlog/projection"
+	"github.com/turnlog/turnlog/undo"
 )
 
 // opsApp opens turnlog (its log in db, or a temporary file) with the app ops: a
@@ -208,6 +210,50 @@ func tree(t *testing.T, dir string) map[string]string {
 	return out
 }
 
+// treeTurn runs one turn of an app whose bash runs command in ws, in a new session,
+// and returns the workspace's tree before and after it.
+func treeTurn(t *testing.T, ws, command string) (tl *turnlog.Turnlog, s projection.Session, turn string, before, after map[string]string) {
+	t.Helper()
+	before = tree(t, ws)
+	tl = undoApp(t, ws, command)
+	s, err := tl.Engine.CreateSession(context.Background(), "ops", "alice", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	turn = completeTurn(t, tl, s.ID, "do it")
+	return tl, s, turn, before, tree(t, ws)
+}
+
+// TestARevertOfARevertPastTheDiffsShownPutsTheTurnBack: a turn edits more files than
+// a page shows diffs of, so its record keeps most of their after sides by hash
+// only; its revert, undone, still leaves every file as the turn left it (the revert's
+// own record kept them as it replaced them).
+func TestARevertOfARevertPastTheDiffsShownPutsTheTurnBack(t *testing.T) {
+	t.Parallel()
+	ws := t.TempDir()
+	for i := range 3 * undo.DiffsShown {
+		os.WriteFile(filepath.Join(ws, fmt.Sprintf("f%03d.txt", i)), []byte(fmt.Sprintf("one %d\n", i)), 0o644)
+	}
+	tl, s, turn, before, turned := treeTurn(t, ws, "sed -i s/one/two/ f*.txt")
+	ctx := context.Background()
+	if maps.Equal(turned, before) {
+		t.Fatal("the turn changed nothing")
+	}
+	rev, err := tl.Engine.Revert(ctx, fsm.RevertRequest{Session: s.ID, Turn: turn, By: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := tree(t, ws); !maps.Equal(got, before) {
+		t.Fatalf("reverted, the workspace is\n%v\nnot\n%v", got, before)
+	}
+	if _, err := tl.Engine.Revert(ctx, fsm.RevertRequest{Session: s.ID, Revert: rev.ID, By: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := tree(t, ws); !maps.Equal(got, turned) {
+		t.Fatalf("the revert undone, the workspace is\n%v\nnot\n%v", got, turned)
+	}
+}
+
 // TestATurnIsRevertedAndTheRevertUndone: a turn's rm -rf, edit and new file are
 // reverted to the workspace as it was before the turn, recorded as a
 // WorkspaceReverted; undoing that revert brings the turn's files back; a path
@@ -223,12 +269,8 @@ func TestATurnIsRevertedAndTheRevertUndone(t *testing.T) {
 	for _, p := range []string{"src/empty", "src/a.go", "notes.txt", "src"} {
 		os.Chtimes(filepath.Join(ws, p), old, old)
 	}
-	before := tree(t, ws)
-	tl := undoApp(t, ws, "rm -rf src && sed -i s/one/two/ notes.txt && echo new > made.txt")
+	tl, s, first, before, turned := treeTurn(t, ws, "rm -rf src && sed -i s/one/two/ notes.txt && echo new > made.txt")
 	ctx := context.Background()
-	s, _ := tl.Engine.CreateSession(ctx, "ops", "alice", nil)
-	first := completeTurn(t, tl, s.ID, "tidy up")
-	turned := tree(t, ws)
 
 	rev, err := tl.Engine.Revert(ctx, fsm.RevertRequest{Session: s.ID, Turn: first, By: "alice"})
 	if err != nil {

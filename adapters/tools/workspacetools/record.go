@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
+	"io"
 	"path/filepath"
 	"runtime"
 	"sync"
@@ -111,6 +111,9 @@ type read struct {
 func (r *recording) readAhead(cs []sandbox.FileChange) [][2]read {
 	out := make([][2]read, len(cs))
 	full := r.kept >= r.caps.CallBytes // nothing more is kept: name them only
+	// An after side is kept only for a diff (change): where one may still be shown,
+	// it is read with its chunks; elsewhere only hashed.
+	diffs := r.diffs < undo.DiffsShown
 	next := make(chan int)
 	var wg sync.WaitGroup
 	for range min(runtime.GOMAXPROCS(0), 4) {
@@ -124,7 +127,12 @@ func (r *recording) readAhead(cs []sandbox.FileChange) [][2]read {
 					out[i][0] = r.readOne(c.OpenBefore, c.Before.Size, may, true) // the apply's staging directory holds it: nobody writes there
 				}
 				if c.After != nil && c.After.Kind == sandbox.EntryFile {
-					out[i][1] = r.readOne(c.OpenAfter, c.After.Size, may, false)
+					keep := may && diffs && c.After.Size <= undo.MaxDiffSide
+					if c.AfterHash != "" && !keep { // the apply hashed it as it copied it
+						out[i][1] = read{c: events.Content{Hash: c.AfterHash, Size: c.After.Size}, size: c.After.Size}
+						continue
+					}
+					out[i][1] = r.readOne(c.OpenAfter, c.After.Size, keep, false)
 				}
 			}
 		}()
@@ -139,7 +147,7 @@ func (r *recording) readAhead(cs []sandbox.FileChange) [][2]read {
 
 // readOne reads a content of size bytes (as the apply's reading found it), with its
 // chunks when may and it fits the file cap; settled says nothing writes its file.
-func (r *recording) readOne(open func() (*os.File, error), size int64, may, settled bool) read {
+func (r *recording) readOne(open func() (io.ReadCloser, error), size int64, may, settled bool) read {
 	f, err := open()
 	if err != nil {
 		return read{err: err}
@@ -164,6 +172,7 @@ type recording struct {
 	kept     int64
 	seen     map[string]bool
 	contents []events.Content
+	diffs    int // changes that may be shown as a diff so far (undo.DiffsShown)
 }
 
 // Why a change cannot be reverted.
@@ -196,9 +205,15 @@ func (r *recording) change(c *sandbox.FileChange, ahead [2]read) events.FileChan
 		}
 	}
 	if ch.After != nil && ch.After.Kind == events.FileKindFile {
-		// What a revert checks the file against; kept (when it fits) so that a revert
-		// of the revert can put it back.
-		ch.After.Hash, _ = r.keep(ahead[1], excluded == "")
+		// What a revert checks the file against. Its content is kept only where a diff
+		// shows it: a revert of a revert puts it back from the revert's own record.
+		ch.After.Hash = ahead[1].c.Hash
+		if undo.Diffable(ch) && r.diffs < undo.DiffsShown {
+			r.diffs++
+			if ahead[1].size <= undo.MaxDiffSide {
+				r.keep(ahead[1], excluded == "")
+			}
+		}
 	}
 	return ch
 }
