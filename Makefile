@@ -32,7 +32,7 @@ vet: ## gofmt and go vet
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))" || { gofmt -l .; echo "gofmt needed"; exit 1; }
 	$(GO) vet ./...
 
-bench: helper ## the SPEC §10 benchmarks: engine step, storage, rebuild, appends/s (SQLite and PostgreSQL), engine step and HTTP turns/s by store and nodes, branch, history read, HTTP turns, sandbox overhead (by step) and the apply beside cp -a, the undo log (recording overhead, a revert beside cp -a, bytes per edit), context build and token counting, HTTP and command tools, cancel latency, the inspector's session page, serve's resident memory, turns under hostile clients
+bench: helper ## the SPEC §10 benchmarks: engine step, storage, rebuild, appends/s (SQLite and PostgreSQL), engine step and HTTP turns/s by store and nodes, branch, history read, HTTP turns, sandbox overhead (by step) and the apply beside cp -a, the undo log (recording overhead, a revert beside cp -a, bytes per edit), the policy's decisions, context build and token counting, HTTP and command tools, cancel latency, the inspector's session page, serve's resident memory, turns under hostile clients
 	$(GO) test -run '^$$' -bench 'EngineStep|Rebuild' -benchtime 1x -p 1 -timeout 30m ./fsm ./adapters/stores/sqlite
 	$(GO) test -run '^$$' -bench 'AppendConcurrent' -benchtime 20000x -timeout 30m ./adapters/stores/sqlite
 	$(GO) test -run '^$$' -bench 'AppendVsRawInsert' -benchtime 20000x -timeout 30m ./adapters/stores/sqlite
@@ -49,6 +49,7 @@ bench: helper ## the SPEC §10 benchmarks: engine step, storage, rebuild, append
 	$(GO) test -run '^$$' -bench 'RevertVsCopy' -benchtime 4x -timeout 30m ./sandbox # the undo log: a revert of 1,000 files beside cp -a
 	$(GO) test -run '^$$' -bench 'RecordingOverhead' -benchtime 4x -timeout 30m ./adapters/tools/workspacetools # sed -i over 10,000 files, recorded and not
 	$(GO) test -run '^$$' -bench 'UndoBytesOfLineEdits' -benchtime 1x -timeout 30m ./pkg/turnlog # what 100 one-line edits of a 1 MB file store
+	$(GO) test -run '^$$' -bench 'PolicyDecision' -benchtime 2000x ./policy # a 20-word command's decision, p50, and the whole table
 	$(GO) test -run '^$$' -bench 'ContextBuild|TokenCount' ./contextmgr
 	$(GO) test -run '^$$' -bench 'HTTPToolOverhead' -benchtime 5000x ./adapters/tools/httptool
 	$(GO) test -run '^$$' -bench 'SessionPage' -benchtime 50x ./inspector

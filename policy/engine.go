@@ -159,7 +159,7 @@ func (e *Engine) command(sub Subject, c Command) Verdict {
 		if r.Path == "" {
 			continue
 		}
-		if why := e.forbidden(r.Path); why != "" {
+		if why := e.forbidden(r.Path, listers[c.Name()] && r.Action == ActRead); why != "" {
 			v.Decision, v.Rule, v.Reason = Deny, "default-deny", fmt.Sprintf("%s %s %s: %s", c.Name(), r.Action, r.Path, why)
 			return v
 		}
@@ -220,8 +220,9 @@ func (e *Engine) modeDefault(c Command) Decision {
 }
 
 // forbidden says why a path may never be touched: outside the workspace, or on the
-// default-deny list.
-func (e *Engine) forbidden(p string) string {
+// default-deny list (for a glob, any name it may expand to, unless listing: it is
+// only listed).
+func (e *Engine) forbidden(p string, listing bool) string {
 	rel, ok := e.relative(p)
 	if !ok {
 		return "outside the workspace"
@@ -229,11 +230,18 @@ func (e *Engine) forbidden(p string) string {
 	if pat := DeniedBy(rel); pat != "" {
 		return fmt.Sprintf("denied by default (%s)", pat)
 	}
+	if listing {
+		return "" // names and sizes: what a glob expands to is listed, not read
+	}
 	if pat := GlobMayDeny(rel); pat != "" {
 		return fmt.Sprintf("a glob that can expand to a file denied by default (%s)", pat)
 	}
 	return ""
 }
+
+// listers read what their paths name — names, sizes, modes — not what files hold:
+// ls * lists a secret's name (a path named outright is still checked).
+var listers = map[string]bool{"ls": true, "du": true, "tree": true, "stat": true}
 
 // relative resolves p against the workspace lexically (the sandbox resolves symlinks
 // again when it opens the file) and says whether it stays inside.

@@ -89,7 +89,7 @@ var commands = map[string]commandInfo{
 	"make": info(L2, argsNone, ActExecute), "gofmt": info(L2, argsRead, ActRead), "tar": info(L2, argsNone, ActRead, ActWrite),
 	"python3": info(L2, argsRead, ActExecute), "python": info(L2, argsRead, ActExecute), "node": info(L2, argsRead, ActExecute),
 	"git": info(L2, argsSubcmd), "go": info(L2, argsSubcmd), "npm": info(L2, argsSubcmd), "pip": info(L2, argsSubcmd),
-	"cargo": info(L2, argsSubcmd),
+	"cargo": info(L2, argsSubcmd), "pip3": info(L2, argsSubcmd),
 	// L3: network
 	"curl": info(L3, argsURL, ActNetwork), "wget": info(L3, argsURL, ActNetwork), "nc": info(L3, argsURL, ActNetwork),
 	"ncat": info(L3, argsURL, ActNetwork), "ssh": info(L3, argsURL, ActNetwork), "scp": info(L3, argsURL, ActNetwork),
@@ -117,7 +117,10 @@ var commands = map[string]commandInfo{
 // subcommands refine argsSubcmd commands: "<cmd> <sub>".
 var subcommands = map[string]commandInfo{
 	"git status": info(L1, argsNone, ActRead), "git log": info(L1, argsNone, ActRead), "git diff": info(L1, argsNone, ActRead),
-	"git show": info(L1, argsNone, ActRead), "git branch": info(L1, argsNone, ActRead), "git blame": info(L1, argsRead, ActRead),
+	"git show": info(L1, argsNone, ActRead), "git ls-files": info(L1, argsNone, ActRead), "git grep": info(L1, argsNone, ActRead),
+	"git cat-file": info(L1, argsNone, ActRead), "git ls-tree": info(L1, argsNone, ActRead), "git rev-parse": info(L1, argsNone, ActRead),
+	"git describe": info(L1, argsNone, ActRead), "git shortlog": info(L1, argsNone, ActRead), "git rev-list": info(L1, argsNone, ActRead),
+	"git archive": info(L1, argsNone, ActRead), "git branch": info(L1, argsNone, ActRead), "git blame": info(L1, argsRead, ActRead),
 	"git add": info(L2, argsRead, ActWrite), "git commit": info(L2, argsNone, ActWrite), "git checkout": info(L2, argsNone, ActWrite),
 	"git switch": info(L2, argsNone, ActWrite), "git stash": info(L2, argsNone, ActWrite), "git restore": info(L2, argsWrite, ActWrite),
 	"git fetch": info(L3, argsNone, ActNetwork), "git pull": info(L3, argsNone, ActNetwork, ActWrite), "git clone": info(L3, argsURL, ActNetwork, ActWrite),
@@ -129,6 +132,8 @@ var subcommands = map[string]commandInfo{
 	"npm test": info(L2, argsNone, ActExecute), "npm run": info(L2, argsNone, ActExecute), "npm install": info(L3, argsNone, ActNetwork, ActWrite),
 	"npm ci": info(L3, argsNone, ActNetwork, ActWrite), "npm publish": info(L4, argsNone, ActNetwork),
 	"pip install": info(L3, argsNone, ActNetwork, ActWrite), "pip list": info(L1, argsNone, ActRead),
+	"pip download": info(L3, argsNone, ActNetwork, ActWrite), "pip3 install": info(L3, argsNone, ActNetwork, ActWrite),
+	"pip3 download": info(L3, argsNone, ActNetwork, ActWrite), "pip3 list": info(L1, argsNone, ActRead),
 	"cargo build": info(L2, argsNone, ActExecute), "cargo test": info(L2, argsNone, ActExecute), "cargo publish": info(L4, argsNone, ActNetwork),
 }
 
@@ -152,6 +157,7 @@ var wrappers = map[string]func(args []string) int{
 	"nohup":   func(a []string) int { return flagsThen(a, 0) },
 	"time":    func(a []string) int { return flagsThen(a, 0) },
 	"command": func(a []string) int { return flagsThen(a, 0) },
+	"builtin": func(a []string) int { return flagsThen(a, 0) },
 	"exec":    func(a []string) int { return flagsThen(a, 0, "-a") },
 	"stdbuf":  func(a []string) int { return flagsThen(a, 0, "-i", "-o", "-e") },
 	"ionice":  func(a []string) int { return flagsThen(a, 0, "-c", "-n", "-p") },
@@ -206,7 +212,7 @@ var opaque = map[string]string{
 	"expect": "an unknown wrapper", "strace": "an unknown wrapper", "ltrace": "an unknown wrapper", "gdb": "an unknown wrapper",
 	"busybox": "an unknown wrapper", "flock": "an unknown wrapper", "unshare": "an unknown wrapper", "nsenter": "an unknown wrapper",
 	"screen": "an unknown wrapper", "tmux": "an unknown wrapper", "at": "an unknown wrapper", "batch": "an unknown wrapper",
-	"crontab": "an unknown wrapper", "trap": "trap runs a string as code", "builtin": "an unknown wrapper", "coproc": "an unknown wrapper",
+	"crontab": "an unknown wrapper", "trap": "trap runs a string as code", "coproc": "an unknown wrapper",
 }
 
 func containsEq(s string) bool {

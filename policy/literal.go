@@ -38,13 +38,57 @@ func plainName(name string) bool {
 var codeSettings = map[string]bool{"PATH": true, "BASH_ENV": true, "ENV": true, "PS4": true, "PROMPT_COMMAND": true, "IFS": true,
 	"CDPATH": true, "SHELLOPTS": true, "BASHOPTS": true, "PERL5OPT": true, "PYTHONSTARTUP": true, "NODE_OPTIONS": true}
 
+// codeSetting says whether setting the variable name changes what later commands run.
+func codeSetting(name string) bool {
+	return codeSettings[name] || strings.HasPrefix(name, "LD_") || strings.HasPrefix(name, "GIT_") || strings.HasPrefix(name, "BASH_FUNC_")
+}
+
+// xargsReplace is the string xargs's options (its own, before the command) replace
+// with what it reads (-I R, -i, --replace): "" when none.
+func xargsReplace(opts []string) string {
+	if len(opts) == 0 {
+		return ""
+	}
+	for i, a := range opts {
+		switch {
+		case a == "-I" && i+1 < len(opts):
+			return opts[i+1]
+		case strings.HasPrefix(a, "-I") && len(a) > 2:
+			return a[2:]
+		case a == "-i" || a == "--replace":
+			return "{}"
+		case strings.HasPrefix(a, "--replace="):
+			return strings.TrimPrefix(a, "--replace=")
+		case strings.HasPrefix(a, "-i") && len(a) > 2:
+			return a[2:]
+		}
+	}
+	return ""
+}
+
+// gitSubcommand is git's subcommand in its arguments (after the global options)
+// and its index.
+func gitSubcommand(args []string) (string, int) {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if strings.HasPrefix(a, "-") {
+			if a == "-C" || a == "-c" || a == "--git-dir" || a == "--work-tree" || a == "--namespace" || a == "--config-env" {
+				i++
+			}
+			continue
+		}
+		return a, i
+	}
+	return "", -1
+}
+
 // assignment classifies a variable assignment (alone, or before a command).
 func (s *Script) assignment(a *syntax.Assign, via []string) {
 	if a.Name == nil {
 		return
 	}
 	name := a.Name.Value
-	if codeSettings[name] || strings.HasPrefix(name, "LD_") || strings.HasPrefix(name, "GIT_") || strings.HasPrefix(name, "BASH_FUNC_") {
+	if codeSetting(name) {
 		s.Commands = append(s.Commands, Command{Argv: []string{name + "=…"}, Via: via, Level: L2, Actions: []Action{ActExecute}, RunsCode: true})
 	}
 }
@@ -58,8 +102,27 @@ var inlineCode = map[string][]string{
 }
 
 // awkCode finds what makes an awk program run commands or write files: system(),
-// pipes to or from a command, getline, output redirection.
+// pipes to or from a command, getline, output redirection. It reads the program
+// with its strings emptied (awkStringsEmptied): print $1 " -> " $2 redirects nothing.
 var awkCode = regexp.MustCompile(`system\s*\(|\|\s*"|"\s*\||getline|>\s*"|print[^;}]*>`)
+
+// awkStringsEmptied is an awk program with each string literal made "".
+func awkStringsEmptied(prog string) string {
+	var b strings.Builder
+	for i := 0; i < len(prog); i++ {
+		if prog[i] != '"' {
+			b.WriteByte(prog[i])
+			continue
+		}
+		for i++; i < len(prog) && prog[i] != '"'; i++ {
+			if prog[i] == '\\' {
+				i++
+			}
+		}
+		b.WriteString(`""`)
+	}
+	return b.String()
+}
 
 // sedRunsCode says whether a sed script runs a command (the e command, the s///e
 // flag) or writes a file (w, W, the s///w flag).
@@ -164,19 +227,34 @@ func refine(cmd *Command, argv []string) {
 		if len(args) == 0 || has("-") {
 			runsCode() // a script on stdin
 		}
+		for i, a := range args {
+			if a == "-m" && i+2 < len(args) && (args[i+1] == "pip" || args[i+1] == "pip3") && (args[i+2] == "install" || args[i+2] == "download") {
+				cmd.Level, cmd.Actions = max(cmd.Level, L3), appendAction(cmd.Actions, ActNetwork, ActWrite)
+			}
+		}
 	case "awk", "gawk", "mawk", "nawk":
 		if has("-f") {
 			break // a program file of the workspace
 		}
 		for _, a := range args {
 			if !strings.HasPrefix(a, "-") {
-				if awkCode.MatchString(a) {
+				if awkCode.MatchString(awkStringsEmptied(a)) {
 					runsCode()
 				}
 				break
 			}
 		}
 	case "sed":
+		for _, a := range args {
+			if a == "--in-place" || strings.HasPrefix(a, "--in-place=") || len(a) > 1 && a[0] == '-' && a[1] != '-' && strings.ContainsRune(a[1:], 'i') {
+				for _, r := range cmd.Resources { // in place: what it reads it writes
+					if r.Action == ActRead {
+						cmd.Resources = append(cmd.Resources, Resource{Action: ActWrite, Path: r.Path})
+					}
+				}
+				break
+			}
+		}
 		for i, a := range args {
 			if a == "-e" || a == "--expression" {
 				if i+1 < len(args) && sedRunsCode(args[i+1]) {
@@ -206,10 +284,7 @@ func refine(cmd *Command, argv []string) {
 			}
 		}
 	case "git":
-		if has("-c", "--config-env", "--exec-path") {
-			runsCode()
-		}
-		refineGit(cmd, args)
+		refineGit(cmd, args, runsCode)
 	case "man":
 		if has("-P", "--pager", "-H", "--html", "-p", "--preprocessor") {
 			runsCode() // a pager, browser or preprocessor of its choosing
@@ -228,7 +303,32 @@ func refine(cmd *Command, argv []string) {
 				runsCode()
 			}
 		}
+	case "ssh", "scp", "sftp":
+		for i, a := range args {
+			v := strings.TrimPrefix(a, "-o")
+			if a == "-o" && i+1 < len(args) {
+				v = args[i+1]
+			}
+			if v != a || a == "-o" {
+				if k := strings.ToLower(strings.TrimLeft(v, " ")); strings.HasPrefix(k, "proxycommand") || strings.HasPrefix(k, "localcommand") ||
+					strings.HasPrefix(k, "permitlocalcommand") || strings.HasPrefix(k, "knownhostscommand") || strings.HasPrefix(k, "match") {
+					runsCode() // a command ssh runs on this machine
+				}
+			}
+			if a == "-F" && i+1 < len(args) {
+				cmd.Resources = append(cmd.Resources, Resource{Action: ActRead, Path: args[i+1]})
+			}
+		}
+	case "rsync":
+		if has("-e", "--rsh", "--rsync-path") {
+			runsCode()
+		}
+	case "curl", "wget":
+		cmd.Resources = append(cmd.Resources, uploads(args)...)
 	case "grep", "egrep", "fgrep", "rg":
+		if name == "rg" && has("--pre") {
+			runsCode() // a program ripgrep runs on every file it searches
+		}
 		for i, a := range args {
 			if (a == "-f" || a == "--file") && i+1 < len(args) {
 				cmd.Resources = append(cmd.Resources, Resource{Action: ActRead, Path: args[i+1]})
@@ -275,19 +375,22 @@ func refine(cmd *Command, argv []string) {
 	}
 }
 
-// refineGit reads git's subcommands that delete, connect, or may be aliases.
-func refineGit(cmd *Command, args []string) {
-	sub, rest := "", []string(nil)
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		if strings.HasPrefix(a, "-") {
-			if a == "-C" || a == "-c" || a == "--git-dir" || a == "--work-tree" || a == "--namespace" || a == "--config-env" {
-				i++
-			}
-			continue
+// refineGit reads git's global options (only those before the subcommand: `git
+// switch -c` names a branch), the subcommands that delete, connect, or may be
+// aliases, and the paths a subcommand reads from the repository's history.
+func refineGit(cmd *Command, args []string, runsCode func()) {
+	sub, at := gitSubcommand(args)
+	globals, rest := args, []string(nil)
+	if at >= 0 {
+		globals, rest = args[:at], args[at+1:]
+	}
+	for _, a := range globals {
+		if a == "-c" || a == "--config-env" || strings.HasPrefix(a, "--config-env=") || a == "--exec-path" || strings.HasPrefix(a, "--exec-path=") {
+			runsCode() // a setting of git's own: a pager, an fsmonitor, an alias
 		}
-		sub, rest = a, args[i+1:]
-		break
+	}
+	if gitReadsHistory[sub] {
+		cmd.Resources = append(cmd.Resources, historyPaths(sub, rest)...)
 	}
 	deletes := func() { cmd.Level, cmd.Actions = max(cmd.Level, L4), appendAction(cmd.Actions, ActDelete) }
 	switch sub {
@@ -334,6 +437,90 @@ func refineGit(cmd *Command, args []string) {
 		cmd.RunsCode = true // an alias, or a git-<name> program: code the policy cannot read
 		cmd.Actions = appendAction(cmd.Actions, ActExecute)
 	}
+}
+
+// gitReadsHistory are the subcommands that show files' contents as the history
+// holds them: what they name is a path checked as any read is (a secret committed
+// once is still a secret).
+var gitReadsHistory = map[string]bool{"show": true, "log": true, "diff": true, "cat-file": true, "grep": true, "archive": true,
+	"blame": true, "annotate": true, "shortlog": true, "whatchanged": true, "difftool": true, "ls-tree": true, "ls-files": true}
+
+// historyPaths are the paths a history-reading subcommand's operands may name:
+// REV:PATH (and :PATH, :N:PATH, the index), everything after --, and every other
+// operand (git takes a word that is no revision as a path) but grep's pattern.
+func historyPaths(sub string, rest []string) []Resource {
+	var out []Resource
+	read := func(p string) {
+		if p != "" {
+			out = append(out, Resource{Action: ActRead, Path: p})
+		}
+	}
+	pattern := sub == "grep"
+	for i := 0; i < len(rest); i++ {
+		a := rest[i]
+		if a == "--" {
+			for _, p := range rest[i+1:] {
+				read(p)
+			}
+			break
+		}
+		if strings.HasPrefix(a, "-") {
+			if sub == "grep" && (a == "-e" || a == "-f" || a == "--file") {
+				pattern = false // the pattern is an option's value
+				i++
+			}
+			continue
+		}
+		if pattern {
+			pattern = false
+			continue
+		}
+		if rev, p, ok := strings.Cut(a, ":"); ok && !strings.HasPrefix(p, "//") { // not a URL
+			if rev == "" && len(p) > 1 && p[0] >= '0' && p[0] <= '3' && p[1] == ':' {
+				p = p[2:] // :N:PATH, a stage of the index
+			}
+			read(p)
+			continue
+		}
+		read(a)
+	}
+	return out
+}
+
+// uploads are the files curl or wget sends: -T/--upload-file FILE, a data or form
+// option's @FILE (or <FILE), --config/-K, --post-file/--body-file.
+func uploads(args []string) []Resource {
+	var out []Resource
+	read := func(p string) {
+		if p != "" && p != "-" {
+			out = append(out, Resource{Action: ActRead, Path: p})
+		}
+	}
+	for i := 0; i < len(args); i++ {
+		a, v := args[i], ""
+		name, joined, hasEq := strings.Cut(a, "=")
+		if strings.HasPrefix(a, "--") && hasEq {
+			a, v = name, joined
+		} else if len(a) > 2 && a[0] == '-' && a[1] != '-' && strings.ContainsRune("TdFK", rune(a[1])) {
+			a, v = a[:2], a[2:]
+		} else if i+1 < len(args) {
+			v = args[i+1]
+		}
+		switch a {
+		case "-T", "--upload-file", "-K", "--config", "--post-file", "--body-file":
+			read(v)
+		case "-d", "--data", "--data-binary", "--data-urlencode", "--data-ascii", "--json":
+			if _, f, ok := strings.Cut(v, "@"); ok {
+				read(f)
+			}
+		case "-F", "--form":
+			if _, f, ok := strings.Cut(v, "="); ok && (strings.HasPrefix(f, "@") || strings.HasPrefix(f, "<")) {
+				f, _, _ = strings.Cut(f[1:], ";")
+				read(f)
+			}
+		}
+	}
+	return out
 }
 
 func anyContains(args []string, sub string) bool {

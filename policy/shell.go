@@ -3,8 +3,10 @@ package policy
 import (
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 
+	"mvdan.cc/sh/v3/expand"
 	"mvdan.cc/sh/v3/syntax"
 )
 
@@ -87,6 +89,11 @@ func (s *Script) parse(src string, via []string, depth int) {
 			for _, a := range n.Args {
 				s.assignment(a, via)
 			}
+		case *syntax.ParamExp:
+			if n.Exp != nil && n.Exp.Op == syntax.OtherParamOps && n.Exp.Word != nil && strings.Contains(n.Exp.Word.Lit(), "P") {
+				// ${x@P} expands x as a prompt: the command substitutions in its value run.
+				s.Commands = append(s.Commands, Command{Argv: []string{"${…@P}"}, Via: via, Level: L2, Actions: []Action{ActExecute}, RunsCode: true})
+			}
 		case *syntax.ArithmExp, *syntax.ArithmCmd, *syntax.LetClause:
 			if !arith && namesVariable(n) {
 				// bash evaluates a variable's value as an expression, and an array
@@ -141,8 +148,13 @@ func (s *Script) redirect(r *syntax.Redirect, via []string) {
 	s.Commands = append(s.Commands, cmd)
 }
 
+// maxBraceWords is the most words a brace expansion of one argument is read into;
+// past it the argument counts as known only when it runs.
+const maxBraceWords = 256
+
 // call classifies one simple command.
 func (s *Script) call(words []*syntax.Word, via []string, funcs map[string]bool, depth int) {
+	words = expandBraces(words)
 	argv := make([]string, len(words))
 	dynamic := make([]bool, len(words))
 	for i, w := range words {
@@ -157,6 +169,31 @@ func (s *Script) call(words []*syntax.Word, via []string, funcs map[string]bool,
 		return
 	}
 	s.classify(argv, dynamic, via, funcs, depth, L0)
+}
+
+// expandBraces is words with each argument's brace expansion made (cat {.env,a}
+// reads .env and a); the command's name is left as written (plainName refuses it).
+// An expansion of more than maxBraceWords words is left whole, known only when it
+// runs.
+func expandBraces(words []*syntax.Word) []*syntax.Word {
+	out := words[:1:1]
+	for _, w := range words[1:] {
+		c := &syntax.Word{Parts: append([]syntax.WordPart(nil), w.Parts...)}
+		if !syntax.SplitBraces(c) {
+			out = append(out, w)
+			continue
+		}
+		var got []*syntax.Word
+		for e, err := range expand.BracesSeq(nil, c) {
+			if err != nil || len(got) == maxBraceWords {
+				got = []*syntax.Word{{Parts: []syntax.WordPart{&syntax.ParamExp{Param: &syntax.Lit{Value: "_"}}}}}
+				break
+			}
+			got = append(got, e)
+		}
+		out = append(out, got...)
+	}
+	return out
 }
 
 func (s *Script) classify(argv []string, dynamic []bool, via []string, funcs map[string]bool, depth int, floor Level) {
@@ -174,8 +211,11 @@ func (s *Script) classify(argv []string, dynamic []bool, via []string, funcs map
 		deny(why)
 		return
 	}
-	if funcs[name] && !strings.Contains(argv[0], "/") {
-		cmd.Level = floor // a function of the script: its body is classified where it is declared
+	if funcs[name] && !strings.Contains(argv[0], "/") && !knownProgram(name) {
+		// A function of the script: its body is classified where it is declared. One
+		// named as a program is classified as that program too: a function never hides
+		// one (`command rm`, a wrapper, or the next line may reach the real one).
+		cmd.Level = floor
 		s.Commands = append(s.Commands, cmd)
 		return
 	}
@@ -200,8 +240,23 @@ func (s *Script) classify(argv []string, dynamic []bool, via []string, funcs map
 			deny(fmt.Sprintf("the command %s runs is only known when it runs", name))
 			return
 		}
+		if name == "env" {
+			for _, a := range argv[1 : 1+n] {
+				if v, _, ok := strings.Cut(a, "="); ok && codeSetting(v) {
+					s.Commands = append(s.Commands, Command{Argv: []string{v + "=…"}, Via: via, Level: max(L2, floor), Actions: []Action{ActExecute}, RunsCode: true})
+				}
+			}
+		}
+		if repl := xargsReplace(argv[1 : 1+n]); repl != "" {
+			dynamic = append([]bool(nil), dynamic...)
+			for j := 1 + n; j < len(argv); j++ {
+				dynamic[j] = dynamic[j] || strings.Contains(argv[j], repl) // what xargs reads decides
+			}
+		}
 		s.Commands = append(s.Commands, Command{Argv: argv[:1+n], Via: via, Level: floor})
-		s.classify(argv[1+n:], dynamic[1+n:], append(append([]string(nil), via...), name), funcs, depth, floor)
+		// A wrapper runs a program, never a function of the script (command and
+		// builtin skip them; env, xargs and the rest exec).
+		s.classify(argv[1+n:], dynamic[1+n:], append(append([]string(nil), via...), name), nil, depth, floor)
 		return
 	}
 	if shells[name] {
@@ -240,7 +295,74 @@ func (s *Script) classify(argv []string, dynamic []bool, via []string, funcs map
 	}
 	cmd.Resources = res
 	refine(&cmd, argv)
+	for _, r := range cmd.Resources { // a path it writes or deletes, however named, is that action
+		switch r.Action {
+		case ActWrite:
+			cmd.Level, cmd.Actions = max(cmd.Level, L2), appendAction(cmd.Actions, ActWrite)
+		case ActDelete:
+			cmd.Level, cmd.Actions = max(cmd.Level, L4), appendAction(cmd.Actions, ActDelete)
+		}
+	}
 	s.Commands = append(s.Commands, cmd)
+	if name == "git" {
+		s.gitInner(argv, dynamic, via, depth, floor)
+	}
+}
+
+// gitInner classifies the commands git runs for its subcommand: submodule foreach's
+// and rebase --exec's shell strings, bisect run's program. One known only when it
+// runs cannot be read.
+func (s *Script) gitInner(argv []string, dynamic []bool, via []string, depth int, floor Level) {
+	sub, at := gitSubcommand(argv[1:])
+	if sub == "" {
+		return
+	}
+	rest, restDyn := argv[2+at:], dynamic[2+at:]
+	script := func(i int, src string) {
+		if restDyn[i] {
+			s.Commands = append(s.Commands, Command{Argv: argv, Via: via, Level: L5, Denied: "git runs a command that is only known when it runs"})
+			return
+		}
+		s.parse(src, append(append([]string(nil), via...), "git "+sub), depth+1)
+	}
+	switch sub {
+	case "submodule":
+		for i := 0; i < len(rest); i++ {
+			if rest[i] != "foreach" {
+				continue
+			}
+			j := i + 1
+			for j < len(rest) && strings.HasPrefix(rest[j], "-") {
+				j++
+			}
+			if j < len(rest) {
+				if slices.Contains(restDyn[j:], true) {
+					script(j+slices.Index(restDyn[j:], true), "")
+					return
+				}
+				script(j, strings.Join(rest[j:], " ")) // git runs the words as one shell string
+			}
+			return
+		}
+	case "rebase":
+		for i := 0; i < len(rest); i++ {
+			switch a := rest[i]; {
+			case (a == "-x" || a == "--exec") && i+1 < len(rest):
+				script(i+1, rest[i+1])
+				i++
+			case strings.HasPrefix(a, "--exec="):
+				script(i, strings.TrimPrefix(a, "--exec="))
+			}
+		}
+	case "bisect":
+		if len(rest) > 1 && rest[0] == "run" {
+			if restDyn[1] {
+				script(1, "")
+				return
+			}
+			s.classify(rest[1:], restDyn[1:], append(append([]string(nil), via...), "git bisect run"), nil, depth, floor)
+		}
+	}
 }
 
 // commandLike says whether a word names a program the policy knows something of
@@ -256,33 +378,53 @@ func commandLike(name string) bool {
 		return true
 	}
 	ci, ok := commands[name]
-	return ok && (ci.level >= L3 || len(ci.actions) > 0 && ci.actions[0] != ActRead && ci.level >= L2)
+	return ok && (ci.level >= L3 || ci.args == argsSubcmd || len(ci.actions) > 0 && ci.actions[0] != ActRead && ci.level >= L2)
+}
+
+// knownProgram says whether the policy knows name as a program of its own.
+func knownProgram(name string) bool {
+	_, known := commands[name]
+	_, wraps := wrappers[name]
+	_, hides := opaque[name]
+	return known || wraps || hides || shells[name]
 }
 
 // shell handles sh/bash -c STRING (parsed again); a shell reading its script from a
 // file runs code the policy cannot see, and one reading stdin runs whatever arrives.
 func (s *Script) shell(cmd Command, argv []string, dynamic []bool, via []string, depth int, floor Level) {
+	name := path.Base(argv[0])
+	script := false // -c: the first operand is the script
 	for i := 1; i < len(argv); i++ {
 		if dynamic[i] {
 			break
 		}
 		a := argv[i]
-		if a == "-c" || (strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && strings.Contains(a, "c")) {
-			if i+1 >= len(argv) || dynamic[i+1] {
-				break
+		if a == "--" {
+			continue
+		}
+		if len(a) > 1 && (a[0] == '-' || a[0] == '+') && !strings.HasPrefix(a, "--") {
+			script = script || a[0] == '-' && strings.Contains(a, "c")
+			for _, o := range a[1:] {
+				if o == 'o' || o == 'O' {
+					i++ // -o NAME, +O NAME (in a cluster too: -euo pipefail): an option's name, not the script
+				}
 			}
+			continue
+		}
+		if strings.HasPrefix(a, "--") {
+			continue // --norc, --login, …
+		}
+		if script {
 			cmd.Level = floor
 			s.Commands = append(s.Commands, cmd)
-			s.parse(argv[i+1], append(append([]string(nil), via...), path.Base(argv[0])+" -c"), depth+1)
+			s.parse(a, append(append([]string(nil), via...), name+" -c"), depth+1)
 			return
 		}
-		if !strings.HasPrefix(a, "-") {
-			cmd.Level, cmd.Denied = L5, fmt.Sprintf("%s runs the script %s, which the policy cannot see", path.Base(argv[0]), a)
-			s.Commands = append(s.Commands, cmd)
-			return
-		}
+		cmd.Level, cmd.Denied = L5, fmt.Sprintf("%s runs the script %s, which the policy cannot see", name, a)
+		s.Commands = append(s.Commands, cmd)
+		return
 	}
-	cmd.Level, cmd.Denied = L5, fmt.Sprintf("%s runs whatever it reads, which the policy cannot see", path.Base(argv[0]))
+	cmd.Level, cmd.Denied = L5, fmt.Sprintf("%s runs whatever it reads, which the policy cannot see", name)
 	s.Commands = append(s.Commands, cmd)
 }
 
@@ -367,19 +509,31 @@ func subcommand(name string, argv []string) commandInfo {
 // when an argument that names a resource is only known when the command runs.
 func resources(ci commandInfo, args []string, dynamic []bool) ([]Resource, bool) {
 	var operands []string
-	for i, a := range args {
+	var out []Resource
+	given := false // the pattern or program came with -e or -f: every operand is a path
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if ci.args == argsPattern && !dynamic[i] && (a == "-e" || a == "--expression" || a == "--regexp" || a == "-f" || a == "--file") {
+			given = true
+			if (a == "-f" || a == "--file") && i+1 < len(args) && !dynamic[i+1] {
+				out = append(out, Resource{Action: ActRead, Path: args[i+1]}) // the patterns' or program's file
+			}
+			i++
+			continue
+		}
 		if strings.HasPrefix(a, "-") && len(a) > 1 && !dynamic[i] {
 			continue
 		}
 		if dynamic[i] {
-			if ci.args == argsNone {
+			if ci.args == argsNone || ci.args == argsRead || ci.args == argsPattern {
+				// Named only when it runs: a read of it is let through (the sandbox
+				// masks the secrets, and nothing outside the workspace is there).
 				continue
 			}
 			return nil, false
 		}
 		operands = append(operands, a)
 	}
-	var out []Resource
 	add := func(act Action, ps ...string) {
 		for _, p := range ps {
 			out = append(out, Resource{Action: act, Path: p})
@@ -398,7 +552,9 @@ func resources(ci commandInfo, args []string, dynamic []bool) ([]Resource, bool)
 			add(ActWrite, operands[len(operands)-1])
 		}
 	case argsPattern:
-		if len(operands) > 1 {
+		if given {
+			add(ActRead, operands...)
+		} else if len(operands) > 1 {
 			add(ActRead, operands[1:]...)
 		}
 	case argsMode:

@@ -90,7 +90,7 @@ var commandCases = []policyCase{
 	{"mv a.txt ../b.txt", policy.Deny, "default-deny"},
 	{"cd /tmp", policy.Deny, "default-deny"},
 	{"rm -rf $DIR", policy.Deny, "unreadable"},
-	{"ls $(pwd)", policy.Deny, "unreadable"},
+	{"ls $(pwd)", policy.Allow, "default:network-off:L0"}, // a listing of what a command names: the sandbox masks secrets
 	{"x=$(rm -rf /)", policy.Deny, "default-deny"},
 	{`printf '%s' "$(cat .env)"`, policy.Deny, "default-deny"},
 	{"echo ok | sh", policy.Deny, "unreadable"},

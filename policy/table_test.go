@@ -3,22 +3,30 @@ package policy
 import (
 	"bufio"
 	"os"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
-// TestCommandTable runs the hand-written cases of testdata/commands.tsv — mode,
-// expected decision, the attack class it stands for, command — through Engine.Shell,
-// the code path of `turnlog policy check`.
-func TestCommandTable(t *testing.T) {
-	t.Parallel()
+// tableCase is one line of testdata/commands.tsv.
+type tableCase struct {
+	line           int
+	mode           Mode
+	want           Decision
+	class, command string
+}
+
+// readTable reads testdata/commands.tsv.
+func readTable(tb testing.TB) []tableCase {
+	tb.Helper()
 	f, err := os.Open("testdata/commands.tsv")
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	defer f.Close()
+	var out []tableCase
 	sc := bufio.NewScanner(f)
-	n := 0
 	for line := 1; sc.Scan(); line++ {
 		text := sc.Text()
 		if strings.TrimSpace(text) == "" || strings.HasPrefix(text, "#") {
@@ -26,16 +34,52 @@ func TestCommandTable(t *testing.T) {
 		}
 		cols := strings.SplitN(text, "\t", 4)
 		if len(cols) != 4 {
-			t.Fatalf("line %d: want 4 tab-separated columns: %q", line, text)
+			tb.Fatalf("line %d: want 4 tab-separated columns: %q", line, text)
 		}
-		mode, want, class, cmd := Mode(cols[0]), Decision(cols[1]), cols[2], cols[3]
-		e := &Engine{Mode: mode, Workspace: "/work/repo"}
-		if v := e.Shell(Subject{Agent: "a", Tool: "bash"}, cmd); v.Decision != want {
-			t.Errorf("line %d (%s, %s): %s → %s (%s, %s), want %s", line, mode, class, cmd, v.Decision, v.Level, v.Reason, want)
+		out = append(out, tableCase{line: line, mode: Mode(cols[0]), want: Decision(cols[1]), class: cols[2], command: cols[3]})
+	}
+	return out
+}
+
+// TestCommandTable runs the hand-written cases of testdata/commands.tsv — mode,
+// expected decision, the attack class it stands for, command — through Engine.Shell,
+// the code path of `turnlog policy check`.
+func TestCommandTable(t *testing.T) {
+	t.Parallel()
+	cases := readTable(t)
+	for _, c := range cases {
+		e := &Engine{Mode: c.mode, Workspace: "/work/repo"}
+		if v := e.Shell(Subject{Agent: "a", Tool: "bash"}, c.command); v.Decision != c.want {
+			t.Errorf("line %d (%s, %s): %s → %s (%s, %s), want %s", c.line, c.mode, c.class, c.command, v.Decision, v.Level, v.Reason, c.want)
 		}
-		n++
 	}
-	if n < 300 {
-		t.Fatalf("only %d cases", n)
+	if len(cases) < 300 {
+		t.Fatalf("only %d cases", len(cases))
 	}
+}
+
+// BenchmarkPolicyDecision: one decision on a command of 20 words (a pipeline, a
+// list, a wrapper, a substitution), p50 over b.N (the target is at most 100 µs), and
+// the whole table of testdata/commands.tsv decided once (at most 2 s).
+func BenchmarkPolicyDecision(b *testing.B) {
+	const command = `cd src && timeout 60 go test -run TestX ./... 2>&1 | tee out.log | grep -v "^ok" | head -n 40 > $(mktemp)`
+	if n := len(strings.Fields(command)); n < 20 {
+		b.Fatalf("the command has %d words", n)
+	}
+	e := &Engine{Mode: ModeWorkspaceWrite, Workspace: "/work/repo"}
+	took := make([]time.Duration, 0, b.N)
+	for b.Loop() {
+		start := time.Now()
+		e.Shell(Subject{Agent: "a", Tool: "bash"}, command)
+		took = append(took, time.Since(start))
+	}
+	slices.Sort(took)
+	b.ReportMetric(float64(took[len(took)/2].Nanoseconds())/1e3, "p50-us")
+	cases := readTable(b)
+	start := time.Now()
+	for _, c := range cases {
+		(&Engine{Mode: c.mode, Workspace: "/work/repo"}).Shell(Subject{Agent: "a", Tool: "bash"}, c.command)
+	}
+	b.ReportMetric(time.Since(start).Seconds(), "table-s")
+	b.ReportMetric(float64(len(cases)), "table-cases")
 }
