@@ -73,7 +73,6 @@ func (s *Server) turnFiles(ctx context.Context, session string, evs []events.Eve
 	return out, nil
 }
 
-
 // diffOf sets row's diff of c, or says why it has none.
 func (s *Server) diffOf(ctx context.Context, session string, c events.FileChange, row *fileRow) {
 	var sides [2][]byte
