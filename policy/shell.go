@@ -67,6 +67,7 @@ func (s *Script) parse(src string, via []string, depth int) {
 		return
 	}
 	funcs := map[string]bool{}
+	dirs := trackDirs(file)
 	arith := false
 	syntax.Walk(file, func(n syntax.Node) bool {
 		if f, ok := n.(*syntax.FuncDecl); ok {
@@ -81,10 +82,14 @@ func (s *Script) parse(src string, via []string, depth int) {
 				s.assignment(a, via)
 			}
 			if len(n.Args) > 0 {
+				from := len(s.Commands)
 				s.call(n.Args, via, funcs, depth)
+				s.rebase(from, dirs[n]) // cd before it moved it: dirs.go
 			}
 		case *syntax.Redirect:
+			from := len(s.Commands)
 			s.redirect(n, via)
+			s.rebase(from, dirs[n])
 		case *syntax.DeclClause: // export, declare, local, readonly, typeset
 			for _, a := range n.Args {
 				s.assignment(a, via)
