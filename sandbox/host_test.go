@@ -197,3 +197,45 @@ true`, "MARKER", marker))
 		t.Fatal("a submodule's hook reached the host")
 	}
 }
+
+// TestARepositorysOwnDotfilesRunNothing: known-safe git commands stay safe only
+// because HOME is outside the workspace and git runs with a config turnlog controls.
+// A read-only workspace's repository holds a .gitconfig (and a .config/git/config)
+// naming a pager, an fsmonitor, a diff driver and an alias that each print a marker;
+// git log, git status, git diff and git show inside the sandbox print none of them,
+// with HOME or XDG_CONFIG_HOME pointed at the workspace too.
+func TestARepositorysOwnDotfilesRunNothing(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Fatal("git is needed for this test")
+	}
+	s, outside := spec(t)
+	s.WorkspaceReadOnly = true
+	git := func(args ...string) {
+		cmd := exec.Command("git", append([]string{"-C", s.Workspace, "-c", "user.name=t", "-c", "user.email=t@t"}, args...)...)
+		cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "HOME="+outside)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v %s", args, err, out)
+		}
+	}
+	git("init", "-q")
+	os.WriteFile(filepath.Join(s.Workspace, "a.txt"), []byte("one\n"), 0o644)
+	os.WriteFile(filepath.Join(s.Workspace, ".gitattributes"), []byte("*.txt diff=planted\n"), 0o644)
+	git("add", "a.txt", ".gitattributes")
+	git("commit", "-qm", "first")
+	os.WriteFile(filepath.Join(s.Workspace, "a.txt"), []byte("two\n"), 0o644)
+	planted := "[core]\n\tpager = echo PLANTED-PAGER\n\tfsmonitor = echo PLANTED-FSMONITOR >&2\n" +
+		"[diff \"planted\"]\n\ttextconv = echo PLANTED-TEXTCONV\n\tcommand = echo PLANTED-DIFF\n" +
+		"[alias]\n\tlog = !echo PLANTED-ALIAS\n[pager]\n\tlog = echo PLANTED-PAGER\n"
+	os.WriteFile(filepath.Join(s.Workspace, ".gitconfig"), []byte(planted), 0o644)
+	os.MkdirAll(filepath.Join(s.Workspace, ".config", "git"), 0o755)
+	os.WriteFile(filepath.Join(s.Workspace, ".config", "git", "config"), []byte(planted), 0o644)
+	res := run(t, s, `git -p log --oneline; git status; git -p diff; git show HEAD; HOME=$PWD git -p log; XDG_CONFIG_HOME=$PWD/.config git status; git diff --stat`)
+	out := res.Stdout + res.Stderr
+	if strings.Contains(out, "PLANTED") {
+		t.Fatalf("git ran what the repository's own dotfiles planted:\n%s", out)
+	}
+	if !strings.Contains(out, "first") || !strings.Contains(out, "a.txt") {
+		t.Fatalf("git did not run as asked:\n%s", out)
+	}
+}
