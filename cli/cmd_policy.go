@@ -121,7 +121,7 @@ func printVerdict(c *cliContext, v policy.Verdict) {
 		if len(cv.Via) > 0 {
 			via = " (via " + strings.Join(cv.Via, ", ") + ")"
 		}
-		fmt.Fprintf(tw, "  %s%s\t%s\t%s\t%s\n", strings.Join(cv.Argv, " "), via, cv.Level, cv.Decision, cv.Rule)
+		fmt.Fprintf(tw, "  %s%s\t%s\t%s\t%s\t%s\n", strings.Join(cv.Argv, " "), via, cv.Class, cv.Level, cv.Decision, cv.Rule)
 	}
 	tw.Flush()
 }

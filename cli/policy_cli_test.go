@@ -18,7 +18,7 @@ func TestPolicyCheck(t *testing.T) {
 		status int
 		says   []string
 	}{
-		{[]string{"--", "go test ./..."}, 0, []string{"decision: allow", "go test ./...  L2  allow"}},
+		{[]string{"--", "go test ./..."}, 0, []string{"decision: allow", "go test ./...  opaque  L2  allow"}},
 		{[]string{"--", "rm -rf build"}, 3, []string{"decision: require_approval", "level:    L4"}},
 		{[]string{"--", "curl https://example.com"}, 4, []string{"rule:     default:network-off:L3"}},
 		{[]string{"--", "ls; rm -rf / && echo $(curl evil)"}, 4, []string{"decision: deny", "rule:     default-deny",

@@ -92,6 +92,7 @@ type Verdict struct {
 	Rule        string    `json:"rule"` // the rule that fired, or "default:<mode>:<level>", or a built-in reason
 	Reason      string    `json:"reason"`
 	Alternative string    `json:"alternative,omitempty"`
+	Class       Class     `json:"class,omitempty"`    // for one command: how much the policy reads of it
 	Commands    []Verdict `json:"commands,omitempty"` // for a shell command: each command found
 	Argv        []string  `json:"argv,omitempty"`
 	Via         []string  `json:"via,omitempty"`
@@ -124,9 +125,6 @@ func DefaultDenied() []string { return slices.Clone(defaultDenied) }
 // Shell decides a bash call.
 func (e *Engine) Shell(sub Subject, command string) Verdict {
 	script := ParseScript(command)
-	if script.Denied != "" {
-		return Verdict{Decision: Deny, Level: L5, Rule: "unparsable", Reason: script.Denied}
-	}
 	if len(script.Commands) == 0 {
 		return Verdict{Decision: Allow, Level: L0, Rule: "empty", Reason: "the command runs nothing"}
 	}
@@ -150,11 +148,7 @@ func (e *Engine) Tool(sub Subject, level Level, actions []Action, res []Resource
 }
 
 func (e *Engine) command(sub Subject, c Command) Verdict {
-	v := Verdict{Level: c.Level, Resources: c.Resources}
-	if c.Denied != "" {
-		v.Decision, v.Rule, v.Reason = Deny, "unreadable", fmt.Sprintf("%s: %s", c.Name(), c.Denied)
-		return v
-	}
+	v := Verdict{Level: c.Level, Class: c.Class, Resources: c.Resources}
 	for _, r := range c.Resources {
 		if r.Path == "" {
 			continue
@@ -181,6 +175,10 @@ func (e *Engine) command(sub Subject, c Command) Verdict {
 		v.Decision = e.modeDefault(c)
 		v.Rule = fmt.Sprintf("default:%s:%s", e.EffectiveMode(), c.Level)
 		v.Reason = fmt.Sprintf("no rule matches %s; %s gives %s at %s", c.Name(), e.EffectiveMode(), v.Decision, c.Level)
+		if c.Class == ClassOpaque {
+			v.Rule = fmt.Sprintf("default:%s:opaque", e.EffectiveMode())
+			v.Reason = fmt.Sprintf("no rule matches %s; %s gives %s to what the policy cannot read (%s)", c.Name(), e.EffectiveMode(), v.Decision, opaqueWhy(c))
+		}
 	}
 	if v.Decision == RequireApproval && slices.Contains(c.Actions, ActNetwork) {
 		v.Reason += "; " + e.NetworkGrant(sub)
@@ -196,17 +194,47 @@ func (e *Engine) EffectiveMode() Mode {
 	return e.Mode
 }
 
-// modeDefault is a mode's decision for a command no rule matches.
+// modeDefault is a mode's decision for a command no rule matches: known-safe is
+// allowed; known effects are decided by their level; opaque is let run where the
+// sandbox has no network and the workspace can be written (what it does stays there,
+// and the undo log takes it back), asked elsewhere — and never decided more loosely
+// than the effects the policy does read of it.
 func (e *Engine) modeDefault(c Command) Decision {
+	d := e.levelDefault(c)
+	switch c.Class {
+	case ClassKnownSafe:
+		return Allow
+	case ClassOpaque:
+		if e.EffectiveMode() == ModeReadOnly || e.EffectiveNetwork() != NetworkOff {
+			if strictness(RequireApproval) > strictness(d) {
+				d = RequireApproval
+			}
+		}
+	}
+	return d
+}
+
+// opaqueWhy says why the policy cannot read c.
+func opaqueWhy(c Command) string {
+	switch {
+	case c.Opaque != "":
+		return c.Opaque
+	case c.RunsCode:
+		return "it runs code given to it, or a setting changes what runs"
+	case c.program:
+		return "it runs code of its own: a build, a test runner, a script"
+	}
+	return "a program it does not know"
+}
+
+// levelDefault is a mode's decision for a command's known effects: its level, its
+// actions.
+func (e *Engine) levelDefault(c Command) Decision {
 	network := slices.Contains(c.Actions, ActNetwork)
 	writes := slices.Contains(c.Actions, ActWrite) || slices.Contains(c.Actions, ActDelete)
 	switch {
 	case c.Level >= L5:
 		return Deny
-	case c.RunsCode && e.EffectiveMode() == ModeReadOnly:
-		return Deny
-	case c.RunsCode:
-		return RequireApproval
 	case network && (e.EffectiveMode() == ModeNetworkOff || e.EffectiveMode() == ModeFullIsolated || e.EffectiveMode() == ModeReadOnly):
 		return Deny
 	case e.EffectiveMode() == ModeReadOnly && writes:

@@ -205,8 +205,8 @@ var wrapperLevel = map[string]Level{"sudo": L5, "xargs": L2, "runuser": L5, "sg"
 // shells run a string as a script with -c; it is parsed again.
 var shells = map[string]bool{"sh": true, "bash": true, "dash": true, "zsh": true, "ksh": true}
 
-// opaque commands run code the policy cannot see: always denied.
-var opaque = map[string]string{
+// opaquePrograms run code the policy cannot see: opaque, whatever their arguments.
+var opaquePrograms = map[string]string{
 	"eval": "eval runs a string as code", "source": "source runs a file as code", ".": "source runs a file as code",
 	"watch": "an unknown wrapper", "parallel": "an unknown wrapper", "script": "an unknown wrapper",
 	"expect": "an unknown wrapper", "strace": "an unknown wrapper", "ltrace": "an unknown wrapper", "gdb": "an unknown wrapper",

@@ -9,8 +9,7 @@ import (
 
 // The policy reads what a command literally does. What it cannot read — code given
 // on the command line or on stdin, settings that change what later commands run —
-// "runs code" (Command.RunsCode): approval wherever the mode can write, denied in
-// read-only.
+// "runs code" (Command.RunsCode): it is opaque (classes.go).
 
 // plainName says whether a command word, after quote removal, is a name a shell runs
 // as written: no glob, no brace expansion ($'…', parameters and arithmetic are not
@@ -326,9 +325,7 @@ func refine(cmd *Command, argv []string) {
 	case "curl", "wget":
 		cmd.Resources = append(cmd.Resources, uploads(args)...)
 	case "grep", "egrep", "fgrep", "rg":
-		if name == "rg" && has("--pre") {
-			runsCode() // a program ripgrep runs on every file it searches
-		}
+
 		for i, a := range args {
 			if (a == "-f" || a == "--file") && i+1 < len(args) {
 				cmd.Resources = append(cmd.Resources, Resource{Action: ActRead, Path: args[i+1]})
@@ -336,8 +333,7 @@ func refine(cmd *Command, argv []string) {
 		}
 	case "cd", "pushd":
 		if len(args) > 0 && args[len(args)-1] == "-" {
-			cmd.Denied = "cd - goes back to a directory only known when it runs"
-			cmd.Level = L5
+			cmd.Opaque = "cd - goes back to a directory only known when it runs"
 		}
 	case "unlink":
 		cmd.Level, cmd.Actions = max(cmd.Level, L4), appendAction(cmd.Actions, ActDelete)

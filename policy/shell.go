@@ -18,19 +18,24 @@ type Resource struct {
 }
 
 // Command is one command found in a shell script, as the policy sees it: its words
-// after quote removal, the wrappers and shells it was found through, its risk and
-// what it acts on. Denied, when set, says why it can never run.
+// after quote removal, the wrappers and shells it was found through, its class, its
+// risk and what it acts on.
 type Command struct {
 	Argv      []string   `json:"argv"`
 	Via       []string   `json:"via,omitempty"`
+	Class     Class      `json:"class"`
 	Level     Level      `json:"level"`
 	Actions   []Action   `json:"actions,omitempty"`
 	Resources []Resource `json:"resources,omitempty"`
-	Denied    string     `json:"denied,omitempty"`
+	// Opaque, when set, says what of the command the policy cannot read (a name, a
+	// script, a command a wrapper runs, known only when it runs): it is opaque.
+	Opaque string `json:"opaque,omitempty"`
 	// RunsCode: the command runs code the policy cannot read (given inline, on stdin,
-	// or through a setting that changes what runs): approval where the mode can write,
-	// denied in read-only.
+	// or through a setting that changes what runs): it is opaque.
 	RunsCode bool `json:"runs_code,omitempty"`
+	// program says the policy knows the command's program (or it is a function of
+	// the script, a redirection, a wrapper of a command classified on its own).
+	program bool
 }
 
 // Name is the command's name without its directory.
@@ -44,7 +49,9 @@ func (c Command) Name() string {
 // Script is what parsing a shell script found.
 type Script struct {
 	Commands []Command `json:"commands"`
-	Denied   string    `json:"denied,omitempty"` // the script cannot be read (a parse error)
+	// Opaque says why the script cannot be read at all (a parse error): it is one
+	// opaque command.
+	Opaque string `json:"opaque,omitempty"`
 }
 
 // ParseScript finds every command of a shell script — in pipelines, lists, $(...),
@@ -53,17 +60,23 @@ type Script struct {
 func ParseScript(src string) Script {
 	var s Script
 	s.parse(src, nil, 0)
+	if s.Opaque != "" {
+		s.Commands = append(s.Commands, Command{Argv: []string{"bash", "-c", src}, Level: L2, Actions: []Action{ActExecute}, Opaque: s.Opaque})
+	}
+	for i := range s.Commands {
+		s.Commands[i].Class = classOf(&s.Commands[i])
+	}
 	return s
 }
 
 func (s *Script) parse(src string, via []string, depth int) {
 	if depth > 4 {
-		s.Denied = "shell strings nested too deep to read"
+		s.Opaque = "shell strings nested too deep to read"
 		return
 	}
 	file, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(src), "")
 	if err != nil {
-		s.Denied = fmt.Sprintf("the command does not parse: %v", err)
+		s.Opaque = fmt.Sprintf("the command does not parse: %v", err)
 		return
 	}
 	funcs := map[string]bool{}
@@ -140,13 +153,14 @@ func (s *Script) redirect(r *syntax.Redirect, via []string) {
 		return // here-documents, here-strings and fd duplication name no file
 	}
 	target, ok := staticWord(r.Word)
-	cmd := Command{Argv: []string{r.Op.String(), target}, Via: via, Level: L1, Actions: []Action{act}}
+	cmd := Command{Argv: []string{r.Op.String(), target}, Via: via, Level: L1, Actions: []Action{act}, program: true}
 	if act == ActWrite {
 		cmd.Level = L2
 	}
 	switch {
 	case !ok:
-		cmd.Denied = "a redirection to a file that is only known when it runs"
+		// A file named only when it runs: a read or a write of the workspace, decided
+		// as such (the sandbox keeps it inside).
 	case target != "/dev/null" && target != "/dev/stdout" && target != "/dev/stderr":
 		cmd.Resources = []Resource{{Action: act, Path: target}}
 	}
@@ -170,7 +184,7 @@ func (s *Script) call(words []*syntax.Word, via []string, funcs map[string]bool,
 		}
 	}
 	if dynamic[0] {
-		s.Commands = append(s.Commands, Command{Argv: argv, Via: via, Level: L5, Denied: "the command's name is only known when it runs"})
+		s.Commands = append(s.Commands, Command{Argv: argv, Via: via, Level: L2, Actions: []Action{ActExecute}, Opaque: "the command's name is only known when it runs"})
 		return
 	}
 	s.classify(argv, dynamic, via, funcs, depth, L0)
@@ -204,45 +218,64 @@ func expandBraces(words []*syntax.Word) []*syntax.Word {
 func (s *Script) classify(argv []string, dynamic []bool, via []string, funcs map[string]bool, depth int, floor Level) {
 	name := path.Base(argv[0])
 	cmd := Command{Argv: argv, Via: via}
-	deny := func(why string) {
-		cmd.Level, cmd.Denied = max(L5, floor), why
+	opaque := func(why string) {
+		cmd.Level, cmd.Actions, cmd.Opaque = max(L2, floor), []Action{ActExecute}, why
 		s.Commands = append(s.Commands, cmd)
 	}
 	if !plainName(argv[0]) {
-		deny("the command's name is not a plain word (a glob or brace expansion decides what runs)")
+		opaque("the command's name is not a plain word (a glob or brace expansion decides what runs)")
 		return
 	}
-	if why, ok := opaque[name]; ok {
-		deny(why)
+	if stringRunners[name] && len(argv) > 1 {
+		// eval, watch and trap run their (first) arguments as a shell string: a literal
+		// one is read as the commands it holds.
+		words, dyn := argv[1:], dynamic[1:]
+		if name == "watch" {
+			n := flagsThen(words, 0, "-n", "--interval", "-d", "--differences", "-q", "--equexit")
+			if n < 0 || n >= len(words) {
+				opaque("watch's arguments cannot be read")
+				return
+			}
+			words, dyn = words[n:], dyn[n:]
+		}
+		if name == "trap" {
+			words, dyn = words[:1], dyn[:1]
+		}
+		if slices.Contains(dyn, true) {
+			opaque(name + " runs a string only known when it runs")
+			return
+		}
+		cmd.Level, cmd.program = floor, true
+		s.Commands = append(s.Commands, cmd)
+		s.parse(strings.Join(words, " "), append(append([]string(nil), via...), name), depth+1)
+		return
+	}
+	if why, ok := opaquePrograms[name]; ok {
+		opaque(why)
 		return
 	}
 	if funcs[name] && !strings.Contains(argv[0], "/") && !knownProgram(name) {
 		// A function of the script: its body is classified where it is declared. One
 		// named as a program is classified as that program too: a function never hides
 		// one (`command rm`, a wrapper, or the next line may reach the real one).
-		cmd.Level = floor
+		cmd.Level, cmd.program = floor, true
 		s.Commands = append(s.Commands, cmd)
 		return
 	}
 	if skip, ok := wrappers[name]; ok {
+		floor = max(floor, wrapperLevel[name]) // sudo, runuser: a privilege under whatever they run
 		n := skip(argv[1:])
 		if n < 0 {
-			deny(fmt.Sprintf("%s's arguments cannot be read", name))
+			opaque(fmt.Sprintf("%s's arguments cannot be read", name))
 			return
 		}
-		floor = max(floor, wrapperLevel[name])
 		if 1+n >= len(argv) { // nothing wrapped: the wrapper alone
-			if name == "xargs" { // runs echo
-				cmd.Level = max(floor, L0)
-				s.Commands = append(s.Commands, cmd)
-				return
-			}
-			cmd.Level = floor
+			cmd.Level, cmd.program = floor, true // xargs alone runs echo
 			s.Commands = append(s.Commands, cmd)
 			return
 		}
 		if dynamic[1+n] {
-			deny(fmt.Sprintf("the command %s runs is only known when it runs", name))
+			opaque(fmt.Sprintf("the command %s runs is only known when it runs", name))
 			return
 		}
 		if name == "env" {
@@ -258,7 +291,7 @@ func (s *Script) classify(argv []string, dynamic []bool, via []string, funcs map
 				dynamic[j] = dynamic[j] || strings.Contains(argv[j], repl) // what xargs reads decides
 			}
 		}
-		s.Commands = append(s.Commands, Command{Argv: argv[:1+n], Via: via, Level: floor})
+		s.Commands = append(s.Commands, Command{Argv: argv[:1+n], Via: via, Level: floor, program: true})
 		// A wrapper runs a program, never a function of the script (command and
 		// builtin skip them; env, xargs and the rest exec).
 		s.classify(argv[1+n:], dynamic[1+n:], append(append([]string(nil), via...), name), nil, depth, floor)
@@ -273,6 +306,9 @@ func (s *Script) classify(argv []string, dynamic []bool, via []string, funcs map
 		return
 	}
 	ci, known := commands[name]
+	if _, listed := knownSafe[name]; !known && listed {
+		ci, known = info(L1, argsRead, ActRead), true // a reader of the known-safe list
+	}
 	if !known {
 		ci = info(L2, argsNone, ActExecute) // unknown programs run code of their own
 		// An unknown program whose arguments hold a known command where a wrapper
@@ -283,7 +319,7 @@ func (s *Script) classify(argv []string, dynamic []bool, via []string, funcs map
 			}
 			seen++ // the first few operands: where a wrapper's command goes, after its options' values
 			if inner := path.Base(argv[j]); commandLike(inner) {
-				s.Commands = append(s.Commands, Command{Argv: argv[:j], Via: via, Level: max(L2, floor), Actions: []Action{ActExecute}})
+				s.Commands = append(s.Commands, Command{Argv: argv[:j], Via: via, Level: max(L2, floor), Actions: []Action{ActExecute}, Opaque: name + " is a program the policy does not know"})
 				s.classify(argv[j:], dynamic[j:], append(append([]string(nil), via...), name), funcs, depth, max(L2, floor))
 				return
 			}
@@ -292,13 +328,8 @@ func (s *Script) classify(argv []string, dynamic []bool, via []string, funcs map
 	if ci.args == argsSubcmd {
 		ci = subcommand(name, argv)
 	}
-	cmd.Level, cmd.Actions = max(ci.level, floor), ci.actions
-	res, ok := resources(ci, argv[1:], dynamic[1:])
-	if !ok {
-		deny("a path or address that is only known when it runs")
-		return
-	}
-	cmd.Resources = res
+	cmd.Level, cmd.Actions, cmd.program = max(ci.level, floor), ci.actions, known
+	cmd.Resources = resources(ci, argv[1:], dynamic[1:])
 	refine(&cmd, argv)
 	for _, r := range cmd.Resources { // a path it writes or deletes, however named, is that action
 		switch r.Action {
@@ -309,9 +340,44 @@ func (s *Script) classify(argv []string, dynamic []bool, via []string, funcs map
 		}
 	}
 	s.Commands = append(s.Commands, cmd)
-	if name == "git" {
+	switch name {
+	case "git":
 		s.gitInner(argv, dynamic, via, depth, floor)
+	case "rg":
+		s.rgPre(argv, dynamic, via, depth, floor)
 	}
+}
+
+// rgPre classifies the program ripgrep's --pre runs on every file it searches, with
+// the paths it searches as its arguments.
+func (s *Script) rgPre(argv []string, dynamic []bool, via []string, depth int, floor Level) {
+	pre, preDyn, at := "", false, -1
+	for i := 1; i < len(argv); i++ {
+		switch a := argv[i]; {
+		case a == "--pre" && i+1 < len(argv):
+			pre, preDyn, at = argv[i+1], dynamic[i+1], i+1
+		case strings.HasPrefix(a, "--pre="):
+			pre, preDyn, at = strings.TrimPrefix(a, "--pre="), dynamic[i], i
+		}
+	}
+	if at < 0 {
+		return
+	}
+	inner, innerDyn := []string{pre}, []bool{preDyn}
+	operands := 0
+	for i := 1; i < len(argv); i++ {
+		if i == at || i == at-1 && argv[i] == "--pre" || strings.HasPrefix(argv[i], "-") {
+			continue
+		}
+		if operands++; operands > 1 { // the first is the pattern
+			inner, innerDyn = append(inner, argv[i]), append(innerDyn, dynamic[i])
+		}
+	}
+	if preDyn {
+		s.Commands = append(s.Commands, Command{Argv: inner, Via: via, Level: max(L2, floor), Actions: []Action{ActExecute}, Opaque: "rg --pre runs a program only known when it runs"})
+		return
+	}
+	s.classify(inner, innerDyn, append(append([]string(nil), via...), "rg --pre"), nil, depth, floor)
 }
 
 // gitInner classifies the commands git runs for its subcommand: submodule foreach's
@@ -325,7 +391,7 @@ func (s *Script) gitInner(argv []string, dynamic []bool, via []string, depth int
 	rest, restDyn := argv[2+at:], dynamic[2+at:]
 	script := func(i int, src string) {
 		if restDyn[i] {
-			s.Commands = append(s.Commands, Command{Argv: argv, Via: via, Level: L5, Denied: "git runs a command that is only known when it runs"})
+			s.Commands = append(s.Commands, Command{Argv: argv, Via: via, Level: max(L2, floor), Actions: []Action{ActExecute}, Opaque: "git runs a command that is only known when it runs"})
 			return
 		}
 		s.parse(src, append(append([]string(nil), via...), "git "+sub), depth+1)
@@ -370,13 +436,16 @@ func (s *Script) gitInner(argv []string, dynamic []bool, via []string, depth int
 	}
 }
 
+// stringRunners run their arguments as a shell string.
+var stringRunners = map[string]bool{"eval": true, "watch": true, "trap": true}
+
 // commandLike says whether a word names a program the policy knows something of
 // that matters when another program runs it: more than reading.
 func commandLike(name string) bool {
 	if shells[name] {
 		return true
 	}
-	if _, ok := opaque[name]; ok {
+	if _, ok := opaquePrograms[name]; ok {
 		return true
 	}
 	if _, ok := wrappers[name]; ok {
@@ -390,7 +459,7 @@ func commandLike(name string) bool {
 func knownProgram(name string) bool {
 	_, known := commands[name]
 	_, wraps := wrappers[name]
-	_, hides := opaque[name]
+	_, hides := opaquePrograms[name]
 	return known || wraps || hides || shells[name]
 }
 
@@ -420,16 +489,16 @@ func (s *Script) shell(cmd Command, argv []string, dynamic []bool, via []string,
 			continue // --norc, --login, …
 		}
 		if script {
-			cmd.Level = floor
+			cmd.Level, cmd.program = floor, true
 			s.Commands = append(s.Commands, cmd)
 			s.parse(a, append(append([]string(nil), via...), name+" -c"), depth+1)
 			return
 		}
-		cmd.Level, cmd.Denied = L5, fmt.Sprintf("%s runs the script %s, which the policy cannot see", name, a)
+		cmd.Level, cmd.Actions, cmd.Opaque = max(L2, floor), []Action{ActExecute}, fmt.Sprintf("%s runs the script %s, which the policy does not read", name, a)
 		s.Commands = append(s.Commands, cmd)
 		return
 	}
-	cmd.Level, cmd.Denied = L5, fmt.Sprintf("%s runs whatever it reads, which the policy cannot see", name)
+	cmd.Level, cmd.Actions, cmd.Opaque = max(L2, floor), []Action{ActExecute}, fmt.Sprintf("%s runs whatever it reads, which the policy cannot see", name)
 	s.Commands = append(s.Commands, cmd)
 }
 
@@ -440,16 +509,14 @@ func (s *Script) find(cmd Command, argv []string, dynamic []bool, via []string, 
 	i := 1
 	for ; i < len(argv) && !strings.HasPrefix(argv[i], "-") && argv[i] != "(" && argv[i] != "!"; i++ {
 		if dynamic[i] {
-			cmd.Level, cmd.Denied = L5, "a path that is only known when it runs"
-			s.Commands = append(s.Commands, cmd)
-			return
+			continue // a root named only when it runs: its reads are let through, as any read of one
 		}
 		roots = append(roots, argv[i])
 	}
 	if len(roots) == 0 {
 		roots = []string{"."}
 	}
-	cmd.Level, cmd.Actions = max(L1, floor), []Action{ActRead}
+	cmd.Level, cmd.Actions, cmd.program = max(L1, floor), []Action{ActRead}, true
 	for _, r := range roots {
 		cmd.Resources = append(cmd.Resources, Resource{Action: ActRead, Path: r})
 	}
@@ -472,7 +539,7 @@ func (s *Script) find(cmd Command, argv []string, dynamic []bool, via []string, 
 				j++
 			}
 			if j == i+1 || dynamic[i+1] {
-				cmd.Level, cmd.Denied = L5, "find runs a command that is only known when it runs"
+				cmd.Level, cmd.Actions, cmd.Opaque = max(L2, floor), append(cmd.Actions, ActExecute), "find runs a command that is only known when it runs"
 				s.Commands = append(s.Commands, cmd)
 				return
 			}
@@ -510,9 +577,10 @@ func subcommand(name string, argv []string) commandInfo {
 	return info(L2, argsNone, ActExecute)
 }
 
-// resources reads what a command's arguments name, by its argument role. ok is false
-// when an argument that names a resource is only known when the command runs.
-func resources(ci commandInfo, args []string, dynamic []bool) ([]Resource, bool) {
+// resources reads what a command's arguments name, by its argument role. An
+// argument known only when the command runs names nothing the policy can check: the
+// command's actions and level decide it (the sandbox keeps it in the workspace).
+func resources(ci commandInfo, args []string, dynamic []bool) []Resource {
 	var operands []string
 	var out []Resource
 	given := false // the pattern or program came with -e or -f: every operand is a path
@@ -530,12 +598,7 @@ func resources(ci commandInfo, args []string, dynamic []bool) ([]Resource, bool)
 			continue
 		}
 		if dynamic[i] {
-			if ci.args == argsNone || ci.args == argsRead || ci.args == argsPattern {
-				// Named only when it runs: a read of it is let through (the sandbox
-				// masks the secrets, and nothing outside the workspace is there).
-				continue
-			}
-			return nil, false
+			continue
 		}
 		operands = append(operands, a)
 	}
@@ -571,7 +634,7 @@ func resources(ci commandInfo, args []string, dynamic []bool) ([]Resource, bool)
 			out = append(out, Resource{Action: ActNetwork, Domain: host(o)})
 		}
 	}
-	return append(out, optionPaths(args, dynamic)...), true
+	return append(out, optionPaths(args, dynamic)...)
 }
 
 // pathOptions name a file or directory in their value, whatever the program: the
