@@ -130,7 +130,7 @@ func (e *Engine) Shell(sub Subject, command string) Verdict {
 	}
 	out := Verdict{Decision: Allow}
 	for _, c := range script.Commands {
-		v := e.command(sub, c)
+		v := e.command(sub, c, true)
 		v.Argv, v.Via = c.Argv, c.Via
 		out.Commands = append(out.Commands, v)
 		out.Resources = append(out.Resources, c.Resources...)
@@ -144,13 +144,18 @@ func (e *Engine) Shell(sub Subject, command string) Verdict {
 
 // Tool decides a call of a tool that is not a shell: its action on its resources.
 func (e *Engine) Tool(sub Subject, level Level, actions []Action, res []Resource) Verdict {
-	return e.command(sub, Command{Argv: []string{sub.Tool}, Level: level, Actions: actions, Resources: res})
+	return e.command(sub, Command{Argv: []string{sub.Tool}, Level: level, Actions: actions, Resources: res}, false)
 }
 
-func (e *Engine) command(sub Subject, c Command) Verdict {
+// command decides one command; sandboxed says it runs in the sandbox, whose /tmp
+// and devices are its own.
+func (e *Engine) command(sub Subject, c Command, sandboxed bool) Verdict {
 	v := Verdict{Level: c.Level, Class: c.Class, Resources: c.Resources}
 	for _, r := range c.Resources {
 		if r.Path == "" {
+			continue
+		}
+		if sandboxed && sandboxOwn(r.Path) {
 			continue
 		}
 		if why := e.forbidden(r.Path, listers[c.Name()] && r.Action == ActRead); why != "" {
@@ -265,6 +270,18 @@ func (e *Engine) forbidden(p string, listing bool) string {
 		return fmt.Sprintf("a glob that can expand to a file denied by default (%s)", pat)
 	}
 	return ""
+}
+
+// sandboxOwn says whether a path is a sandboxed command's own, not the host's: its
+// private /tmp (a tmpfs of its own, gone with it) and the harmless devices. A secret's
+// name there is still refused.
+func sandboxOwn(p string) bool {
+	clean := filepath.Clean(p)
+	switch clean {
+	case "/dev/null", "/dev/zero", "/dev/random", "/dev/urandom", "/dev/stdin", "/dev/stdout", "/dev/stderr", "/tmp":
+		return true
+	}
+	return strings.HasPrefix(clean, "/tmp/") && DeniedBy(strings.TrimPrefix(clean, "/tmp/")) == "" && GlobMayDeny(strings.TrimPrefix(clean, "/tmp/")) == ""
 }
 
 // listers read what their paths name — names, sizes, modes — not what files hold:
