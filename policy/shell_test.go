@@ -88,7 +88,7 @@ var commandCases = []policyCase{
 	{"grep -r password /etc", policy.Deny, "default-deny"},
 	{"ln -s /etc/passwd p", policy.Deny, "default-deny"},
 	{"mv a.txt ../b.txt", policy.Deny, "default-deny"},
-	{"cd /tmp", policy.Allow, "default:network-off:L0"}, // the sandbox's own /tmp
+	{"cd /tmp", policy.Allow, "default:network-off:L0"},               // the sandbox's own /tmp
 	{"rm -rf $DIR", policy.RequireApproval, "default:network-off:L4"}, // a deletion, decided as such
 	{"ls $(pwd)", policy.Allow, "default:network-off:L0"},             // a listing of what a command names: the sandbox masks secrets
 	{"x=$(rm -rf /)", policy.Deny, "default-deny"},
