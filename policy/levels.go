@@ -86,7 +86,7 @@ var commands = map[string]commandInfo{
 	// L2: builds, tests, workspace changes
 	"mkdir": info(L2, argsWrite, ActWrite), "touch": info(L2, argsWrite, ActWrite), "cp": info(L2, argsCopy, ActRead, ActWrite),
 	"mv": info(L2, argsCopy, ActRead, ActWrite), "ln": info(L2, argsCopy, ActRead, ActWrite), "tee": info(L2, argsWrite, ActWrite),
-	"make": info(L2, argsNone, ActExecute), "gofmt": info(L2, argsRead, ActRead), "tar": info(L2, argsNone, ActRead, ActWrite),
+	"make": info(L2, argsNone, ActExecute), "gofmt": info(L1, argsRead, ActRead), "tar": info(L2, argsNone, ActRead, ActWrite),
 	"python3": info(L2, argsRead, ActExecute), "python": info(L2, argsRead, ActExecute), "node": info(L2, argsRead, ActExecute),
 	"git": info(L2, argsSubcmd), "go": info(L2, argsSubcmd), "npm": info(L2, argsSubcmd), "pip": info(L2, argsSubcmd),
 	"cargo": info(L2, argsSubcmd), "pip3": info(L2, argsSubcmd),
@@ -120,7 +120,10 @@ var subcommands = map[string]commandInfo{
 	"git show": info(L1, argsNone, ActRead), "git ls-files": info(L1, argsNone, ActRead), "git grep": info(L1, argsNone, ActRead),
 	"git cat-file": info(L1, argsNone, ActRead), "git ls-tree": info(L1, argsNone, ActRead), "git rev-parse": info(L1, argsNone, ActRead),
 	"git describe": info(L1, argsNone, ActRead), "git shortlog": info(L1, argsNone, ActRead), "git rev-list": info(L1, argsNone, ActRead),
-	"git archive": info(L1, argsNone, ActRead), "git branch": info(L1, argsNone, ActRead), "git blame": info(L1, argsRead, ActRead),
+	"git archive": info(L1, argsNone, ActRead), "git remote": info(L1, argsNone, ActRead), "git tag": info(L1, argsNone, ActRead),
+	"git merge": info(L2, argsNone, ActWrite), "git rebase": info(L2, argsNone, ActWrite), "git cherry-pick": info(L2, argsNone, ActWrite),
+	"git revert": info(L2, argsNone, ActWrite), "git am": info(L2, argsNone, ActWrite), "git apply": info(L2, argsRead, ActWrite),
+	"git mv": info(L2, argsNone, ActWrite), "git rm": info(L4, argsDelete, ActDelete), "git init": info(L2, argsNone, ActWrite), "git branch": info(L1, argsNone, ActRead), "git blame": info(L1, argsRead, ActRead),
 	"git add": info(L2, argsRead, ActWrite), "git commit": info(L2, argsNone, ActWrite), "git checkout": info(L2, argsNone, ActWrite),
 	"git switch": info(L2, argsNone, ActWrite), "git stash": info(L2, argsNone, ActWrite), "git restore": info(L2, argsWrite, ActWrite),
 	"git fetch": info(L3, argsNone, ActNetwork), "git pull": info(L3, argsNone, ActNetwork, ActWrite), "git clone": info(L3, argsURL, ActNetwork, ActWrite),
@@ -156,7 +159,14 @@ var wrappers = map[string]func(args []string) int{
 	"nice":    func(a []string) int { return flagsThen(a, 0, "-n", "--adjustment") },
 	"nohup":   func(a []string) int { return flagsThen(a, 0) },
 	"time":    func(a []string) int { return flagsThen(a, 0) },
-	"command": func(a []string) int { return flagsThen(a, 0) },
+	"command": func(a []string) int {
+		for _, f := range a[:max(flagsThen(a, 0), 0)] {
+			if f == "-v" || f == "-V" {
+				return len(a) // it says what a name is: nothing runs
+			}
+		}
+		return flagsThen(a, 0)
+	},
 	"builtin": func(a []string) int { return flagsThen(a, 0) },
 	"exec":    func(a []string) int { return flagsThen(a, 0, "-a") },
 	"stdbuf":  func(a []string) int { return flagsThen(a, 0, "-i", "-o", "-e") },
@@ -200,7 +210,7 @@ var wrappers = map[string]func(args []string) int{
 }
 
 // wrapperLevel is the floor a wrapper puts under what it wraps.
-var wrapperLevel = map[string]Level{"sudo": L5, "xargs": L2, "runuser": L5, "sg": L5, "setpriv": L5}
+var wrapperLevel = map[string]Level{"sudo": L5, "runuser": L5, "sg": L5, "setpriv": L5}
 
 // shells run a string as a script with -c; it is parsed again.
 var shells = map[string]bool{"sh": true, "bash": true, "dash": true, "zsh": true, "ksh": true}

@@ -322,6 +322,30 @@ func refine(cmd *Command, argv []string) {
 		if has("-e", "--rsh", "--rsync-path") {
 			runsCode()
 		}
+		var operands []string
+		for _, a := range args {
+			if !strings.HasPrefix(a, "-") {
+				operands = append(operands, a)
+			}
+		}
+		if len(operands) > 1 && !anyContains(operands, ":") { // a copy on this machine
+			if cmd.Level == L3 { // no connection: its own level is a copy's
+				cmd.Level = L2
+			}
+			cmd.Actions, cmd.Resources = []Action{ActRead, ActWrite}, nil
+			for _, o := range operands[:len(operands)-1] {
+				cmd.Resources = append(cmd.Resources, Resource{Action: ActRead, Path: o})
+			}
+			cmd.Resources = append(cmd.Resources, Resource{Action: ActWrite, Path: operands[len(operands)-1]})
+		}
+	case "gofmt", "goimports":
+		if has("-w") {
+			for _, r := range cmd.Resources { // -w: what it reads it writes
+				if r.Action == ActRead {
+					cmd.Resources = append(cmd.Resources, Resource{Action: ActWrite, Path: r.Path})
+				}
+			}
+		}
 	case "curl", "wget":
 		cmd.Resources = append(cmd.Resources, uploads(args)...)
 	case "grep", "egrep", "fgrep", "rg":
@@ -430,6 +454,9 @@ func refineGit(cmd *Command, args []string, runsCode func()) {
 		"init", "rev-parse", "config", "merge", "rebase", "grep", "ls-files", "describe", "shortlog", "reflog", "cherry-pick",
 		"revert", "mv", "rm", "bisect", "am", "apply", "format-patch", "archive", "gc", "fsck", "notes", "cat-file", "rev-list":
 	default:
+		if _, known := subcommands["git "+sub]; known {
+			break
+		}
 		cmd.RunsCode = true // an alias, or a git-<name> program: code the policy cannot read
 		cmd.Actions = appendAction(cmd.Actions, ActExecute)
 	}

@@ -153,6 +153,9 @@ func (s *Script) redirect(r *syntax.Redirect, via []string) {
 		return // here-documents, here-strings and fd duplication name no file
 	}
 	target, ok := staticWord(r.Word)
+	if ok && (target == "/dev/null" || target == "/dev/stdout" || target == "/dev/stderr") {
+		return // output thrown away or passed on: nothing written
+	}
 	cmd := Command{Argv: []string{r.Op.String(), target}, Via: via, Level: L1, Actions: []Action{act}, program: true}
 	if act == ActWrite {
 		cmd.Level = L2
@@ -161,7 +164,7 @@ func (s *Script) redirect(r *syntax.Redirect, via []string) {
 	case !ok:
 		// A file named only when it runs: a read or a write of the workspace, decided
 		// as such (the sandbox keeps it inside).
-	case target != "/dev/null" && target != "/dev/stdout" && target != "/dev/stderr":
+	default:
 		cmd.Resources = []Resource{{Action: act, Path: target}}
 	}
 	s.Commands = append(s.Commands, cmd)

@@ -53,7 +53,7 @@ func TestCommandTable(t *testing.T) {
 			t.Errorf("line %d (%s, %s): %s → %s (%s, %s), want %s", c.line, c.mode, c.class, c.command, v.Decision, v.Level, v.Reason, c.want)
 		}
 	}
-	if len(cases) < 300 {
+	if len(cases) < 700 {
 		t.Fatalf("only %d cases", len(cases))
 	}
 }
