@@ -130,7 +130,7 @@ func safeArgs(argv []string) (listed, safe bool) {
 			continue
 		}
 		for _, u := range entry.unsafe {
-			if a == u || strings.HasPrefix(a, u+"=") || len(u) == 2 && u[0] == '-' && !strings.HasPrefix(a, "--") && strings.ContainsRune(a[1:], rune(u[1])) {
+			if optionIs(a, u) || len(u) == 2 && u[0] == '-' && !strings.HasPrefix(a, "--") && strings.ContainsRune(a[1:], rune(u[1])) {
 				return true, false
 			}
 		}

@@ -163,12 +163,17 @@ func cdTo(c *syntax.CallExpr, dirs []string) ([]string, bool) {
 		return nil, false
 	}
 	name, ok := staticWord(c.Args[0])
+	args := c.Args[1:]
+	if ok && (name == "builtin" || name == "command") && len(args) > 0 {
+		name, ok = staticWord(args[0]) // builtin cd is cd
+		args = args[1:]
+	}
 	if !ok || name != "cd" && name != "pushd" && name != "popd" {
 		return nil, false
 	}
 	var target string
 	known := name != "popd"
-	for _, w := range c.Args[1:] {
+	for _, w := range args {
 		a, static := staticWord(w)
 		if !static {
 			known = false

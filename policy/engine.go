@@ -327,6 +327,9 @@ func (r *Rule) matches(e *Engine, sub Subject, c Command) bool {
 			return true
 		}
 	}
+	if r.Decision == Allow && len(r.Domains) > 0 && !everyDomain(r.Domains, c.Resources) {
+		return false // an allow rule opens a command only when it covers every host it names
+	}
 	for _, res := range c.Resources {
 		if res.Path != "" {
 			rel, ok := e.relative(res.Path)
@@ -346,6 +349,19 @@ func (r *Rule) matches(e *Engine, sub Subject, c Command) bool {
 		}
 	}
 	return false
+}
+
+// everyDomain says whether the patterns cover every host the resources name.
+func everyDomain(patterns []string, res []Resource) bool {
+	for _, r := range res {
+		if r.Domain == "" {
+			continue
+		}
+		if !slices.ContainsFunc(patterns, func(p string) bool { return domainMatches(p, r.Domain) }) {
+			return false
+		}
+	}
+	return true
 }
 
 func anyOf(set []string, v string) bool { return len(set) == 0 || slices.Contains(set, v) }

@@ -147,18 +147,22 @@ var wrappers = map[string]func(args []string) int{
 	"env": func(a []string) int {
 		i := 0
 		for i < len(a) && (len(a[i]) > 0 && a[i][0] == '-' || containsEq(a[i])) {
-			if a[i] == "-u" || a[i] == "-C" || a[i] == "-S" || strings.HasPrefix(a[i], "--split-string") || strings.HasPrefix(a[i], "--chdir") ||
-				strings.HasPrefix(a[i], "-S") && !strings.HasPrefix(a[i], "--") || strings.HasPrefix(a[i], "--unset") {
-				return -1 // an argument of its own, or a split string: not looked through
+			if a[i] == "-u" || a[i] == "--unset" {
+				i += 2 // a name to unset
+				continue
+			}
+			if a[i] == "-C" || a[i] == "-S" || strings.HasPrefix(a[i], "--split-string") || strings.HasPrefix(a[i], "--chdir") ||
+				strings.HasPrefix(a[i], "-S") && !strings.HasPrefix(a[i], "--") || strings.HasPrefix(a[i], "-C") && !strings.HasPrefix(a[i], "--") {
+				return -1 // another directory, or a split string: not looked through
 			}
 			i++
 		}
-		return i
+		return min(i, len(a))
 	},
 	"timeout": func(a []string) int { return flagsThen(a, 1, "-s", "-k", "--signal", "--kill-after") },
 	"nice":    func(a []string) int { return flagsThen(a, 0, "-n", "--adjustment") },
 	"nohup":   func(a []string) int { return flagsThen(a, 0) },
-	"time":    func(a []string) int { return flagsThen(a, 0) },
+	"time":    func(a []string) int { return flagsThen(a, 0, "-o", "--output", "-f", "--format") },
 	"command": func(a []string) int {
 		for _, f := range a[:max(flagsThen(a, 0), 0)] {
 			if f == "-v" || f == "-V" {
@@ -172,8 +176,11 @@ var wrappers = map[string]func(args []string) int{
 	"stdbuf":  func(a []string) int { return flagsThen(a, 0, "-i", "-o", "-e") },
 	"ionice":  func(a []string) int { return flagsThen(a, 0, "-c", "-n", "-p") },
 	"setsid":  func(a []string) int { return flagsThen(a, 0) },
-	"xargs":   func(a []string) int { return flagsThen(a, 0, "-I", "-n", "-P", "-d", "-E", "-L", "-s", "-a") },
-	"sudo":    func(a []string) int { return flagsThen(a, 0, "-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U") },
+	"xargs": func(a []string) int {
+		return flagsThen(a, 0, "-I", "-n", "-P", "-d", "-E", "-L", "-s", "-a", "--max-procs", "--max-args", "--delimiter", "--arg-file",
+			"--process-slot-var", "--max-lines", "--max-chars", "--eof")
+	},
+	"sudo": func(a []string) int { return flagsThen(a, 0, "-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U") },
 	"taskset": func(a []string) int {
 		n := flagsThen(a, 0)
 		for _, f := range a[:max(n, 0)] {

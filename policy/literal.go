@@ -2,6 +2,7 @@ package policy
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
@@ -35,7 +36,49 @@ func plainName(name string) bool {
 // codeSettings are variables that change what later commands run, or how: set by a
 // command, they run code the policy does not see.
 var codeSettings = map[string]bool{"PATH": true, "BASH_ENV": true, "ENV": true, "PS4": true, "PROMPT_COMMAND": true, "IFS": true,
-	"CDPATH": true, "SHELLOPTS": true, "BASHOPTS": true, "PERL5OPT": true, "PYTHONSTARTUP": true, "NODE_OPTIONS": true}
+	"CDPATH": true, "SHELLOPTS": true, "BASHOPTS": true, "PERL5OPT": true, "PYTHONSTARTUP": true, "NODE_OPTIONS": true,
+	"LESSOPEN": true, "LESSCLOSE": true, "RIPGREP_CONFIG_PATH": true, "TAR_OPTIONS": true, "PAGER": true, "MANPAGER": true,
+	"EDITOR": true, "VISUAL": true, "PYTHONPATH": true, "PYTHONHOME": true, "PERL5LIB": true, "RUBYOPT": true, "JAVA_TOOL_OPTIONS": true}
+
+// leadingText is the literal text a word starts with, quotes removed.
+func leadingText(w *syntax.Word) string {
+	var b strings.Builder
+	for _, p := range w.Parts {
+		switch p := p.(type) {
+		case *syntax.Lit:
+			b.WriteString(p.Value)
+		case *syntax.SglQuoted:
+			b.WriteString(p.Value)
+		case *syntax.DblQuoted:
+			for _, q := range p.Parts {
+				lit, ok := q.(*syntax.Lit)
+				if !ok {
+					return b.String()
+				}
+				b.WriteString(lit.Value)
+			}
+		default:
+			return b.String()
+		}
+	}
+	return b.String()
+}
+
+// optionIs says whether the argument a gives the option f: itself, with =value, a
+// short one joined to its value, an unambiguous abbreviation of a long one (getopt's
+// --in for --in-place), or a short one spelled long (Go's --w for -w).
+func optionIs(a, f string) bool {
+	name, _, _ := strings.Cut(a, "=")
+	switch {
+	case a == f || name == f:
+		return true
+	case len(f) == 2 && f[0] == '-' && f[1] != '-':
+		return strings.HasPrefix(a, f) && !strings.HasPrefix(a, "--") || name == "-"+f
+	case strings.HasPrefix(f, "--") && strings.HasPrefix(name, "--") && len(name) > 3:
+		return strings.HasPrefix(f, name)
+	}
+	return false
+}
 
 // codeSetting says whether setting the variable name changes what later commands run.
 func codeSetting(name string) bool {
@@ -83,10 +126,13 @@ func gitSubcommand(args []string) (string, int) {
 
 // assignment classifies a variable assignment (alone, or before a command).
 func (s *Script) assignment(a *syntax.Assign, via []string) {
-	if a.Name == nil {
-		return
+	name := ""
+	switch {
+	case a.Name != nil:
+		name = a.Name.Value
+	case a.Value != nil: // declare "PATH=…": the name is the word's first literal text
+		name, _, _ = strings.Cut(leadingText(a.Value), "=")
 	}
-	name := a.Name.Value
 	if codeSetting(name) {
 		s.Commands = append(s.Commands, Command{Argv: []string{name + "=…"}, Via: via, Level: L2, Actions: []Action{ActExecute}, RunsCode: true})
 	}
@@ -103,7 +149,7 @@ var inlineCode = map[string][]string{
 // awkCode finds what makes an awk program run commands or write files: system(),
 // pipes to or from a command, getline, output redirection. It reads the program
 // with its strings emptied (awkStringsEmptied): print $1 " -> " $2 redirects nothing.
-var awkCode = regexp.MustCompile(`system\s*\(|\|\s*"|"\s*\||getline|>\s*"|print[^;}]*>`)
+var awkCode = regexp.MustCompile(`system\s*\(|\|\s*"|"\s*\||getline|>\s*"|print[^;}]*[>|]`)
 
 // awkStringsEmptied is an awk program with each string literal made "".
 func awkStringsEmptied(prog string) string {
@@ -147,8 +193,8 @@ func sedRunsCode(prog string) bool {
 			return false
 		}
 		switch c := prog[i]; c {
-		case 'e', 'w', 'W':
-			return true
+		case 'e', 'w', 'W', 'r', 'R':
+			return true // runs a command, writes a file, or reads one the policy does not check
 		case 's', 'y':
 			if i+1 >= len(prog) {
 				return false
@@ -167,8 +213,13 @@ func sedRunsCode(prog string) bool {
 		case '{', '}', ';', '\n', ' ', '\t':
 			i++
 			continue
-		case 'a', 'i', 'c', 'r', 'R', 'b', 't', 'T', ':':
-			// The rest of the line is text, a file read or a label.
+		case 'b', 't', 'T', ':':
+			// A label, to the end of the line or a ;.
+			for i < len(prog) && prog[i] != '\n' && prog[i] != ';' {
+				i++
+			}
+		case 'a', 'i', 'c':
+			// The rest of the line is text.
 			for i < len(prog) && prog[i] != '\n' {
 				i++
 			}
@@ -206,7 +257,7 @@ func refine(cmd *Command, argv []string) {
 	has := func(flags ...string) bool {
 		for _, a := range args {
 			for _, f := range flags {
-				if a == f || strings.HasPrefix(a, f+"=") || (len(f) == 2 && f[0] == '-' && f[1] != '-' && strings.HasPrefix(a, f) && !strings.HasPrefix(a, "--")) {
+				if optionIs(a, f) {
 					return true
 				}
 			}
@@ -232,10 +283,20 @@ func refine(cmd *Command, argv []string) {
 			}
 		}
 	case "awk", "gawk", "mawk", "nawk":
+		for i, a := range args {
+			if (a == "-f" || a == "--file") && i+1 < len(args) && (args[i+1] == "-" || strings.HasPrefix(args[i+1], "/dev/")) {
+				runsCode() // its program on stdin
+			}
+		}
 		if has("-f") {
 			break // a program file of the workspace
 		}
-		for _, a := range args {
+		for i := 0; i < len(args); i++ {
+			a := args[i]
+			if a == "-v" || a == "-F" || a == "--assign" || a == "--field-separator" {
+				i++ // a value, not the program
+				continue
+			}
 			if !strings.HasPrefix(a, "-") {
 				if awkCode.MatchString(awkStringsEmptied(a)) {
 					runsCode()
@@ -255,6 +316,15 @@ func refine(cmd *Command, argv []string) {
 			}
 		}
 		for i, a := range args {
+			if v, ok := strings.CutPrefix(a, "--expression="); ok {
+				if sedRunsCode(v) {
+					runsCode()
+				}
+				continue
+			}
+			if (a == "-f" || a == "--file") && i+1 < len(args) && (args[i+1] == "-" || strings.HasPrefix(args[i+1], "/dev/")) {
+				runsCode() // its script on stdin
+			}
 			if a == "-e" || a == "--expression" {
 				if i+1 < len(args) && sedRunsCode(args[i+1]) {
 					runsCode()
@@ -273,6 +343,14 @@ func refine(cmd *Command, argv []string) {
 			if strings.HasPrefix(a, "--checkpoint-action") || strings.HasPrefix(a, "--to-command") || strings.HasPrefix(a, "--use-compress-program") ||
 				strings.HasPrefix(a, "--info-script") || strings.HasPrefix(a, "--new-volume-script") || a == "-I" || a == "-F" {
 				runsCode()
+			}
+		}
+		for i, a := range args {
+			if i == 0 && !strings.HasPrefix(a, "-") && strings.ContainsAny(a, "ctxru") && strings.Trim(a, "abcdfhijklmnoprstuvwxzACGHJLMOPSTUVWZ") == "" {
+				continue // the old form's options: czf
+			}
+			if !strings.HasPrefix(a, "-") {
+				cmd.Resources = append(cmd.Resources, Resource{Action: ActRead, Path: a}) // what it packs, or the archive
 			}
 		}
 	case "make", "gmake":
@@ -338,6 +416,68 @@ func refine(cmd *Command, argv []string) {
 			}
 			cmd.Resources = append(cmd.Resources, Resource{Action: ActWrite, Path: operands[len(operands)-1]})
 		}
+	case "uniq", "xxd":
+		var operands []string
+		for i := 0; i < len(args); i++ {
+			a := args[i]
+			switch {
+			case slices.Contains([]string{"-l", "-s", "-c", "-g", "-o", "-f", "-w", "-len", "-seek", "-cols", "-groupsize", "-offset"}, a):
+				i++ // its value
+			case !strings.HasPrefix(a, "-"):
+				operands = append(operands, a)
+			}
+		}
+		if len(operands) > 1 { // the second is the file it writes
+			cmd.Resources = append(cmd.Resources, Resource{Action: ActWrite, Path: operands[1]})
+		}
+	case "dd":
+		for _, a := range args {
+			if v, ok := strings.CutPrefix(a, "if="); ok {
+				cmd.Resources = append(cmd.Resources, Resource{Action: ActRead, Path: v})
+			}
+			if v, ok := strings.CutPrefix(a, "of="); ok {
+				cmd.Resources = append(cmd.Resources, Resource{Action: ActWrite, Path: v})
+			}
+		}
+	case "openssl":
+		for i, a := range args {
+			if i+1 >= len(args) {
+				break
+			}
+			switch a {
+			case "-in", "-inkey", "-key", "-CAfile", "-cert", "-certfile", "-passin", "-kfile":
+				cmd.Resources = append(cmd.Resources, Resource{Action: ActRead, Path: strings.TrimPrefix(args[i+1], "file:")})
+			case "-out", "-keyout":
+				cmd.Resources = append(cmd.Resources, Resource{Action: ActWrite, Path: args[i+1]})
+			case "-url", "-connect", "-host", "-proxy":
+				cmd.Level, cmd.Actions = max(cmd.Level, L3), appendAction(cmd.Actions, ActNetwork)
+				cmd.Resources = append(cmd.Resources, Resource{Action: ActNetwork, Domain: host(args[i+1])})
+			}
+		}
+		if len(args) > 0 && (args[0] == "s_client" || args[0] == "s_server" || args[0] == "s_time") {
+			cmd.Level, cmd.Actions = max(cmd.Level, L3), appendAction(cmd.Actions, ActNetwork)
+		}
+	case "date":
+		for i, a := range args {
+			if (a == "-f" || a == "--file" || a == "-r" || a == "--reference") && i+1 < len(args) {
+				cmd.Resources = append(cmd.Resources, Resource{Action: ActRead, Path: args[i+1]})
+			}
+		}
+		if has("-s", "--set") {
+			cmd.Level = L5
+		}
+	case "read", "mapfile", "readarray", "printf":
+		for i, a := range args {
+			if codeSetting(a) || name == "printf" && a == "-v" && i+1 < len(args) && codeSetting(args[i+1]) {
+				runsCode() // it sets a variable that changes what runs
+			}
+		}
+	case "declare", "typeset", "local", "export", "readonly":
+		for _, a := range args {
+			if n, _, ok := strings.Cut(a, "="); ok && codeSetting(n) {
+				runsCode()
+			}
+		}
 	case "gofmt", "goimports":
 		if has("-w") {
 			for _, r := range cmd.Resources { // -w: what it reads it writes
@@ -361,10 +501,6 @@ func refine(cmd *Command, argv []string) {
 		}
 	case "unlink":
 		cmd.Level, cmd.Actions = max(cmd.Level, L4), appendAction(cmd.Actions, ActDelete)
-	case "date":
-		if has("-s", "--set") {
-			cmd.Level = L5
-		}
 	case "sysctl":
 		if has("-w", "-p", "--write", "--load") || anyContains(args, "=") {
 			cmd.Level = L5
@@ -376,15 +512,18 @@ func refine(cmd *Command, argv []string) {
 				cmd.Level = L5
 			}
 		}
-	case "openssl":
-		if len(args) > 0 && (args[0] == "s_client" || args[0] == "s_server" || args[0] == "s_time") {
-			cmd.Level, cmd.Actions = max(cmd.Level, L3), appendAction(cmd.Actions, ActNetwork)
+	case "yarn", "pnpm", "bun":
+		if len(args) == 0 && name == "yarn" || len(args) > 0 && (args[0] == "install" || args[0] == "i" || args[0] == "add" || args[0] == "dlx" || args[0] == "x") {
+			cmd.Level, cmd.Actions = max(cmd.Level, L3), appendAction(cmd.Actions, ActNetwork, ActWrite)
 		}
 	case "npm":
 		if len(args) > 0 && (args[0] == "exec" || args[0] == "x") {
 			cmd.Level, cmd.Actions = max(cmd.Level, L3), appendAction(cmd.Actions, ActNetwork, ActExecute)
 		}
 	case "go":
+		if len(args) > 1 && args[0] == "mod" && (args[1] == "edit" || args[1] == "init") {
+			cmd.Level, cmd.Actions = L2, []Action{ActWrite} // go.mod on this machine
+		}
 		if len(args) > 0 && args[0] == "run" && anyContains(args[1:], "@") {
 			cmd.Level, cmd.Actions = max(cmd.Level, L3), appendAction(cmd.Actions, ActNetwork)
 		}
@@ -413,7 +552,20 @@ func refineGit(cmd *Command, args []string, runsCode func()) {
 		cmd.Resources = append(cmd.Resources, historyPaths(sub, rest)...)
 	}
 	deletes := func() { cmd.Level, cmd.Actions = max(cmd.Level, L4), appendAction(cmd.Actions, ActDelete) }
+	for i, a := range rest {
+		if (a == "-F" || a == "--file" || a == "-f" && sub == "grep") && i+1 < len(rest) && (sub == "commit" || sub == "tag" || sub == "grep" || sub == "notes") {
+			cmd.Resources = append(cmd.Resources, Resource{Action: ActRead, Path: rest[i+1]}) // a message or patterns from a file
+		}
+	}
 	switch sub {
+	case "reset":
+		if !slices.ContainsFunc(rest, func(a string) bool { return a == "--hard" || a == "--merge" || a == "--keep" }) {
+			cmd.Level, cmd.Actions = L2, []Action{ActWrite} // the index and the branch: the reflog keeps them
+		}
+	case "rm":
+		if slices.Contains(rest, "--cached") {
+			cmd.Level, cmd.Actions, cmd.Resources = L2, []Action{ActWrite}, nil // the index only
+		}
 	case "checkout", "restore":
 		for _, a := range rest {
 			if a == "--" || a == "." || a == "-f" || a == "--force" {
@@ -447,12 +599,12 @@ func refineGit(cmd *Command, args []string, runsCode func()) {
 			}
 		}
 	case "ls-remote", "remote", "submodule":
-		if anyContains(rest, "://") || anyContains(rest, "@") || sub == "ls-remote" {
+		if anyContains(rest, "://") || anyContains(rest, "@") || sub == "ls-remote" || len(rest) > 0 && (rest[0] == "update" || rest[0] == "sync") {
 			cmd.Level, cmd.Actions = max(cmd.Level, L3), appendAction(cmd.Actions, ActNetwork)
 		}
-	case "", "status", "log", "diff", "show", "blame", "add", "commit", "switch", "fetch", "pull", "clone", "push", "reset", "clean",
+	case "", "status", "log", "diff", "show", "blame", "add", "commit", "switch", "fetch", "pull", "clone", "push", "clean",
 		"init", "rev-parse", "config", "merge", "rebase", "grep", "ls-files", "describe", "shortlog", "reflog", "cherry-pick",
-		"revert", "mv", "rm", "bisect", "am", "apply", "format-patch", "archive", "gc", "fsck", "notes", "cat-file", "rev-list":
+		"revert", "mv", "bisect", "am", "apply", "format-patch", "archive", "gc", "fsck", "notes", "cat-file", "rev-list":
 	default:
 		if _, known := subcommands["git "+sub]; known {
 			break
@@ -524,14 +676,22 @@ func uploads(args []string) []Resource {
 		name, joined, hasEq := strings.Cut(a, "=")
 		if strings.HasPrefix(a, "--") && hasEq {
 			a, v = name, joined
-		} else if len(a) > 2 && a[0] == '-' && a[1] != '-' && strings.ContainsRune("TdFK", rune(a[1])) {
+		} else if len(a) > 2 && a[0] == '-' && a[1] != '-' && strings.ContainsRune("TdFKHxi", rune(a[1])) {
 			a, v = a[:2], a[2:]
 		} else if i+1 < len(args) {
 			v = args[i+1]
 		}
 		switch a {
-		case "-T", "--upload-file", "-K", "--config", "--post-file", "--body-file":
+		case "-T", "--upload-file", "-K", "--config", "--post-file", "--body-file", "-i", "--input-file":
 			read(v)
+		case "-H", "--header":
+			if f, ok := strings.CutPrefix(v, "@"); ok {
+				read(f)
+			}
+		case "-x", "--proxy", "--preproxy", "-e":
+			if a != "-e" || strings.Contains(v, "://") {
+				out = append(out, Resource{Action: ActNetwork, Domain: host(v)})
+			}
 		case "-d", "--data", "--data-binary", "--data-urlencode", "--data-ascii", "--json":
 			if _, f, ok := strings.Cut(v, "@"); ok {
 				read(f)

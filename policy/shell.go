@@ -147,10 +147,20 @@ func (s *Script) redirect(r *syntax.Redirect, via []string) {
 	switch r.Op {
 	case syntax.RdrOut, syntax.AppOut, syntax.RdrAll, syntax.AppAll, syntax.RdrClob, syntax.AppClob:
 		act = ActWrite
-	case syntax.RdrIn, syntax.RdrInOut:
+	case syntax.RdrInOut:
+		act = ActWrite // <> opens it for writing too
+	case syntax.RdrIn:
 		act = ActRead
+	case syntax.DplOut, syntax.DplIn:
+		if t, ok := staticWord(r.Word); ok && (t == "-" || strings.Trim(t, "0123456789") == "") {
+			return // fd duplication or closing: no file
+		}
+		act = ActWrite // >&FILE is &>FILE
+		if r.Op == syntax.DplIn {
+			act = ActRead
+		}
 	default:
-		return // here-documents, here-strings and fd duplication name no file
+		return // here-documents and here-strings name no file
 	}
 	target, ok := staticWord(r.Word)
 	if ok && (target == "/dev/null" || target == "/dev/stdout" || target == "/dev/stderr") {
@@ -242,6 +252,9 @@ func (s *Script) classify(argv []string, dynamic []bool, via []string, funcs map
 			words, dyn = words[n:], dyn[n:]
 		}
 		if name == "trap" {
+			if words[0] == "--" && len(words) > 1 {
+				words, dyn = words[1:], dyn[1:]
+			}
 			words, dyn = words[:1], dyn[:1]
 		}
 		if slices.Contains(dyn, true) {
@@ -294,7 +307,15 @@ func (s *Script) classify(argv []string, dynamic []bool, via []string, funcs map
 				dynamic[j] = dynamic[j] || strings.Contains(argv[j], repl) // what xargs reads decides
 			}
 		}
-		s.Commands = append(s.Commands, Command{Argv: argv[:1+n], Via: via, Level: floor, program: true})
+		own := optionPaths(name, argv[1:1+n], dynamic[1:1+n])
+		if name == "xargs" {
+			for j := 1; j < 1+n; j++ {
+				if (argv[j] == "-a" || argv[j] == "--arg-file") && j+1 < 1+n {
+					own = append(own, Resource{Action: ActRead, Path: argv[j+1]})
+				}
+			}
+		}
+		s.Commands = append(s.Commands, Command{Argv: argv[:1+n], Via: via, Level: floor, Resources: own, program: true})
 		// A wrapper runs a program, never a function of the script (command and
 		// builtin skip them; env, xargs and the rest exec).
 		s.classify(argv[1+n:], dynamic[1+n:], append(append([]string(nil), via...), name), nil, depth, floor)
@@ -332,7 +353,7 @@ func (s *Script) classify(argv []string, dynamic []bool, via []string, funcs map
 		ci = subcommand(name, argv)
 	}
 	cmd.Level, cmd.Actions, cmd.program = max(ci.level, floor), ci.actions, known
-	cmd.Resources = resources(ci, argv[1:], dynamic[1:])
+	cmd.Resources = resources(name, ci, argv[1:], dynamic[1:])
 	refine(&cmd, argv)
 	for _, r := range cmd.Resources { // a path it writes or deletes, however named, is that action
 		switch r.Action {
@@ -420,12 +441,23 @@ func (s *Script) gitInner(argv []string, dynamic []bool, via []string, depth int
 		}
 	case "rebase":
 		for i := 0; i < len(rest); i++ {
-			switch a := rest[i]; {
-			case (a == "-x" || a == "--exec") && i+1 < len(rest):
-				script(i+1, rest[i+1])
-				i++
-			case strings.HasPrefix(a, "--exec="):
-				script(i, strings.TrimPrefix(a, "--exec="))
+			a := rest[i]
+			long, value, joined := strings.Cut(a, "=")
+			switch {
+			case len(long) > 3 && strings.HasPrefix("--exec", long): // git takes an abbreviation of a long option
+				if joined {
+					script(i, value)
+				} else if i+1 < len(rest) {
+					script(i+1, rest[i+1])
+					i++
+				}
+			case len(a) > 1 && a[0] == '-' && a[1] != '-' && strings.Contains(a, "x"):
+				if k := strings.IndexByte(a, 'x'); k < len(a)-1 {
+					script(i, a[k+1:]) // -xCMD
+				} else if i+1 < len(rest) {
+					script(i+1, rest[i+1]) // -ix CMD
+					i++
+				}
 			}
 		}
 	case "bisect":
@@ -476,8 +508,8 @@ func (s *Script) shell(cmd Command, argv []string, dynamic []bool, via []string,
 			break
 		}
 		a := argv[i]
-		if a == "--" {
-			continue
+		if a == "--" || a == "-" {
+			continue // the end of the options
 		}
 		if len(a) > 1 && (a[0] == '-' || a[0] == '+') && !strings.HasPrefix(a, "--") {
 			script = script || a[0] == '-' && strings.Contains(a, "c")
@@ -510,6 +542,12 @@ func (s *Script) shell(cmd Command, argv []string, dynamic []bool, via []string,
 func (s *Script) find(cmd Command, argv []string, dynamic []bool, via []string, funcs map[string]bool, depth int, floor Level) {
 	var roots []string
 	i := 1
+	for i < len(argv) && (argv[i] == "-H" || argv[i] == "-L" || argv[i] == "-P" || strings.HasPrefix(argv[i], "-O") || argv[i] == "-D") {
+		if argv[i] == "-D" {
+			i++ // its debug options
+		}
+		i++ // how it treats links, its optimisation: not an expression
+	}
 	for ; i < len(argv) && !strings.HasPrefix(argv[i], "-") && argv[i] != "(" && argv[i] != "!"; i++ {
 		if dynamic[i] {
 			continue // a root named only when it runs: its reads are let through, as any read of one
@@ -525,6 +563,11 @@ func (s *Script) find(cmd Command, argv []string, dynamic []bool, via []string, 
 	}
 	for ; i < len(argv); i++ {
 		switch argv[i] {
+		case "-files0-from":
+			if i+1 < len(argv) {
+				cmd.Resources = append(cmd.Resources, Resource{Action: ActRead, Path: argv[i+1]})
+				i++
+			}
 		case "-fprint", "-fprint0", "-fprintf", "-fls":
 			if i+1 < len(argv) {
 				cmd.Level, cmd.Actions = max(cmd.Level, L2, floor), append(cmd.Actions, ActWrite)
@@ -583,7 +626,7 @@ func subcommand(name string, argv []string) commandInfo {
 // resources reads what a command's arguments name, by its argument role. An
 // argument known only when the command runs names nothing the policy can check: the
 // command's actions and level decide it (the sandbox keeps it in the workspace).
-func resources(ci commandInfo, args []string, dynamic []bool) []Resource {
+func resources(name string, ci commandInfo, args []string, dynamic []bool) []Resource {
 	var operands []string
 	var out []Resource
 	given := false // the pattern or program came with -e or -f: every operand is a path
@@ -637,28 +680,57 @@ func resources(ci commandInfo, args []string, dynamic []bool) []Resource {
 			out = append(out, Resource{Action: ActNetwork, Domain: host(o)})
 		}
 	}
-	return append(out, optionPaths(args, dynamic)...)
+	return append(out, optionPaths(name, args, dynamic)...)
 }
 
 // pathOptions name a file or directory in their value, whatever the program: the
 // value is checked like any path (outside the workspace, on the default-deny list).
-var pathOptions = map[string]Action{"-C": ActRead, "--directory": ActRead, "-t": ActWrite, "--target-directory": ActWrite,
-	"--git-dir": ActRead, "--work-tree": ActWrite, "-o": ActWrite, "--output": ActWrite, "--to-file": ActRead, "--from-file": ActRead,
+var pathOptions = map[string]Action{"--directory": ActRead, "--target-directory": ActWrite,
+	"--git-dir": ActRead, "--work-tree": ActWrite, "--output": ActWrite, "--to-file": ActRead, "--from-file": ActRead,
 	"--file": ActRead, "--append": ActWrite, "--log-file": ActWrite, "--prefix": ActWrite, "--root": ActRead}
+
+// shortPathOptions name a path in their value for the programs listed only: -o is an
+// output file to sort and a build, a pattern's matches to grep; -t a target
+// directory to cp, a separator to sort.
+var shortPathOptions = map[string]struct {
+	act      Action
+	programs []string
+}{
+	"-o": {ActWrite, []string{"sort", "tree", "curl", "gcc", "cc", "clang", "g++", "c++", "go", "wget", "time", "gofmt", "ld", "as", "objcopy", "pandoc", "shfmt"}},
+	"-O": {ActWrite, []string{"wget"}},
+	"-t": {ActWrite, []string{"cp", "mv", "ln", "install"}},
+	"-C": {ActRead, []string{"git", "make", "gmake", "tar", "ninja"}},
+}
+
+// shortPathOption is the action of the short option o's value for program name.
+func shortPathOption(name, o string) (Action, bool) {
+	opt, ok := shortPathOptions[o]
+	if !ok || !slices.Contains(opt.programs, name) {
+		return "", false
+	}
+	return opt.act, true
+}
+
+// notPaths are long options whose values are patterns, never paths read or written:
+// --exclude=.env keeps a file out.
+var notPaths = []string{"--exclude", "--include", "--exclude-dir", "--include-dir", "--glob", "--iglob", "--ignore", "--exclude-from"}
 
 // optionPaths finds the paths given in options: --opt=PATH for any option whose value
 // looks like a path, and the value of the options in pathOptions, joined or not.
-func optionPaths(args []string, dynamic []bool) []Resource {
+func optionPaths(name string, args []string, dynamic []bool) []Resource {
 	var out []Resource
 	for i, a := range args {
 		if dynamic[i] || !strings.HasPrefix(a, "-") {
 			continue
 		}
-		if name, v, ok := strings.Cut(a, "="); ok && strings.HasPrefix(a, "--") {
-			act, known := pathOptions[name]
+		if opt, v, ok := strings.Cut(a, "="); ok && strings.HasPrefix(a, "--") {
+			if slices.Contains(notPaths, opt) {
+				continue
+			}
+			act, known := pathOptions[opt]
 			if !known {
 				act = ActRead
-				if n := strings.ToLower(name); strings.Contains(n, "out") || strings.Contains(n, "target") || strings.Contains(n, "append") ||
+				if n := strings.ToLower(opt); strings.Contains(n, "out") || strings.Contains(n, "target") || strings.Contains(n, "append") ||
 					strings.Contains(n, "write") || strings.Contains(n, "dest") || strings.Contains(n, "save") || strings.Contains(n, "log") {
 					act = ActWrite
 				}
@@ -672,9 +744,13 @@ func optionPaths(args []string, dynamic []bool) []Resource {
 			out = append(out, Resource{Action: act, Path: args[i+1]})
 			continue
 		}
+		if act, ok := shortPathOption(name, a); ok && i+1 < len(args) && !dynamic[i+1] {
+			out = append(out, Resource{Action: act, Path: args[i+1]})
+			continue
+		}
 		// A short option with its value joined: -o../x, -C/etc.
 		if len(a) > 2 && a[1] != '-' {
-			if act, ok := pathOptions[a[:2]]; ok && (strings.ContainsAny(a[2:], "/~") || strings.HasPrefix(a[2:], ".")) {
+			if act, ok := shortPathOption(name, a[:2]); ok && (strings.ContainsAny(a[2:], "/~") || strings.HasPrefix(a[2:], ".")) {
 				out = append(out, Resource{Action: act, Path: a[2:]})
 			}
 		}
