@@ -112,6 +112,18 @@ func (s *Script) parse(src string, via []string, depth int) {
 				// ${x@P} expands x as a prompt: the command substitutions in its value run.
 				s.Commands = append(s.Commands, Command{Argv: []string{"${…@P}"}, Via: via, Level: L2, Actions: []Action{ActExecute}, RunsCode: true})
 			}
+			if n.Index != nil && !arith && namesVariable(n.Index) {
+				arith = true // ${a[x]}: the subscript is arithmetic on x's value
+				s.Commands = append(s.Commands, Command{Argv: []string{"${…[…]}"}, Via: via, Level: L2, Actions: []Action{ActExecute}, RunsCode: true})
+			}
+		case *syntax.BinaryTest:
+			switch n.Op {
+			case syntax.TsEql, syntax.TsNeq, syntax.TsLss, syntax.TsGtr, syntax.TsLeq, syntax.TsGeq:
+				if !arith && (namesVariable(n.X) || namesVariable(n.Y)) {
+					arith = true // [[ $x -eq 0 ]]: both sides are arithmetic on the values
+					s.Commands = append(s.Commands, Command{Argv: []string{"[[ … -eq … ]]"}, Via: via, Level: L2, Actions: []Action{ActExecute}, RunsCode: true})
+				}
+			}
 		case *syntax.ArithmExp, *syntax.ArithmCmd, *syntax.LetClause:
 			if !arith && namesVariable(n) {
 				// bash evaluates a variable's value as an expression, and an array
