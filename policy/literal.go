@@ -688,10 +688,8 @@ func uploads(args []string) []Resource {
 			if f, ok := strings.CutPrefix(v, "@"); ok {
 				read(f)
 			}
-		case "-x", "--proxy", "--preproxy", "-e":
-			if a != "-e" || strings.Contains(v, "://") {
-				out = append(out, Resource{Action: ActNetwork, Domain: host(v)})
-			}
+		case "-x", "--proxy", "--preproxy":
+			out = append(out, Resource{Action: ActNetwork, Domain: host(v)})
 		case "-d", "--data", "--data-binary", "--data-urlencode", "--data-ascii", "--json":
 			if _, f, ok := strings.Cut(v, "@"); ok {
 				read(f)

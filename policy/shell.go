@@ -653,6 +653,9 @@ func resources(name string, ci commandInfo, args []string, dynamic []bool) []Res
 			continue
 		}
 		if strings.HasPrefix(a, "-") && len(a) > 1 && !dynamic[i] {
+			if ci.args == argsURL && takesValue(name, a) {
+				i++ // the option's value (curl -m 5, -H 'Accept: x'), not an address
+			}
 			continue
 		}
 		if dynamic[i] {
@@ -700,6 +703,32 @@ func resources(name string, ci commandInfo, args []string, dynamic []bool) []Res
 var pathOptions = map[string]Action{"--directory": ActRead, "--target-directory": ActWrite,
 	"--git-dir": ActRead, "--work-tree": ActWrite, "--output": ActWrite, "--to-file": ActRead, "--from-file": ActRead,
 	"--file": ActRead, "--append": ActWrite, "--log-file": ActWrite, "--prefix": ActWrite, "--root": ActRead}
+
+// valuedOptions are the options of the programs that connect whose value is the next
+// argument: it is no address.
+var valuedOptions = map[string][]string{
+	"curl": {"-A", "-b", "-c", "-C", "-d", "-D", "-e", "-E", "-F", "-H", "-K", "-m", "-o", "-P", "-Q", "-r", "-T", "-u", "-U", "-w", "-x", "-X", "-y", "-Y", "-z",
+		"--max-time", "--connect-timeout", "--retry", "--retry-delay", "--retry-max-time", "--header", "--data", "--data-binary", "--data-raw",
+		"--data-urlencode", "--json", "--output", "--user", "--user-agent", "--request", "--write-out", "--cookie", "--cookie-jar", "--form",
+		"--proxy", "--preproxy", "--referer", "--upload-file", "--config", "--range", "--limit-rate", "--cacert", "--cert", "--key",
+		"--resolve", "--max-redirs", "--speed-time", "--speed-limit", "--interface", "--dns-servers", "--connect-to", "--output-dir"},
+	"wget": {"-O", "-o", "-a", "-P", "-t", "-T", "-w", "-U", "-e", "-i", "-B", "-l", "-A", "-R", "-D", "-I", "-X",
+		"--output-document", "--output-file", "--append-output", "--directory-prefix", "--tries", "--timeout", "--wait", "--user-agent",
+		"--execute", "--input-file", "--header", "--post-data", "--post-file", "--body-data", "--body-file", "--method", "--user", "--password"},
+	"ssh":   {"-b", "-c", "-D", "-E", "-e", "-F", "-i", "-J", "-L", "-l", "-m", "-O", "-o", "-p", "-Q", "-R", "-S", "-W", "-w"},
+	"scp":   {"-c", "-F", "-i", "-J", "-l", "-o", "-P", "-S"},
+	"sftp":  {"-B", "-b", "-c", "-D", "-F", "-i", "-J", "-l", "-o", "-P", "-R", "-S"},
+	"nc":    {"-i", "-p", "-s", "-w", "-x", "-X", "-O", "-I", "-T", "-V"},
+	"ncat":  {"-i", "-p", "-s", "-w", "-x", "-c", "-e", "--sh-exec", "--exec"},
+	"ping":  {"-c", "-i", "-I", "-s", "-t", "-W", "-w", "-l", "-p", "-Q", "-S", "-M"},
+	"rsync": {"-e", "--rsh", "--rsync-path", "--exclude", "--include", "-f", "--filter", "--port", "--password-file", "--bwlimit", "--timeout"},
+}
+
+// takesValue says whether the option a of program name takes the next argument as its
+// value.
+func takesValue(name, a string) bool {
+	return !strings.Contains(a, "=") && slices.Contains(valuedOptions[name], a)
+}
 
 // shortPathOptions name a path in their value for the programs listed only: -o is an
 // output file to sort and a build, a pattern's matches to grep; -t a target

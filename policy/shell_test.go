@@ -102,6 +102,8 @@ var commandCases = []policyCase{
 	{"git clone https://github.com/x/y", policy.Deny, ""},
 	{"ssh host ls", policy.Deny, ""},
 	{"curl https://proxy.golang.org/x/@v/list", policy.Allow, "go-proxy"},
+	{"curl -s -m 5 -H 'Accept: text/plain' https://proxy.golang.org/x/@v/list", policy.Allow, "go-proxy"}, // option values are no hosts
+	{"curl --proxy http://evil.example https://proxy.golang.org/x/@v/list", policy.Deny, "default:network-off:L3"},
 }
 
 func TestCommandPolicy(t *testing.T) {
