@@ -64,6 +64,16 @@ func leadingText(w *syntax.Word) string {
 	return b.String()
 }
 
+// writesWhatItReads adds a write of each path cmd reads: a program that edits its
+// files in place (sed -i, gofmt -w).
+func writesWhatItReads(cmd *Command) {
+	for _, r := range cmd.Resources {
+		if r.Action == ActRead {
+			cmd.Resources = append(cmd.Resources, Resource{Action: ActWrite, Path: r.Path})
+		}
+	}
+}
+
 // optionIs says whether the argument a gives the option f: itself, with =value, a
 // short one joined to its value, an unambiguous abbreviation of a long one (getopt's
 // --in for --in-place), or a short one spelled long (Go's --w for -w).
@@ -307,11 +317,7 @@ func refine(cmd *Command, argv []string) {
 	case "sed":
 		for _, a := range args {
 			if a == "--in-place" || strings.HasPrefix(a, "--in-place=") || len(a) > 1 && a[0] == '-' && a[1] != '-' && strings.ContainsRune(a[1:], 'i') {
-				for _, r := range cmd.Resources { // in place: what it reads it writes
-					if r.Action == ActRead {
-						cmd.Resources = append(cmd.Resources, Resource{Action: ActWrite, Path: r.Path})
-					}
-				}
+				writesWhatItReads(cmd) // in place
 				break
 			}
 		}
@@ -480,11 +486,7 @@ func refine(cmd *Command, argv []string) {
 		}
 	case "gofmt", "goimports":
 		if has("-w") {
-			for _, r := range cmd.Resources { // -w: what it reads it writes
-				if r.Action == ActRead {
-					cmd.Resources = append(cmd.Resources, Resource{Action: ActWrite, Path: r.Path})
-				}
-			}
+			writesWhatItReads(cmd)
 		}
 	case "curl", "wget":
 		cmd.Resources = append(cmd.Resources, uploads(args)...)

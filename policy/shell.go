@@ -619,6 +619,14 @@ func (s *Script) find(cmd Command, argv []string, dynamic []bool, via []string, 
 
 // subcommand looks a tool's subcommand up (git -C dir status → git status).
 func subcommand(name string, argv []string) commandInfo {
+	if name == "git" { // after git's global options, as refineGit reads them
+		if sub, _ := gitSubcommand(argv[1:]); sub != "" {
+			if ci, ok := subcommands["git "+sub]; ok {
+				return ci
+			}
+		}
+		return info(L2, argsNone, ActExecute)
+	}
 	for i := 1; i < len(argv); i++ {
 		a := argv[i]
 		if strings.HasPrefix(a, "-") {
