@@ -40,7 +40,7 @@ func setup(t *testing.T) bundle {
 	t.Cleanup(receiver.Close)
 	cfg := strings.Replace(string(demo.Config), "  demo:\n", "  demo:\n    webhooks:\n      ops: {url: \""+receiver.URL+"\", events: [turn.committed], secret_env: CLIENT_TEST_HOOK_SECRET, max_attempts: 1}\n", 1)
 	workspaces = t.TempDir()
-	cfg = strings.Replace(cfg, "apps:\n", "apps:\n"+shellApp(workspaces), 1)
+	cfg = strings.Replace(cfg, "apps:\n", "apps:\n"+shellApp(workspaces)+askingApp(t.TempDir()), 1)
 	tl, err := turnlog.Open(context.Background(), turnlog.Options{DB: filepath.Join(t.TempDir(), "turnlog.db"), ConfigData: []byte(cfg), Functions: demo.Functions()})
 	if err != nil {
 		t.Fatal(err)
@@ -80,6 +80,27 @@ func shellApp(dir string) string {
       workspace_scope: session
       rules:
         - {name: shell, tools: [bash], decision: allow}
+`
+}
+
+// askingApp is an app whose every turn removes a file with bash, which its policy
+// asks a person about.
+func askingApp(dir string) string {
+	return `  asking:
+    start_agent: worker
+    llms:
+      script:
+        provider: scripted
+        rules:
+          - when: {after_tool: "*"}
+            reply: removed
+          - tools: [{name: bash, arguments: '{"command": "rm -f gone.txt"}'}]
+    agents:
+      worker: {llm: script, tools: [bash]}
+    policy:
+      mode: workspace-write
+      workspace: ` + dir + `
+      workspace_scope: session
 `
 }
 
@@ -311,6 +332,33 @@ func TestEveryRoute(t *testing.T) {
 	}
 	if back, err := c.RevertSession(ctx, sh.ID, shellTurns[0], true); err != nil || len(back.Turns) != 1 || back.Turns[0] != shellTurns[1] || logged() != "more\n" {
 		t.Fatalf("back to the first turn: %+v %v; log.txt %q", back, err, logged())
+	}
+
+	// A yes for the rest of the session: the next turn's removal does not ask; revoked,
+	// it asks again.
+	ask, err := c.CreateSession(ctx, "asking", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	asked, err := c.RunTurn(ctx, ask.ID, client.TurnRequest{Input: "tidy up"})
+	if err != nil || asked.Status != "suspended" || asked.SuspendPayload == nil || asked.SuspendPayload.Rule != "default:workspace-write:L4" {
+		t.Fatalf("the removal does not ask: %+v %v", asked, err)
+	}
+	if r, err := c.RunTurn(ctx, ask.ID, client.TurnRequest{ResumeMap: map[string]client.Answer{asked.SuspendPayload.ID: client.ApproveForSession(client.GrantPattern{})}}); err != nil || r.Status != "completed" {
+		t.Fatalf("approved for the session: %+v %v", r, err)
+	}
+	if r, err := c.RunTurn(ctx, ask.ID, client.TurnRequest{Input: "tidy up again"}); err != nil || r.Status != "completed" {
+		t.Fatalf("the grant does not hold: %+v %v", r, err)
+	}
+	grants, err := c.Grants(ctx, ask.ID)
+	if err != nil || len(grants) != 1 || grants[0].Command != "rm" || grants[0].By != "alice" || !grants[0].Holds {
+		t.Fatalf("grants: %+v %v", grants, err)
+	}
+	if g, err := c.RevokeGrant(ctx, ask.ID, grants[0].ID); err != nil || g.Revoked == nil || g.Holds {
+		t.Fatalf("revoke: %+v %v", g, err)
+	}
+	if r, err := c.RunTurn(ctx, ask.ID, client.TurnRequest{Input: "tidy up once more"}); err != nil || r.Status != "suspended" {
+		t.Fatalf("revoked, the removal does not ask: %+v %v", r, err)
 	}
 
 	// Erasure: the branch needs cascade; then the session is gone; receipts are admin's.

@@ -197,6 +197,22 @@ func (c *Client) Audit(ctx context.Context, id string) ([]AuditEntry, error) {
 	return out.Audit, err
 }
 
+// Grants lists what people said yes to for the rest of a session.
+func (c *Client) Grants(ctx context.Context, id string) ([]Grant, error) {
+	var out struct {
+		Grants []Grant `json:"grants"`
+	}
+	_, err := c.call(ctx, http.MethodGet, sessionPath(id, "grants"), nil, &out, nil)
+	return out.Grants, err
+}
+
+// RevokeGrant ends a grant for the rest of the session.
+func (c *Client) RevokeGrant(ctx context.Context, id, grant string) (Grant, error) {
+	var out Grant
+	_, err := c.call(ctx, http.MethodDelete, sessionPath(id, "grants", url.PathEscape(grant)), nil, &out, nil)
+	return out, err
+}
+
 // Events returns a session's events after seq.
 func (c *Client) Events(ctx context.Context, id string, after int64) ([]Event, error) {
 	var out struct {

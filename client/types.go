@@ -98,10 +98,51 @@ type Answer struct {
 	Arguments        json.RawMessage `json:"arguments,omitempty"`
 	Decision         string          `json:"decision,omitempty"`
 	ReviewerNotes    string          `json:"reviewer_notes,omitempty"`
+	// Grant, with a yes to a question the tool policy asked, says yes for the rest of
+	// the session to the commands its pattern names.
+	Grant *GrantPattern `json:"grant,omitempty"`
+}
+
+// GrantPattern names what a grant covers: Command, an argv prefix word by word
+// ("git push"), or Prefix, a literal prefix of a command's words; neither: the
+// program and subcommand of the call's first command that asks.
+type GrantPattern struct {
+	Command string `json:"command,omitempty"`
+	Prefix  string `json:"prefix,omitempty"`
+}
+
+// Grant is what a person said yes to for the rest of a session, and its revocation.
+type Grant struct {
+	ID      string       `json:"grant_id"`
+	Agent   string       `json:"agent"`
+	Tool    string       `json:"tool"`
+	Command string       `json:"command,omitempty"`
+	Prefix  string       `json:"prefix,omitempty"`
+	By      string       `json:"by"`
+	At      time.Time    `json:"at"`
+	Session string       `json:"session_id"`
+	Turn    string       `json:"turn_id"`
+	Holds   bool         `json:"holds"`
+	Revoked *GrantRevoke `json:"revoked,omitempty"`
+}
+
+// GrantRevoke says who ended a grant, when and why.
+type GrantRevoke struct {
+	By     string    `json:"by"`
+	At     time.Time `json:"at"`
+	Reason string    `json:"reason"`
 }
 
 // Approve, Reject and Edit are the answers to a tool approval.
 func Approve() Answer { t := true; return Answer{Confirmed: &t} }
+
+// ApproveForSession approves the call and, for the rest of the session, the calls
+// the pattern names (the zero pattern: the call's program and subcommand).
+func ApproveForSession(p GrantPattern) Answer {
+	a := Approve()
+	a.Grant = &p
+	return a
+}
 
 // Reject refuses the call; the model is told message (or the default when empty).
 func Reject(message string) Answer {

@@ -141,6 +141,10 @@ func newPayload(typ string, v int) Payload {
 		return &TurnFailed{}
 	case typ == TypeTurnCanceled && v == 1:
 		return &TurnCanceled{}
+	case typ == TypeGrantGiven && v == 1:
+		return &GrantGiven{}
+	case typ == TypeGrantRevoked && v == 1:
+		return &GrantRevoked{}
 	case typ == TypeInputQueued && v == 1:
 		return &InputQueued{}
 	case typ == TypeQueuedInputDropped && v == 1:
@@ -157,5 +161,5 @@ func Types() []string {
 	return []string{TypeSessionCreated, TypeSessionBranched, TypeTurnStarted, TypeModelCalled, TypeToolScheduled,
 		TypeToolResulted, TypeFilesChanged, TypeWorkspaceReverted, TypeApprovalRequested, TypeApprovalResolved, TypeReviewRequested, TypeReviewResolved,
 		TypeTurnSuspended, TypeTurnResumed, TypeGuardrailChecked, TypeGuardrailTripped, TypeLoopDetected, TypeHandoffOccurred, TypePolicyDecided, TypeContextCompacted, TypeSkillLoaded, TypeTurnCommitted, TypeTurnFailed, TypeTurnCanceled,
-		TypeInputQueued, TypeQueuedInputDropped}
+		TypeInputQueued, TypeQueuedInputDropped, TypeGrantGiven, TypeGrantRevoked}
 }

@@ -112,6 +112,9 @@ type Store interface {
 	// History returns the committed conversation; a branch's starts with its
 	// source's items up to the branch point.
 	History(ctx context.Context, session string) ([]events.Item, error)
+	// GrantEvents returns a session's own GrantGiven and GrantRevoked events with seq
+	// up to upto (0: all), in seq order, at a cost that does not grow with its log.
+	GrantEvents(ctx context.Context, session string, upto int64) ([]events.Event, error)
 	// Turn returns one turn. Errors: not_found.
 	Turn(ctx context.Context, session, turn string) (projection.Turn, error)
 	// TurnEndingAt returns the turn whose last event has seq. Errors: not_found.

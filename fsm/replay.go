@@ -198,7 +198,7 @@ func (e *Engine) replayTurn(ctx context.Context, rec []events.Event) error {
 		// given, then re-drive the turn as a resume does.
 		i := int(r.log.last() - start.Seq + 1)
 		j := i
-		for j < len(rec) && (rec[j].Type == events.TypeApprovalResolved || rec[j].Type == events.TypeReviewResolved || rec[j].Type == events.TypeTurnResumed || betweenTurns(rec[j])) {
+		for j < len(rec) && (rec[j].Type == events.TypeApprovalResolved || rec[j].Type == events.TypeGrantGiven || rec[j].Type == events.TypeReviewResolved || rec[j].Type == events.TypeTurnResumed || betweenTurns(rec[j])) {
 			j++
 		}
 		if j == i || rec[j-1].Type != events.TypeTurnResumed {
@@ -236,9 +236,10 @@ func (e *Engine) replayTurn(ctx context.Context, rec []events.Event) error {
 }
 
 // betweenTurns says whether ev is a session's, not a turn's: an input queued or
-// dropped, a revert of its files. A replay appends it where it came.
+// dropped, a revert of its files, a grant a person revoked. A replay appends it where
+// it came.
 func betweenTurns(ev events.Event) bool {
-	return isQueueEvent(ev) || ev.Turn == "" && ev.Type == events.TypeWorkspaceReverted
+	return isQueueEvent(ev) || ev.Turn == "" && (ev.Type == events.TypeWorkspaceReverted || ev.Type == events.TypeGrantRevoked)
 }
 
 func recordsFailure(rec []events.Event, code events.Code) bool {

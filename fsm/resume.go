@@ -21,6 +21,9 @@ type Answer struct {
 	Arguments        json.RawMessage `json:"arguments,omitempty"`
 	Decision         *string         `json:"decision,omitempty"`
 	ReviewerNotes    *string         `json:"reviewer_notes,omitempty"`
+	// Grant, with a yes to a question the tool policy asked, says yes for the rest of
+	// the session to the commands its pattern names.
+	Grant *GrantAnswer `json:"grant,omitempty"`
 }
 
 // Resume answers a suspended turn's interrupts and drives it on in the background.
@@ -67,6 +70,7 @@ type askedQuestion struct {
 	approved *events.ApprovalResolved
 	review   *events.ReviewRequested
 	reviewed *events.ReviewResolved
+	granted  *events.GrantGiven
 }
 
 func (q *askedQuestion) answered() bool { return q.approved != nil || q.reviewed != nil }
@@ -76,7 +80,7 @@ func askedIn(evs []events.Event) (map[string]*askedQuestion, error) {
 	asked := map[string]*askedQuestion{}
 	for _, ev := range evs {
 		switch ev.Type {
-		case events.TypeApprovalRequested, events.TypeReviewRequested, events.TypeApprovalResolved, events.TypeReviewResolved:
+		case events.TypeApprovalRequested, events.TypeReviewRequested, events.TypeApprovalResolved, events.TypeReviewResolved, events.TypeGrantGiven:
 		default:
 			continue
 		}
@@ -96,6 +100,10 @@ func askedIn(evs []events.Event) (map[string]*askedQuestion, error) {
 		case *events.ReviewResolved:
 			if q := asked[v.InterruptID]; q != nil {
 				q.reviewed = v
+			}
+		case *events.GrantGiven:
+			if q := asked[v.InterruptID]; q != nil {
+				q.granted = v
 			}
 		}
 	}
@@ -137,8 +145,12 @@ func (e *Engine) prepareResume(ctx context.Context, session, user string, answer
 		if err != nil {
 			return nil, nil, err
 		}
+		grant, err := e.grantOf(app, q, answers[id], user, "resume_map."+id)
+		if err != nil {
+			return nil, nil, err
+		}
 		if q.answered() {
-			if !q.sameAnswer(resolved) {
+			if !q.sameAnswer(resolved) || !q.sameGrant(grant) {
 				return nil, nil, events.FieldError(events.CodeConflict, "resume_map."+id, "was already answered differently")
 			}
 			continue
@@ -147,6 +159,9 @@ func (e *Engine) prepareResume(ctx context.Context, session, user string, answer
 			return nil, nil, events.Errorf(events.CodeConflict, "turn %s is %s, not suspended: there is nothing to resume", t.ID, t.Status)
 		}
 		fresh = append(fresh, events.MustNew(t.ID, q.path, resolved))
+		if grant != nil {
+			fresh = append(fresh, events.MustNew(t.ID, q.path+"/grant", grant))
+		}
 	}
 	if len(fresh) == 0 { // every answer repeats one already given: nothing changes
 		res, err := e.outcome(ctx, session, t, evs)
@@ -264,6 +279,15 @@ func (q *askedQuestion) sameAnswer(p events.Payload) bool {
 		return a != nil && a.Decision == b.Decision && a.ReviewerNotes == b.ReviewerNotes
 	}
 	return false
+}
+
+// sameGrant says whether a grant repeats the one given with the answer (who gave it
+// and its id aside): none again, or the same pattern.
+func (q *askedQuestion) sameGrant(g *events.GrantGiven) bool {
+	if g == nil || q.granted == nil {
+		return g == nil && q.granted == nil
+	}
+	return g.Command == q.granted.Command && g.Prefix == q.granted.Prefix
 }
 
 func sortedIDs(m map[string]Answer) []string {

@@ -68,6 +68,8 @@ type turnLog struct {
 	queued map[int64]events.Event
 	// undo is what the turn's records kept of contents (UndoCaps).
 	undo undoKept
+	// grants are the session's grants the turn decides under.
+	grants turnGrants
 }
 
 func (l *turnLog) last() int64 {

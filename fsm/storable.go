@@ -44,6 +44,13 @@ func storableAnswer(id string, a Answer) error {
 			}
 		}
 	}
+	if a.Grant != nil {
+		for name, s := range map[string]string{"grant.command": a.Grant.Command, "grant.prefix": a.Grant.Prefix} {
+			if err := storableText(field+name, s); err != nil {
+				return err
+			}
+		}
+	}
 	if len(a.Arguments) > 0 {
 		return storableJSON(field+"arguments", a.Arguments)
 	}

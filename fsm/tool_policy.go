@@ -42,6 +42,9 @@ func (r *run) decide(s *toolSlot, pending []events.Event) []events.Event {
 	} else {
 		v = r.app.ToolPolicy.Tool(sub, call.Level, call.Actions, call.Resources)
 	}
+	if v.Decision != policy.Allow {
+		v, pending = r.granted(s, sub, v, pending)
+	}
 	var res []string
 	for _, rs := range v.Resources {
 		switch {

@@ -148,6 +148,8 @@ func New(cfg Config) *Server {
 	v1.GET("/sessions/:id/history", s.history)
 	v1.GET("/sessions/:id/interrupts", s.interrupts)
 	v1.GET("/sessions/:id/audit", s.audit)
+	v1.GET("/sessions/:id/grants", s.grants)
+	v1.DELETE("/sessions/:id/grants/:grant_id", s.revokeGrant)
 	v1.GET("/sessions/:id/events", s.events)
 	v1.GET("/sessions/:id/branch-points", s.branchPoints)
 	v1.POST("/sessions/:id/branches", s.createBranch)

@@ -145,7 +145,8 @@ func accepted(c echo.Context, session, turn string) error {
 func turnLocation(session, turn string) string { return "/v1/sessions/" + session + "/turns/" + turn }
 
 // decodeAnswers reads resume_map strictly: a tool approval's answer is
-// {"confirmed": bool, "rejection_message"?: string, "arguments"?: object}; a guardrail
+// {"confirmed": bool, "rejection_message"?: string, "arguments"?: object, "grant"?:
+// {"command"?: string, "prefix"?: string}}; a guardrail
 // review's is {"decision": "approve"|"reject", "reviewer_notes"?: string}.
 func decodeAnswers(raw map[string]json.RawMessage) (map[string]fsm.Answer, error) {
 	out := make(map[string]fsm.Answer, len(raw))

@@ -92,6 +92,8 @@ func answerOf(form url.Values, id, kind string, limits events.Limits) (fsm.Answe
 	switch choice {
 	case "approve":
 		return fsm.Answer{Confirmed: &yes}, nil
+	case "session":
+		return fsm.Answer{Confirmed: &yes, Grant: &fsm.GrantAnswer{Command: strings.TrimSpace(form.Get("grant." + id))}}, nil
 	case "reject":
 		a := fsm.Answer{Confirmed: &no}
 		if msg := strings.TrimSpace(form.Get("message." + id)); msg != "" {
@@ -116,7 +118,7 @@ func answerOf(form url.Values, id, kind string, limits events.Limits) (fsm.Answe
 		}
 		return fsm.Answer{Confirmed: &yes, Arguments: json.RawMessage(raw)}, nil
 	}
-	return fsm.Answer{}, events.FieldError(events.CodeInvalid, field("choice"), "choose approve, reject or edit")
+	return fsm.Answer{}, events.FieldError(events.CodeInvalid, field("choice"), "choose approve, approve for the session, reject or edit")
 }
 
 // limits are the bounds of the JSON a form sends.

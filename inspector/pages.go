@@ -135,6 +135,7 @@ var notices = map[string]string{
 	"answered": "Answered. The turn goes on.",
 	"branched": "Branched: this is the new session, which goes on from the branch point.",
 	"reverted": "Reverted: the files are back as they were, and the session's next turn is told.",
+	"revoked":  "Revoked: the next call it covered asks again.",
 }
 
 // shownItem is one transcript entry as the page shows it.
@@ -208,6 +209,12 @@ func (s *Server) sessionPageWith(c echo.Context, status int, refused error, form
 		if questions[i].Edit == "" && len(p.Arguments) > 0 {
 			questions[i].Edit = indentJSON(p.Arguments)
 		}
+		if gs, ok := s.cfg.Engine.(grantSuggester); ok && p.Kind != events.InterruptGuardrailReview && p.Rule != "" {
+			questions[i].Grant, _ = gs.SuggestedGrant(sess.App, p.Path, p.Tool, p.Arguments)
+			if g := form.Get("grant." + p.ID); g != "" {
+				questions[i].Grant = g
+			}
+		}
 		if ts, ok := s.cfg.Engine.(toolSchemas); ok && p.Kind != events.InterruptGuardrailReview {
 			if schema, ok := ts.ToolParameters(sess.App, p.Path, p.Tool); ok {
 				questions[i].Schema = string(schema)
@@ -249,7 +256,11 @@ func (s *Server) sessionPageWith(c echo.Context, status int, refused error, form
 	if st == "running" && len(turns) > 0 {
 		liveAfter = max(turns[len(turns)-1].StartSeq-1, lastSeq-TimelinePage, 0)
 	}
-	data := map[string]any{"Session": sess, "Status": st, "Items": items, "Pages": pages, "LastSeq": lastSeq, "LiveAfter": liveAfter, "Turns": turns, "Pending": questions, "Message": notices[c.QueryParam("done")], "Branches": mine,
+	grants, err := s.cfg.Turns.Grants(ctx, sess.ID)
+	if err != nil {
+		return err
+	}
+	data := map[string]any{"Grants": grants, "Session": sess, "Status": st, "Items": items, "Pages": pages, "LastSeq": lastSeq, "LiveAfter": liveAfter, "Turns": turns, "Pending": questions, "Message": notices[c.QueryParam("done")], "Branches": mine,
 		"Ancestors": ancestors, "BranchedAt": branchedAt}
 	if refused != nil {
 		data["Refused"] = publicText(refused)
@@ -282,6 +293,9 @@ func (s *Server) runTurn(c echo.Context) error {
 type question struct {
 	projection.Interrupt
 	Choice, Message, Notes, Edit string
+	// Grant is the pattern a yes for the rest of the session would cover (empty: the
+	// question cannot be answered so — the tool policy did not ask it).
+	Grant string
 	// Schema is the tool's arguments schema (JSON), which the page checks an edit
 	// against before sending it; the server checks it again.
 	Schema string

@@ -140,6 +140,7 @@ func New(cfg Config) (*Server, error) {
 	ui.GET("/sessions/:id", s.sessionPage)
 	ui.POST("/sessions/:id/turns", s.runTurn, s.checkCSRF)
 	ui.POST("/sessions/:id/answers", s.answer, s.checkCSRF)
+	ui.POST("/sessions/:id/grants/:grant/revoke", s.revokeGrant, s.checkCSRF)
 	ui.POST("/sessions/:id/branches", s.branch, s.checkCSRF)
 	ui.GET("/sessions/:id/audit", s.auditPage)
 	ui.GET("/sessions/:id/turns/:turn", s.timelinePage)

@@ -24,6 +24,8 @@ type Engine interface {
 	Deltas(session string) (*fsm.DeltaSub, func())
 	App(name string) (*fsm.App, bool)
 	Settled(ctx context.Context, session, turn string, end int64) error
+	Grants(ctx context.Context, session string) ([]fsm.GrantView, error)
+	RevokeGrant(ctx context.Context, session, grant, by string) (*fsm.GrantView, error)
 }
 
 // Reader is what requests read of the log and its projections.

@@ -12,6 +12,7 @@ import (
 )
 
 const (
+	qGrantEvents = `SELECT e.session_id, e.seq, e.turn_id, e.type, e.path, e.v, e.data::text, e.blob_hash, b.data, e.at FROM events e LEFT JOIN blobs b ON b.hash = e.blob_hash WHERE e.session_id = $1 AND e.type IN ('GrantGiven', 'GrantRevoked') AND ($2 = 0 OR e.seq <= $2) ORDER BY e.seq`
 	qEventsAfter = `SELECT e.session_id, e.seq, e.turn_id, e.type, e.path, e.v, e.data::text, e.blob_hash, b.data, e.at FROM events e LEFT JOIN blobs b ON b.hash = e.blob_hash WHERE e.session_id = $1 AND e.seq > $2 ORDER BY e.seq`
 	// qLineage names a session ($1) and the sources it was branched from, each with
 	// the seq up to which it contributes.
@@ -33,7 +34,9 @@ ORDER BY l.depth DESC, h.seq, h.idx`
 	qQueued      = `SELECT session_id, turn_id, input, by_user, status, queued_at, queued_seq FROM proj_queue WHERE session_id = $1 AND status = 'queued' ORDER BY queued_seq`
 	qAudit       = `SELECT seq, turn_id, at, path, kind, coalesce(tool, ''), coalesce(outcome, ''), coalesce(rule, ''), coalesce(reason, ''), resources, exit_code, coalesce(diff, ''), coalesce(answered_by, ''), proposed, approved FROM audit WHERE session_id = $1
 	UNION ALL SELECT seq, turn_id, at, path, kind, coalesce(tool, ''), outcome, '', coalesce(reason, ''), resources, NULL, '', coalesce(answered_by, ''), NULL, NULL
-	FROM audit_files WHERE session_id = $1 ORDER BY seq, kind`
+	FROM audit_files WHERE session_id = $1
+	UNION ALL SELECT seq, turn_id, at, path, kind, coalesce(tool, ''), outcome, coalesce(rule, ''), coalesce(reason, ''), NULL, NULL, '', coalesce(answered_by, ''), NULL, NULL
+	FROM audit_grants WHERE session_id = $1 ORDER BY seq, kind`
 )
 
 // qSessionHeadOf reads a SessionHead (sqlrows).
@@ -47,6 +50,16 @@ func (s *Store) Events(ctx context.Context, session string, after int64) ([]even
 	rows, err := s.db.QueryContext(ctx, qEventsAfter, session, after)
 	if err != nil {
 		return nil, fmt.Errorf("read events of %s: %w", session, err)
+	}
+	return sqlrows.All(rows, sqlrows.ScanEvent)
+}
+
+// GrantEvents returns a session's GrantGiven and GrantRevoked events with seq up
+// to upto (0: all), in seq order, read through their own index.
+func (s *Store) GrantEvents(ctx context.Context, session string, upto int64) ([]events.Event, error) {
+	rows, err := s.db.QueryContext(ctx, qGrantEvents, session, upto)
+	if err != nil {
+		return nil, fmt.Errorf("read grants of %s: %w", session, err)
 	}
 	return sqlrows.All(rows, sqlrows.ScanEvent)
 }

@@ -11,10 +11,12 @@ import (
 const qAudit = `SELECT seq, turn_id, at, path, kind, coalesce(tool, ''), coalesce(outcome, ''), coalesce(rule, ''), coalesce(reason, ''),
 	resources, exit_code, coalesce(diff, ''), coalesce(answered_by, ''), proposed, approved FROM audit WHERE session_id = ?1
 	UNION ALL SELECT seq, turn_id, at, path, kind, coalesce(tool, ''), outcome, '', coalesce(reason, ''),
-	resources, NULL, '', coalesce(answered_by, ''), NULL, NULL FROM audit_files WHERE session_id = ?1 ORDER BY seq, kind`
+	resources, NULL, '', coalesce(answered_by, ''), NULL, NULL FROM audit_files WHERE session_id = ?1
+	UNION ALL SELECT seq, turn_id, at, path, kind, coalesce(tool, ''), outcome, coalesce(rule, ''), coalesce(reason, ''),
+	NULL, NULL, '', coalesce(answered_by, ''), NULL, NULL FROM audit_grants WHERE session_id = ?1 ORDER BY seq, kind`
 
 // Audit lists what a session's tools did and what was decided about them, the
-// files each call changed and each revert.
+// files each call changed and each revert, and the grants people gave and revoked.
 func (s *Store) Audit(ctx context.Context, session string) ([]projection.AuditEntry, error) {
 	rows, err := s.query(ctx, qAudit, session)
 	if err != nil {

@@ -22,9 +22,9 @@ func TestStepQueriesSeek(t *testing.T) {
 		"qTurnProgress": qTurnProgress, "qTurnClose": qTurnClose, "qTurnPause": qTurnPause,
 		"qInterruptSet": qInterruptSet, "qInterruptEnd": qInterruptEnd, "qPending": qPending,
 		"qSession": qSession, "qSessionHead": qSessionHead, "qTurn": qTurn, "qLastTurn": qLastTurn, "qTurnEndingAt": qTurnEndingAt,
-		"qRunningTurns": qRunningTurns, "qSuspended": qSuspended,
+		"qRunningTurns": qRunningTurns, "qSuspended": qSuspended, "qGrantEvents": qGrantEvents,
 	} {
-		args := make([]any, strings.Count(q, "?")) // unbound parameters plan as NULLs
+		args := make([]any, max(strings.Count(q, "?"), strings.Count(q, "?2")*2)) // unbound parameters plan as NULLs
 		rows, err := s.read.Query("EXPLAIN QUERY PLAN "+q, args...)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
@@ -39,6 +39,9 @@ func TestStepQueriesSeek(t *testing.T) {
 			plan = append(plan, detail)
 		}
 		rows.Close()
+		if name == "qGrantEvents" && !strings.Contains(strings.Join(plan, "; "), "USING INDEX events_grants") {
+			t.Errorf("%s does not read the grants' own index: %s", name, strings.Join(plan, "; "))
+		}
 		for _, step := range plan {
 			// Listing open turns walks a partial index that holds only open turns.
 			open := step == "SCAN proj_turns USING INDEX proj_turns_running" || step == "SCAN proj_turns USING INDEX proj_turns_suspended"

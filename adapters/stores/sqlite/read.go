@@ -23,6 +23,16 @@ func (s *Store) Events(ctx context.Context, session string, after int64) ([]even
 	return sqlrows.All(rows, sqlrows.ScanEvent)
 }
 
+// GrantEvents returns a session's GrantGiven and GrantRevoked events with seq up
+// to upto (0: all), in seq order, read through their own index.
+func (s *Store) GrantEvents(ctx context.Context, session string, upto int64) ([]events.Event, error) {
+	rows, err := s.query(ctx, qGrantEvents, session, upto)
+	if err != nil {
+		return nil, fmt.Errorf("read grants of %s: %w", session, err)
+	}
+	return sqlrows.All(rows, sqlrows.ScanEvent)
+}
+
 // LastSeq returns the seq of the newest event of session (0 if it has none).
 func (s *Store) LastSeq(ctx context.Context, session string) (int64, error) {
 	var last int64

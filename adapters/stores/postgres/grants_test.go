@@ -1,0 +1,12 @@
+package postgres
+
+import (
+	"testing"
+
+	"github.com/turnlog/turnlog/adapters/stores/storetest"
+)
+
+func TestTheGrantsAreReadAloneAndAudited(t *testing.T) {
+	t.Parallel()
+	storetest.CheckGrants(t, MustOpen(t, Options{MaxConns: 2}), "s1")
+}
