@@ -55,3 +55,17 @@ func (e *OverflowError) Error() string {
 	return fmt.Sprintf("the request needs %d tokens with only what may never be left out (instructions, tools, the latest user message, the current step, the last failure, the plan, the summary); the window is %d",
 		e.Tokens, e.Window)
 }
+
+// WithPermissions is the manager for requests whose instructions end with a
+// generated tools-and-permissions section: the same config and counter, the
+// section's tokens counted in the tools layer. An error says they would fill the
+// window.
+func (m *Manager) WithPermissions(section string) (*Manager, error) {
+	out := *m
+	out.toolsTokens += m.count.Count(section)
+	if fixed := out.rulesTokens + out.toolsTokens; fixed >= out.cfg.Window {
+		return nil, fmt.Errorf("window: the instructions (%d tokens) and tool schemas and permissions (%d tokens) alone fill the %d-token window",
+			out.rulesTokens, out.toolsTokens, out.cfg.Window)
+	}
+	return &out, nil
+}

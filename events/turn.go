@@ -22,6 +22,11 @@ type TurnStarted struct {
 	// turn (never the key itself), so that the request sent again finds the turn
 	// even when the process that started it ended before it recorded the key's turn.
 	RequestKey string `json:"request_key,omitempty"`
+	// RequestShape is what the turn's model requests carry: 1, the generated tools and
+	// permissions section after the instructions (a turn of an app with a tool
+	// policy); 0 (absent), the instructions alone — every turn recorded before the
+	// section existed, which replays as it ran.
+	RequestShape int `json:"request_shape,omitempty"`
 }
 
 // KindCompaction is the kind of a turn that compacts the conversation on request.

@@ -93,11 +93,27 @@ type Agent struct {
 	specs []ToolSpec
 
 	// hashes of the request parts that never change for this agent, set by Validate.
-	instructionsHash, toolsHash, settingsHash string
-	// ctxm is the context manager made from Context by Validate.
-	ctxm *contextmgr.Manager
-	// rules are the instructions a request carries: Instructions, then the skill index.
-	rules string
+	toolsHash, settingsHash string
+	// faces are what its requests carry in each request shape (see requestShape):
+	// [0] the instructions alone, [1] with the tool policy's permissions section (nil
+	// in an app without a tool policy).
+	faces [2]*agentFace
+}
+
+// agentFace is what an agent's requests carry in one request shape: the
+// instructions (the agent's, then the skill index, then in the newer shape the
+// permissions section), their hash, and the context manager that counts them.
+type agentFace struct {
+	rules, instructionsHash string
+	ctxm                    *contextmgr.Manager
+}
+
+// face is what the agent's requests carry in a turn of this request shape.
+func (ag *Agent) face(shape int) *agentFace {
+	if shape > 0 && shape < len(ag.faces) && ag.faces[shape] != nil {
+		return ag.faces[shape]
+	}
+	return ag.faces[0]
 }
 
 // Validate checks an app's wiring and fills limit defaults.
@@ -157,12 +173,12 @@ func (a *App) Validate() error {
 		if err := validateHandoffs(a, ag, names); err != nil {
 			return fmt.Errorf("app %s: %w", a.Name, err)
 		}
-		ag.rules = ag.Instructions
+		rules := ag.Instructions
 		if ag.Skills != nil && ag.Skills.Len() > 0 {
 			if names[LoadSkillTool] != "" {
 				return fmt.Errorf("app %s: agent %s: tool %s is reserved for skills", a.Name, name, LoadSkillTool)
 			}
-			ag.rules = strings.TrimSpace(ag.Instructions + "\n\n" + ag.Skills.Index())
+			rules = strings.TrimSpace(ag.Instructions + "\n\n" + ag.Skills.Index())
 		}
 		ag.specs = specsOf(ag.Tools)
 		for _, t := range ag.AgentTools {
@@ -178,14 +194,42 @@ func (a *App) Validate() error {
 		if err != nil {
 			return fmt.Errorf("app %s: agent %s: tool schemas: %w", a.Name, name, err)
 		}
-		ag.instructionsHash, ag.toolsHash, ag.settingsHash = hashOf([]byte(ag.rules)), hashOf(specs), hashOf(ag.Settings)
+		ag.toolsHash, ag.settingsHash = hashOf(specs), hashOf(ag.Settings)
+		ag.faces[0] = &agentFace{rules: rules, instructionsHash: hashOf([]byte(rules))}
 		if ag.Context != nil {
-			if ag.ctxm, err = contextmgr.New(*ag.Context, ag.LLM, ag.rules, specs); err != nil {
+			if ag.faces[0].ctxm, err = contextmgr.New(*ag.Context, ag.LLM, rules, specs); err != nil {
 				return fmt.Errorf("app %s: agent %s: context.%w", a.Name, name, err)
 			}
 		}
+		if a.ToolPolicy != nil {
+			perms := a.ToolPolicy.Permissions(name)
+			// The section is no part of the request's hash: a turn driven again under a
+			// changed tool policy (resumed, recovered, replayed) is told the rules of
+			// now, as its calls are decided under them.
+			f := &agentFace{rules: strings.TrimSpace(rules + "\n\n" + perms), instructionsHash: ag.faces[0].instructionsHash}
+			if ag.Context != nil {
+				if f.ctxm, err = ag.faces[0].ctxm.WithPermissions(perms); err != nil {
+					return fmt.Errorf("app %s: agent %s: context.%w", a.Name, name, err)
+				}
+			}
+			ag.faces[RequestShapePermissions] = f
+		}
 	}
 	return nil
+}
+
+// RequestShapePermissions is the request shape of turns whose requests carry the
+// tool policy's permissions section after the instructions (TurnStarted's
+// request_shape): every turn started in an app with a tool policy. A turn started
+// before keeps the shape it was recorded with (0: without it), so it replays as it ran.
+const RequestShapePermissions = 1
+
+// requestShape is the request shape a turn of app starts with.
+func requestShape(app *App) int {
+	if app.ToolPolicy != nil {
+		return RequestShapePermissions
+	}
+	return 0
 }
 
 func (ag *Agent) tool(name string) Tool {

@@ -20,11 +20,11 @@ func (r *run) begin(input string) (*Result, error) {
 
 // compactable says whether a compaction turn can run: the agent has a context window
 // and something is not summarised yet.
-func compactable(ag *Agent, conv *conversation) error {
-	if ag.ctxm == nil {
+func compactable(ag *Agent, f *agentFace, conv *conversation) error {
+	if f.ctxm == nil {
 		return events.Errorf(events.CodeInvalid, "agent %s has no context window to compact (context.window in agent.yaml)", ag.Name)
 	}
-	if v := conv.view(ag.ctxm); v.Covered() >= len(conv.items)-conv.summariesSince(v.Covered()) {
+	if v := conv.view(f.ctxm); v.Covered() >= len(conv.items)-conv.summariesSince(v.Covered()) {
 		return events.Errorf(events.CodeConflict, "nothing to compact: every committed item is summarised already")
 	}
 	return nil
@@ -46,10 +46,11 @@ func (r *run) driveCompaction() (*Result, error) {
 	}
 	ag := r.agent
 	path := r.prefix + fmt.Sprintf("%s/compact/1", ag.Name)
-	if ag.ctxm == nil {
+	f := r.face(ag)
+	if f.ctxm == nil {
 		return r.fail(events.CodeInvalid, fmt.Sprintf("agent %s has no context window to compact", ag.Name), path)
 	}
-	view := r.conv.view(ag.ctxm)
+	view := r.conv.view(f.ctxm)
 	before, _ := view.Build(r.base)
 	span := spanToCompact(view.Covered(), r.base)
 	cc, fail := r.compaction(view, span, path)

@@ -36,7 +36,7 @@ func (c *conversation) view(m *contextmgr.Manager) *contextmgr.Prepared {
 // be committed with the model call) and builds again.
 func (r *run) contextItems(n int) ([]events.Item, [][32]byte, []events.Event, *ResultError) {
 	ag := r.agent
-	view := r.conv.view(ag.ctxm)
+	view := r.conv.view(r.face(ag).ctxm)
 	path := r.prefix + fmt.Sprintf("%s/model/%d", ag.Name, n)
 	req, err := view.Build(r.base)
 	if err != nil {
@@ -123,9 +123,9 @@ func compactionHash(llm string, items []events.Item) string {
 
 // requestHashOf is the request hash of a context-managed request: its parts and the
 // hashes of the items it carries (each computed once, when the item was prepared).
-func requestHashOf(ag *Agent, hashes [][32]byte) string {
+func requestHashOf(ag *Agent, f *agentFace, hashes [][32]byte) string {
 	h := sha256.New()
-	for _, part := range []string{ag.LLM, ag.instructionsHash, ag.toolsHash, ag.settingsHash, strconv.Itoa(len(hashes))} {
+	for _, part := range []string{ag.LLM, f.instructionsHash, ag.toolsHash, ag.settingsHash, strconv.Itoa(len(hashes))} {
 		h.Write([]byte(part))
 		h.Write([]byte{0})
 	}

@@ -140,7 +140,7 @@ func (e *Engine) prepareTurnAs(ctx context.Context, session, input string, h *ru
 	}
 	kind := ""
 	if input == "" {
-		if err := compactable(agent, conv); err != nil {
+		if err := compactable(agent, agent.face(requestShape(app)), conv); err != nil {
 			return nil, err
 		}
 		kind = events.KindCompaction
@@ -150,7 +150,8 @@ func (e *Engine) prepareTurnAs(ctx context.Context, session, input string, h *ru
 	}
 	// The log, the model and every client see the input only after redaction.
 	input, policy := app.GuardrailPolicy.transformText(TargetModelInput, input, nil)
-	start, err := events.New(turn, "", &events.TurnStarted{Input: input, Agent: agent.Name, Kind: kind, Policy: policy, RequestKey: requestKeyOf(ctx)})
+	start, err := events.New(turn, "", &events.TurnStarted{Input: input, Agent: agent.Name, Kind: kind, Policy: policy, RequestKey: requestKeyOf(ctx),
+		RequestShape: requestShape(app)})
 	if err != nil {
 		return nil, err
 	}

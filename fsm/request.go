@@ -162,9 +162,9 @@ func hashOf(b []byte) string {
 const partHashLen = 16
 
 // requestParts is what a ModelCalled records about a request's parts.
-func requestParts(ag *Agent, c *conversation) events.RequestParts {
+func requestParts(ag *Agent, f *agentFace, c *conversation) events.RequestParts {
 	return events.RequestParts{
-		Instructions: ag.instructionsHash[:partHashLen],
+		Instructions: f.instructionsHash[:partHashLen],
 		Tools:        ag.toolsHash[:partHashLen],
 		Settings:     ag.settingsHash[:partHashLen],
 		Items:        len(c.items),
@@ -173,9 +173,9 @@ func requestParts(ag *Agent, c *conversation) events.RequestParts {
 
 // requestHash is the SHA-256 of the whole request, built from the full hashes of its
 // parts and the conversation's running hash chain.
-func requestHash(ag *Agent, c *conversation) string {
+func requestHash(ag *Agent, f *agentFace, c *conversation) string {
 	h := sha256.New()
-	for _, part := range []string{ag.LLM, ag.instructionsHash, ag.toolsHash, ag.settingsHash, c.hash(), strconv.Itoa(len(c.items))} {
+	for _, part := range []string{ag.LLM, f.instructionsHash, ag.toolsHash, ag.settingsHash, c.hash(), strconv.Itoa(len(c.items))} {
 		h.Write([]byte(part))
 		h.Write([]byte{0})
 	}

@@ -70,6 +70,8 @@ type turnLog struct {
 	undo undoKept
 	// grants are the session's grants the turn decides under.
 	grants turnGrants
+	// shape is the turn's request shape (TurnStarted's request_shape).
+	shape int
 }
 
 func (l *turnLog) last() int64 {
@@ -149,13 +151,20 @@ func (r *run) cancelTurn(pending ...events.Event) (*Result, error) {
 		Error: &ResultError{Code: events.CodeCanceled, Message: reason}}, nil
 }
 
+// face is what agent ag's requests carry in this turn's request shape.
+func (r *run) face(ag *Agent) *agentFace { return ag.face(r.log.shape) }
+
 func (e *Engine) newRun(ctx context.Context, app *App, agent *Agent, session, owner, parent, turn string, seq int64,
 	conv *conversation, rec, logged *recording) *run {
-	started, startSeq := e.opts.Clock(), seq
+	started, startSeq, shape := e.opts.Clock(), seq, requestShape(app)
 	if ts, ok := rec.get(events.TypeTurnStarted, ""); ok {
 		started, startSeq = ts.At, ts.Seq // a resumed or recovered turn started then
+		shape = 0                         // ... in the shape it recorded
+		if p, err := events.DecodeAs[*events.TurnStarted](ts); err == nil {
+			shape = p.RequestShape
+		}
 	}
-	return &run{e: e, ctx: ctx, stopped: context.Background(), requestID: RequestIDOf(ctx), app: app, agent: agent, session: session, owner: owner, parent: parent, turn: turn, log: &turnLog{seq: seq},
+	return &run{e: e, ctx: ctx, stopped: context.Background(), requestID: RequestIDOf(ctx), app: app, agent: agent, session: session, owner: owner, parent: parent, turn: turn, log: &turnLog{seq: seq, shape: shape},
 		startSeq: startSeq, lastCommit: conv.commitSeq,
 		conv: conv, base: len(conv.items), prevItems: len(conv.items), rec: rec, logged: logged, startedAt: started,
 		m: NewMachine(StateStarted), modelCalls: map[string]int{}, toolCalls: map[string]int{}}
@@ -283,28 +292,29 @@ func (r *run) modelStep() (events.ModelResponse, []events.Event, *ResultError) {
 			Message: fmt.Sprintf("agent %s reached max_turns (%d model calls in one turn)", ag.Name, ag.MaxTurns)}
 	}
 	r.modelCalls[ag.Name] = n
-	parts := requestParts(ag, r.conv)
+	f := r.face(ag)
+	parts := requestParts(ag, f, r.conv)
 	items := r.conv.items
 	var compacted []events.Event
 	var itemHashes [][32]byte
-	if ag.ctxm == nil && r.conv.summaries > 0 { // another agent's summaries: this one sends the whole conversation
+	if f.ctxm == nil && r.conv.summaries > 0 { // another agent's summaries: this one sends the whole conversation
 		items = withoutSummaries(items)
 	}
-	if ag.ctxm != nil {
+	if f.ctxm != nil {
 		var fail *ResultError
 		if items, itemHashes, compacted, fail = r.contextItems(n); fail != nil {
 			return events.ModelResponse{}, nil, fail
 		}
 		parts.Items = len(items)
 	}
-	hash := requestHash(ag, r.conv)
-	if ag.ctxm != nil {
-		hash = requestHashOf(ag, itemHashes)
+	hash := requestHash(ag, f, r.conv)
+	if f.ctxm != nil {
+		hash = requestHashOf(ag, f, itemHashes)
 	}
 	newItems := append([]events.Item{}, r.conv.items[r.prevItems:]...)
 	r.prevItems = len(r.conv.items)
 	if see := r.e.opts.Requests; see != nil {
-		see(path, ModelRequest{LLM: ag.LLM, Agent: ag.Name, Instructions: ag.rules, Tools: ag.specs, Settings: ag.Settings, Items: items})
+		see(path, ModelRequest{LLM: ag.LLM, Agent: ag.Name, Instructions: f.rules, Tools: ag.specs, Settings: ag.Settings, Items: items})
 	}
 
 	mc, ev, found, fail := replayed[*events.ModelCalled](r, events.TypeModelCalled, path,
@@ -329,7 +339,7 @@ func (r *run) modelStep() (events.ModelResponse, []events.Event, *ResultError) {
 	defer stop()
 	callCtx, endSpan := r.traced(callCtx, SpanStart{Operation: SpanChat, Name: ag.LLM, Path: path})
 	began := time.Now()
-	resp, err := ag.Model.Call(callCtx, ModelRequest{LLM: ag.LLM, Agent: ag.Name, Instructions: ag.rules,
+	resp, err := ag.Model.Call(callCtx, ModelRequest{LLM: ag.LLM, Agent: ag.Name, Instructions: f.rules,
 		Tools: ag.specs, Settings: ag.Settings, Items: items,
 		OnText: r.onText(path)})
 	r.e.opts.Observer.ModelCalled(ModelCall{LLM: ag.LLM, Took: time.Since(began), Failed: err != nil, Usage: resp.Usage})

@@ -160,6 +160,7 @@ func (e *Engine) command(sub Subject, c Command, sandboxed bool) Verdict {
 		}
 		if why := e.forbidden(r.Path, listers[c.Name()] && r.Action == ActRead); why != "" {
 			v.Decision, v.Rule, v.Reason = Deny, "default-deny", fmt.Sprintf("%s %s %s: %s", c.Name(), r.Action, r.Path, why)
+			v.Alternative = "leave it alone: secrets and paths outside the workspace are never opened; if the task needs one, tell the user"
 			return v
 		}
 	}
@@ -188,7 +189,24 @@ func (e *Engine) command(sub Subject, c Command, sandboxed bool) Verdict {
 	if v.Decision == RequireApproval && slices.Contains(c.Actions, ActNetwork) {
 		v.Reason += "; " + e.NetworkGrant(sub)
 	}
+	if v.Decision == Deny && v.Alternative == "" && best == nil {
+		v.Alternative = e.modeAlternative(c)
+	}
 	return v
+}
+
+// modeAlternative is what the model is told to do instead of a command the mode
+// denies, by what it would have done.
+func (e *Engine) modeAlternative(c Command) string {
+	switch {
+	case c.Level >= L5:
+		return "system changes are never made here; tell the user what the system needs"
+	case slices.Contains(c.Actions, ActNetwork):
+		return "commands have no network in " + string(e.EffectiveMode()) + " mode; work with what the workspace holds, or tell the user what must be fetched"
+	case e.EffectiveMode() == ModeReadOnly:
+		return "this session may only read the workspace; say what you would change instead of changing it"
+	}
+	return "tell the user what you need"
 }
 
 // EffectiveMode is the engine's mode, workspace-write when none is set.
