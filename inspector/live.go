@@ -107,14 +107,16 @@ func (s *Server) live(c echo.Context) error {
 		}
 	}
 	for {
-		if !stillSignedIn() {
-			send("signed-out", struct{}{})
-			w.Flush()
-			return nil
-		}
 		take()
 		evs, err := s.cfg.Reader.Events(ctx, sess.ID, from)
 		if err != nil {
+			return nil
+		}
+		// Checked after the read: what was committed after a sign-out is read only
+		// after it, so it is never sent.
+		if !stillSignedIn() {
+			send("signed-out", struct{}{})
+			w.Flush()
 			return nil
 		}
 		take() // published while the log was read: each precedes what it is part of

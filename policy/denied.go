@@ -162,6 +162,11 @@ func GlobMayDeny(rel string) string {
 		return ""
 	}
 	dir, base := path.Split(rel)
+	if strings.ContainsAny(dir, "*?[") {
+		if pat := globDirsMayDeny(rel); pat != "" {
+			return pat
+		}
+	}
 	if base == "*" || base == "**" {
 		return "" // every name: not aimed at a secret (the sandbox masks what secrets it expands to)
 	}
@@ -191,6 +196,56 @@ func GlobMayDeny(rel string) string {
 			if pat := DeniedBy(candidate + "/x"); pat != "" {
 				return pat
 			}
+		}
+	}
+	return ""
+}
+
+// globDirsMayDeny is GlobMayDeny for a glob in a directory component (.gi[t]/hooks/x,
+// */.ssh/id_rsa): each globbed component is tried on the components of the names the
+// patterns stand for (and on a plain name), and the paths that makes are checked.
+func globDirsMayDeny(rel string) string {
+	comps := strings.Split(rel, "/")
+	names := map[string]bool{"x": true}
+	for _, ex := range deniedExamples {
+		for _, c := range strings.Split(ex, "/") {
+			names[c] = true
+		}
+	}
+	paths := []string{""}
+	for i, c := range comps {
+		options := []string{c}
+		if strings.ContainsAny(c, "*?[") {
+			options = options[:0]
+			for n := range names {
+				if strings.HasPrefix(n, ".") && !strings.HasPrefix(c, ".") {
+					continue // a shell's glob does not match a leading dot unless it says one
+				}
+				if m, _ := path.Match(c, n); m {
+					options = append(options, n)
+				}
+			}
+		}
+		next := make([]string, 0, len(paths)*len(options))
+		for _, p := range paths {
+			for _, o := range options {
+				if i > 0 {
+					o = p + "/" + o
+				}
+				next = append(next, o)
+			}
+		}
+		if len(next) > 4096 {
+			return "**/*" // too many ways to expand to check each: taken as aimed at one
+		}
+		paths = next
+	}
+	for _, p := range paths {
+		if pat := DeniedBy(p); pat != "" {
+			return pat
+		}
+		if pat := DeniedBy(p + "/x"); pat != "" {
+			return pat
 		}
 	}
 	return ""

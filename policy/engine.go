@@ -177,6 +177,11 @@ func (e *Engine) command(sub Subject, c Command, sandboxed bool) Verdict {
 	if best != nil {
 		v.Decision, v.Rule, v.Alternative = best.Decision, best.Name, best.Alternative
 		v.Reason = fmt.Sprintf("rule %s: %s %s", best.Name, best.Decision, strings.Join(c.Argv, " "))
+		if best.Decision == Allow && len(best.Domains) > 0 && c.Class == ClassOpaque && e.modeDefault(Command{Class: ClassOpaque}) != Allow {
+			// A rule that opens hosts opens the network, not the code a command runs.
+			v.Decision = RequireApproval
+			v.Reason += fmt.Sprintf("; rule %s opens its hosts, not what the policy cannot read (%s), which %s asks about", best.Name, opaqueWhy(c), e.EffectiveMode())
+		}
 	} else {
 		v.Decision = e.modeDefault(c)
 		v.Rule = fmt.Sprintf("default:%s:%s", e.EffectiveMode(), c.Level)

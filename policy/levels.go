@@ -90,6 +90,11 @@ var commands = map[string]commandInfo{
 	"python3": info(L2, argsRead, ActExecute), "python": info(L2, argsRead, ActExecute), "node": info(L2, argsRead, ActExecute),
 	"git": info(L2, argsSubcmd), "go": info(L2, argsSubcmd), "npm": info(L2, argsSubcmd), "pip": info(L2, argsSubcmd),
 	"cargo": info(L2, argsSubcmd), "pip3": info(L2, argsSubcmd),
+	// Package managers and the clients of services: their subcommands that reach the
+	// network or publish are known; the rest run code of their own.
+	"gem": info(L2, argsSubcmd), "bundle": info(L2, argsSubcmd), "poetry": info(L2, argsSubcmd), "uv": info(L2, argsSubcmd),
+	"composer": info(L2, argsSubcmd), "twine": info(L2, argsSubcmd), "docker": info(L2, argsSubcmd), "podman": info(L2, argsSubcmd),
+	"deno": info(L2, argsSubcmd), "gh": info(L2, argsSubcmd), "aria2c": info(L3, argsURL, ActNetwork), "uvx": info(L3, argsNone, ActNetwork, ActExecute),
 	// L3: network
 	"curl": info(L3, argsURL, ActNetwork), "wget": info(L3, argsURL, ActNetwork), "nc": info(L3, argsURL, ActNetwork),
 	"ncat": info(L3, argsURL, ActNetwork), "ssh": info(L3, argsURL, ActNetwork), "scp": info(L3, argsURL, ActNetwork),
@@ -138,6 +143,24 @@ var subcommands = map[string]commandInfo{
 	"pip download": info(L3, argsNone, ActNetwork, ActWrite), "pip3 install": info(L3, argsNone, ActNetwork, ActWrite),
 	"pip3 download": info(L3, argsNone, ActNetwork, ActWrite), "pip3 list": info(L1, argsNone, ActRead),
 	"cargo build": info(L2, argsNone, ActExecute), "cargo test": info(L2, argsNone, ActExecute), "cargo publish": info(L4, argsNone, ActNetwork),
+	"cargo fetch": info(L3, argsNone, ActNetwork, ActWrite), "cargo install": info(L3, argsNone, ActNetwork, ActWrite), "cargo add": info(L3, argsNone, ActNetwork, ActWrite),
+	"cargo update": info(L3, argsNone, ActNetwork, ActWrite), "cargo login": info(L4, argsNone, ActNetwork), "cargo yank": info(L4, argsNone, ActNetwork),
+	"gem install": info(L3, argsNone, ActNetwork, ActWrite), "gem update": info(L3, argsNone, ActNetwork, ActWrite), "gem fetch": info(L3, argsNone, ActNetwork, ActWrite),
+	"gem push": info(L4, argsNone, ActNetwork), "gem list": info(L1, argsNone, ActRead),
+	"bundle install": info(L3, argsNone, ActNetwork, ActWrite), "bundle update": info(L3, argsNone, ActNetwork, ActWrite), "bundle add": info(L3, argsNone, ActNetwork, ActWrite),
+	"poetry install": info(L3, argsNone, ActNetwork, ActWrite), "poetry add": info(L3, argsNone, ActNetwork, ActWrite), "poetry update": info(L3, argsNone, ActNetwork, ActWrite),
+	"poetry lock": info(L3, argsNone, ActNetwork, ActWrite), "poetry publish": info(L4, argsNone, ActNetwork),
+	"uv pip": info(L3, argsNone, ActNetwork, ActWrite), "uv add": info(L3, argsNone, ActNetwork, ActWrite), "uv sync": info(L3, argsNone, ActNetwork, ActWrite),
+	"uv lock": info(L3, argsNone, ActNetwork, ActWrite), "uv tool": info(L3, argsNone, ActNetwork, ActWrite), "uv publish": info(L4, argsNone, ActNetwork),
+	"composer install": info(L3, argsNone, ActNetwork, ActWrite), "composer require": info(L3, argsNone, ActNetwork, ActWrite), "composer update": info(L3, argsNone, ActNetwork, ActWrite),
+	"twine upload": info(L4, argsNone, ActNetwork),
+	"docker pull":  info(L3, argsNone, ActNetwork), "docker push": info(L4, argsNone, ActNetwork), "docker login": info(L4, argsNone, ActNetwork),
+	"podman pull": info(L3, argsNone, ActNetwork), "podman push": info(L4, argsNone, ActNetwork), "podman login": info(L4, argsNone, ActNetwork),
+	"deno install": info(L3, argsNone, ActNetwork, ActWrite), "deno add": info(L3, argsNone, ActNetwork, ActWrite),
+	"gh release": info(L4, argsNone, ActNetwork), "gh pr": info(L3, argsNone, ActNetwork), "gh issue": info(L3, argsNone, ActNetwork),
+	"gh repo": info(L4, argsNone, ActNetwork), "gh api": info(L4, argsNone, ActNetwork), "gh gist": info(L4, argsNone, ActNetwork),
+	"gh workflow": info(L4, argsNone, ActNetwork), "gh run": info(L3, argsNone, ActNetwork), "gh auth": info(L4, argsNone, ActNetwork),
+	"gh secret": info(L4, argsNone, ActNetwork),
 }
 
 // wrappers run the command in their arguments; the policy looks through them. skip
@@ -223,13 +246,17 @@ var wrapperLevel = map[string]Level{"sudo": L5, "runuser": L5, "sg": L5, "setpri
 var shells = map[string]bool{"sh": true, "bash": true, "dash": true, "zsh": true, "ksh": true}
 
 // opaquePrograms run code the policy cannot see: opaque, whatever their arguments.
+// unknownWrapper is why a program that runs what it is given, in ways the policy does
+// not read, is opaque.
+const unknownWrapper = "an unknown wrapper"
+
 var opaquePrograms = map[string]string{
 	"eval": "eval runs a string as code", "source": "source runs a file as code", ".": "source runs a file as code",
-	"watch": "an unknown wrapper", "parallel": "an unknown wrapper", "script": "an unknown wrapper",
-	"expect": "an unknown wrapper", "strace": "an unknown wrapper", "ltrace": "an unknown wrapper", "gdb": "an unknown wrapper",
-	"busybox": "an unknown wrapper", "flock": "an unknown wrapper", "unshare": "an unknown wrapper", "nsenter": "an unknown wrapper",
-	"screen": "an unknown wrapper", "tmux": "an unknown wrapper", "at": "an unknown wrapper", "batch": "an unknown wrapper",
-	"crontab": "an unknown wrapper", "trap": "trap runs a string as code", "coproc": "an unknown wrapper",
+	"watch": unknownWrapper, "parallel": unknownWrapper, "script": unknownWrapper,
+	"expect": unknownWrapper, "strace": unknownWrapper, "ltrace": unknownWrapper, "gdb": unknownWrapper,
+	"busybox": unknownWrapper, "flock": unknownWrapper, "unshare": unknownWrapper, "nsenter": unknownWrapper,
+	"screen": unknownWrapper, "tmux": unknownWrapper, "at": unknownWrapper, "batch": unknownWrapper,
+	"crontab": unknownWrapper, "trap": "trap runs a string as code", "coproc": unknownWrapper,
 }
 
 func containsEq(s string) bool {

