@@ -64,8 +64,9 @@ type Usage struct {
 }
 
 // Interrupt is a question to a person that holds a turn: a tool_approval (CallID,
-// Tool, Arguments; Rule, Level, Resources, Alternative when the tool policy asks) or a
-// guardrail_review (Rule; Arguments is the held response {text, tool_calls}).
+// Tool, Arguments; Rule, Level, Resources, Alternative and the Grant pattern a yes for
+// the session covers when the tool policy asks) or a guardrail_review (Rule;
+// Arguments is the held response {text, tool_calls}).
 type Interrupt struct {
 	ID          string          `json:"id"`
 	Kind        string          `json:"kind"`
@@ -78,6 +79,7 @@ type Interrupt struct {
 	Level       string          `json:"level,omitempty"`
 	Resources   []string        `json:"resources,omitempty"`
 	Alternative string          `json:"alternative,omitempty"`
+	Grant       string          `json:"grant,omitempty"`
 }
 
 // PendingInterrupt is an interrupt as GET …/interrupts lists it.

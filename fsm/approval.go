@@ -53,6 +53,9 @@ type Interrupt struct {
 	Level       string   `json:"level,omitempty"`
 	Resources   []string `json:"resources,omitempty"`
 	Alternative string   `json:"alternative,omitempty"`
+	// Grant, when the tool policy asks, is the pattern a yes for the rest of the
+	// session covers unless the answer names another (resume_map's grant: {}).
+	Grant string `json:"grant,omitempty"`
 }
 
 // interruptID is derived from the turn and the activity path, so a re-driven turn
@@ -102,6 +105,7 @@ func (r *run) approvalGate(s *toolSlot, pending []events.Event) ([]events.Event,
 	if v := s.verdict; v != nil && v.Decision == "require_approval" {
 		s.waiting.Reason = fmt.Sprintf("the tool policy asks a person (rule %s): %s", v.Rule, v.Reason)
 		s.waiting.Level, s.waiting.Rule, s.waiting.Resources, s.waiting.Alternative = v.Level, v.Rule, v.Resources, v.Alternative
+		s.waiting.Grant, _ = r.e.SuggestedGrant(r.app.Name, apath, s.call.Name, s.call.Arguments)
 	}
 	if r.logged.has(events.TypeApprovalRequested, apath) {
 		return pending, nil // asked before; still unanswered

@@ -70,7 +70,18 @@ func TestAPersonSaysYesOnceForTheSession(t *testing.T) {
 	if got, ok := b.engine.SuggestedGrant("test", "a/tool/s1/approval", "bash", []byte(`{"command":"rm -rf build"}`)); !ok || got != "rm" {
 		t.Fatalf("suggested %q %v", got, ok)
 	}
-	res := runIn(t, b, b.engine, s.ID, "rm -rf build", &fsm.Answer{Confirmed: yes(), Grant: &fsm.GrantAnswer{}})
+	asked, err := b.engine.RunTurn(b.ctx, s.ID, "rm -rf build")
+	if err != nil || len(asked.Interrupts) != 1 || asked.Interrupts[0].Grant != "rm" {
+		t.Fatalf("the question does not offer its pattern: %+v %v", asked, err)
+	}
+	st, err := b.engine.Resume(b.ctx, s.ID, "reviewer", map[string]fsm.Answer{asked.Interrupts[0].ID: {Confirmed: yes(), Grant: &fsm.GrantAnswer{}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := st.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if res.Status != fsm.StatusCompleted || sh.commands() != "rm -rf build" {
 		t.Fatalf("approved for the session: %+v, ran %q", res, sh.commands())
 	}

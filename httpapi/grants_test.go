@@ -59,6 +59,15 @@ func TestAGrantOverHTTP(t *testing.T) {
 		t.Fatalf("%+v %v", res, err)
 	}
 	in := res.SuspendPayload.ID
+	if res.SuspendPayload.Grant != "rm" {
+		t.Fatalf("the interrupt offers %q for the session", res.SuspendPayload.Grant)
+	}
+	if r := b.do(t, "GET", "/v1/sessions/"+id+"/interrupts", "key-alice", ""); !strings.Contains(r.raw, `"grant":"rm"`) {
+		t.Fatalf("the pending interrupts: %s", r.raw)
+	}
+	if tr, err := c.Turn(ctx, id, res.TurnID, 0); err != nil || len(tr.Interrupts) != 1 || tr.Interrupts[0].Grant != "rm" {
+		t.Fatalf("the turn resource: %+v %v", tr, err)
+	}
 	turns := "/v1/sessions/" + id + "/turns"
 	for body, message := range map[string]string{
 		`{"resume_map":{"` + in + `":{"confirmed":true,"grant":{"pattern":"rm"}}}}`:       "resume_map." + in + `: must be an object such as {\"confirmed\": true}: unknown field \"pattern\"`,

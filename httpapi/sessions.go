@@ -162,17 +162,29 @@ func (s *Server) history(c echo.Context) error {
 }
 
 func (s *Server) interrupts(c echo.Context) error {
-	if _, err := s.ownedSession(c); err != nil {
+	sess, err := s.ownedSession(c)
+	if err != nil {
 		return err
 	}
 	pending, err := s.cfg.Reader.PendingInterrupts(c.Request().Context(), c.Param("id"))
 	if err != nil {
 		return err
 	}
-	if pending == nil {
-		pending = []projection.Interrupt{}
+	out := make([]pendingInterrupt, len(pending))
+	for i, p := range pending {
+		out[i].Interrupt = p
+		if p.Kind == events.InterruptToolApproval && p.Rule != "" {
+			out[i].Grant, _ = s.cfg.Engine.SuggestedGrant(sess.App, p.Path, p.Tool, p.Arguments)
+		}
 	}
-	return c.JSON(http.StatusOK, map[string]any{"interrupts": pending})
+	return c.JSON(http.StatusOK, map[string]any{"interrupts": out})
+}
+
+// pendingInterrupt is a question waiting for a person, with the pattern a yes for the
+// rest of the session would cover when the tool policy asked it.
+type pendingInterrupt struct {
+	projection.Interrupt
+	Grant string `json:"grant,omitempty"`
 }
 
 type branchPoint struct {

@@ -60,11 +60,24 @@ func (s *Service) ResultOf(ctx context.Context, session, turn string) (*fsm.Resu
 		if err != nil {
 			return nil, false, err
 		}
+		app := ""
 		for _, i := range pending {
-			if i.Turn == turn {
-				out.Interrupts = append(out.Interrupts, fsm.Interrupt{ID: i.ID, Kind: i.Kind, Path: i.Path, CallID: i.CallID, Tool: i.Tool,
-					Arguments: i.Arguments, Reason: i.Reason, Rule: i.Rule, Level: i.Level, Resources: i.Resources, Alternative: i.Alternative})
+			if i.Turn != turn {
+				continue
 			}
+			in := fsm.Interrupt{ID: i.ID, Kind: i.Kind, Path: i.Path, CallID: i.CallID, Tool: i.Tool,
+				Arguments: i.Arguments, Reason: i.Reason, Rule: i.Rule, Level: i.Level, Resources: i.Resources, Alternative: i.Alternative}
+			if i.Kind == events.InterruptToolApproval && i.Rule != "" {
+				if app == "" {
+					sess, err := s.cfg.Reader.Session(ctx, session)
+					if err != nil {
+						return nil, false, err
+					}
+					app = sess.App
+				}
+				in.Grant, _ = s.cfg.Engine.SuggestedGrant(app, i.Path, i.Tool, i.Arguments)
+			}
+			out.Interrupts = append(out.Interrupts, in)
 		}
 	}
 	if out.Items == nil {

@@ -26,6 +26,7 @@ type Engine interface {
 	Settled(ctx context.Context, session, turn string, end int64) error
 	Grants(ctx context.Context, session string) ([]fsm.GrantView, error)
 	RevokeGrant(ctx context.Context, session, grant, by string) (*fsm.GrantView, error)
+	SuggestedGrant(app, path, tool string, args []byte) (string, bool)
 }
 
 // Reader is what requests read of the log and its projections.
