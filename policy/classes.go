@@ -77,7 +77,7 @@ func classOf(c *Command) Class {
 	case slices.Contains(c.Actions, ActExecute):
 		return ClassOpaque // it runs code of its own: a build, a test runner, make
 	}
-	listed, safe := safeArgs(c.Argv)
+	listed, safe := safeArgs(c.Argv, c.readOpts)
 	switch {
 	case c.Level > L1 || !readsOnly(c.Actions):
 		return ClassKnownEffects // a write, a deletion, the network: read as such
@@ -100,7 +100,7 @@ func readsOnly(acts []Action) bool {
 
 // safeArgs says whether argv's program (or its subcommand) is on the known-safe list,
 // and whether none of its arguments makes it unsafe.
-func safeArgs(argv []string) (listed, safe bool) {
+func safeArgs(argv []string, readOpts []string) (listed, safe bool) {
 	if len(argv) == 0 {
 		return false, false
 	}
@@ -128,6 +128,9 @@ func safeArgs(argv []string) (listed, safe bool) {
 				return true, false
 			}
 			continue
+		}
+		if slices.ContainsFunc(readOpts, func(o string) bool { return a == o || strings.HasPrefix(a, o+"=") }) {
+			continue // its effect is read elsewhere
 		}
 		for _, u := range entry.unsafe {
 			if optionIs(a, u) || len(u) == 2 && u[0] == '-' && !strings.HasPrefix(a, "--") && strings.ContainsRune(a[1:], rune(u[1])) {

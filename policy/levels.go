@@ -92,7 +92,7 @@ var commands = map[string]commandInfo{
 	"cargo": info(L2, argsSubcmd), "pip3": info(L2, argsSubcmd),
 	// Package managers and the clients of services: their subcommands that reach the
 	// network or publish are known; the rest run code of their own.
-	"gem": info(L2, argsSubcmd), "bundle": info(L2, argsSubcmd), "poetry": info(L2, argsSubcmd), "uv": info(L2, argsSubcmd),
+	"install": info(L2, argsCopy, ActRead, ActWrite), "gem": info(L2, argsSubcmd), "bundle": info(L2, argsSubcmd), "poetry": info(L2, argsSubcmd), "uv": info(L2, argsSubcmd),
 	"composer": info(L2, argsSubcmd), "twine": info(L2, argsSubcmd), "docker": info(L2, argsSubcmd), "podman": info(L2, argsSubcmd),
 	"deno": info(L2, argsSubcmd), "gh": info(L2, argsSubcmd), "aria2c": info(L3, argsURL, ActNetwork), "uvx": info(L3, argsNone, ActNetwork, ActExecute),
 	// L3: network
@@ -107,7 +107,11 @@ var commands = map[string]commandInfo{
 	// L5: privileges
 	"su": info(L5, argsNone, ActExecute), "doas": info(L5, argsNone, ActExecute), "mount": info(L5, argsNone, ActExecute),
 	"umount": info(L5, argsNone, ActExecute), "chroot": info(L5, argsNone, ActExecute), "passwd": info(L5, argsNone, ActExecute),
-	"useradd": info(L5, argsNone, ActExecute), "systemctl": info(L5, argsNone, ActExecute), "reboot": info(L5, argsNone, ActExecute),
+	"useradd": info(L5, argsNone, ActExecute), "systemctl": info(L5, argsNone, ActExecute),
+	// Jobs that outlive the command, and the machine's packages: system changes.
+	"crontab": info(L5, argsNone, ActExecute), "apt": info(L5, argsNone, ActExecute, ActNetwork), "apt-get": info(L5, argsNone, ActExecute, ActNetwork),
+	"dnf": info(L5, argsNone, ActExecute, ActNetwork), "yum": info(L5, argsNone, ActExecute, ActNetwork), "apk": info(L5, argsNone, ActExecute, ActNetwork),
+	"pacman": info(L5, argsNone, ActExecute, ActNetwork), "brew": info(L5, argsNone, ActExecute, ActNetwork), "snap": info(L5, argsNone, ActExecute, ActNetwork), "reboot": info(L5, argsNone, ActExecute),
 	"insmod": info(L5, argsNone, ActExecute), "modprobe": info(L5, argsNone, ActExecute), "rmmod": info(L5, argsNone, ActExecute),
 	"setcap": info(L5, argsNone, ActExecute), "mknod": info(L5, argsNone, ActExecute), "pkexec": info(L5, argsNone, ActExecute),
 	"capsh": info(L5, argsNone, ActExecute), "mkfifo": info(L2, argsWrite, ActWrite), "sysctl": info(L0, argsNone),
@@ -131,6 +135,8 @@ var subcommands = map[string]commandInfo{
 	"git mv": info(L2, argsNone, ActWrite), "git rm": info(L4, argsDelete, ActDelete), "git init": info(L2, argsNone, ActWrite), "git branch": info(L1, argsNone, ActRead), "git blame": info(L1, argsRead, ActRead),
 	"git add": info(L2, argsRead, ActWrite), "git commit": info(L2, argsNone, ActWrite), "git checkout": info(L2, argsNone, ActWrite),
 	"git switch": info(L2, argsNone, ActWrite), "git stash": info(L2, argsNone, ActWrite), "git restore": info(L2, argsWrite, ActWrite),
+	"git reflog": info(L1, argsNone, ActRead), "git gc": info(L2, argsNone, ActWrite), "git prune": info(L4, argsNone, ActDelete),
+	"git lfs":   info(L1, argsNone, ActRead),
 	"git fetch": info(L3, argsNone, ActNetwork), "git pull": info(L3, argsNone, ActNetwork, ActWrite), "git clone": info(L3, argsURL, ActNetwork, ActWrite),
 	"git push": info(L4, argsNone, ActNetwork), "git reset": info(L4, argsNone, ActWrite), "git clean": info(L4, argsNone, ActDelete),
 	"go build": info(L2, argsNone, ActExecute), "go test": info(L2, argsNone, ActExecute), "go vet": info(L2, argsNone, ActExecute),
@@ -139,6 +145,9 @@ var subcommands = map[string]commandInfo{
 	"go get": info(L3, argsNone, ActNetwork, ActWrite), "go install": info(L3, argsNone, ActNetwork, ActWrite),
 	"npm test": info(L2, argsNone, ActExecute), "npm run": info(L2, argsNone, ActExecute), "npm install": info(L3, argsNone, ActNetwork, ActWrite),
 	"npm ci": info(L3, argsNone, ActNetwork, ActWrite), "npm publish": info(L4, argsNone, ActNetwork),
+	"npm i": info(L3, argsNone, ActNetwork, ActWrite), "npm add": info(L3, argsNone, ActNetwork, ActWrite), "npm update": info(L3, argsNone, ActNetwork, ActWrite),
+	"npm up": info(L3, argsNone, ActNetwork, ActWrite), "npm install-test": info(L3, argsNone, ActNetwork, ActWrite), "npm it": info(L3, argsNone, ActNetwork, ActWrite),
+	"npm exec": info(L3, argsNone, ActNetwork, ActExecute), "npm x": info(L3, argsNone, ActNetwork, ActExecute),
 	"pip install": info(L3, argsNone, ActNetwork, ActWrite), "pip list": info(L1, argsNone, ActRead),
 	"pip download": info(L3, argsNone, ActNetwork, ActWrite), "pip3 install": info(L3, argsNone, ActNetwork, ActWrite),
 	"pip3 download": info(L3, argsNone, ActNetwork, ActWrite), "pip3 list": info(L1, argsNone, ActRead),
@@ -256,7 +265,7 @@ var opaquePrograms = map[string]string{
 	"expect": unknownWrapper, "strace": unknownWrapper, "ltrace": unknownWrapper, "gdb": unknownWrapper,
 	"busybox": unknownWrapper, "flock": unknownWrapper, "unshare": unknownWrapper, "nsenter": unknownWrapper,
 	"screen": unknownWrapper, "tmux": unknownWrapper, "at": unknownWrapper, "batch": unknownWrapper,
-	"crontab": unknownWrapper, "trap": "trap runs a string as code", "coproc": unknownWrapper,
+	"trap": "trap runs a string as code", "coproc": unknownWrapper,
 }
 
 func containsEq(s string) bool {

@@ -144,9 +144,17 @@ func (s *Script) assignment(a *syntax.Assign, via []string) {
 		name, _, _ = strings.Cut(leadingText(a.Value), "=")
 	}
 	if codeSetting(name) {
-		s.Commands = append(s.Commands, Command{Argv: []string{name + "=…"}, Via: via, Level: L2, Actions: []Action{ActExecute}, RunsCode: true})
+		cmd := Command{Argv: []string{name + "=…"}, Via: via, Level: L2, Actions: []Action{ActExecute}, RunsCode: true}
+		if v, ok := staticWord(a.Value); ok && a.Name != nil && pathSettings[name] && v != "" {
+			cmd.Resources = []Resource{{Action: ActRead, Path: v}} // where git finds its repository, its config
+		}
+		s.Commands = append(s.Commands, cmd)
 	}
 }
+
+// pathSettings are settings whose value is a path the programs that read them open.
+var pathSettings = map[string]bool{"GIT_DIR": true, "GIT_WORK_TREE": true, "GIT_INDEX_FILE": true, "GIT_CONFIG": true,
+	"GIT_CONFIG_GLOBAL": true, "GIT_CONFIG_SYSTEM": true, "GIT_OBJECT_DIRECTORY": true, "GIT_COMMON_DIR": true, "BASH_ENV": true, "ENV": true}
 
 // interpreters run code given with these options.
 var inlineCode = map[string][]string{
@@ -321,7 +329,8 @@ func refine(cmd *Command, argv []string) {
 	case "sed":
 		for _, a := range args {
 			if optionIs(a, "--in-place") || len(a) > 1 && a[0] == '-' && a[1] != '-' && strings.ContainsRune(a[1:], 'i') {
-				writesWhatItReads(cmd) // in place
+				writesWhatItReads(cmd) // in place: what it is given, however it is given
+				cmd.Level, cmd.Actions = max(cmd.Level, L2), appendAction(cmd.Actions, ActWrite)
 				break
 			}
 		}
@@ -391,6 +400,9 @@ func refine(cmd *Command, argv []string) {
 			}
 		}
 	case "ssh", "scp", "sftp":
+		if name == "scp" {
+			cmd.Resources = append(cmd.Resources, scpPaths(args)...)
+		}
 		for i, a := range args {
 			v := strings.TrimPrefix(a, "-o")
 			if a == "-o" && i+1 < len(args) {
@@ -404,6 +416,24 @@ func refine(cmd *Command, argv []string) {
 			}
 			if a == "-F" && i+1 < len(args) {
 				cmd.Resources = append(cmd.Resources, Resource{Action: ActRead, Path: args[i+1]})
+			}
+		}
+	case "chmod":
+		// A mode that opens a file to others or lets it run as its owner changes more
+		// than the workspace: the rest (+x, 644) is a write the undo log takes back.
+		if m := firstOperand(args); m != "" && !strings.ContainsAny(m, "st") && !strings.Contains(m, "o+w") && !strings.Contains(m, "a+w") &&
+			!(len(m) >= 3 && strings.Trim(m, "01234567") == "" && (len(m) == 4 && m[0] != '0' || m[len(m)-1]&2 != 0)) && !strings.HasPrefix(m, "+w") && !has("-R", "--recursive") {
+			cmd.Level = L2
+		}
+	case "chown", "chgrp":
+		if m := firstOperand(args); m == "root" || m == "0" || strings.HasPrefix(m, "root:") || strings.HasPrefix(m, "0:") || strings.HasSuffix(m, ":root") || strings.HasSuffix(m, ":0") {
+			cmd.Level = L5 // to the superuser: a system change
+		}
+	case "unzip":
+		cmd.Level, cmd.Actions = max(cmd.Level, L2), appendAction(cmd.Actions, ActWrite) // it writes what it holds
+		for i, a := range args {
+			if a == "-d" && i+1 < len(args) {
+				cmd.Resources = append(cmd.Resources, Resource{Action: ActWrite, Path: args[i+1]})
 			}
 		}
 	case "rsync":
@@ -588,7 +618,91 @@ func refineGit(cmd *Command, args []string, runsCode func()) {
 		cmd.Resources = append(cmd.Resources, pathspecs(sub, rest, ActRead)...)
 	case "filter-branch":
 		deletes() // rewrites every commit it walks (its filters are read as the commands they are)
+	case "init", "clone":
+		var ops []string
+		for i := 0; i < len(rest); i++ {
+			if strings.HasPrefix(rest[i], "-") {
+				if slices.Contains([]string{"-b", "--branch", "-o", "--origin", "--template", "--separate-git-dir", "--reference", "-c", "--config", "--depth", "-u", "--upload-pack", "--object-format", "--initial-branch"}, rest[i]) {
+					i++
+				}
+				continue
+			}
+			ops = append(ops, rest[i])
+		}
+		if len(ops) > 0 && (sub == "init" || len(ops) > 1) {
+			cmd.Resources = append(cmd.Resources, Resource{Action: ActWrite, Path: ops[len(ops)-1]}) // the repository it makes
+		}
+	case "format-patch", "bundle", "archive":
+		for i, a := range rest {
+			switch {
+			case sub == "archive" && (a == "-o" || a == "--output") && i+1 < len(rest):
+				cmd.Resources = append(cmd.Resources, Resource{Action: ActWrite, Path: rest[i+1]})
+			case sub == "archive" && strings.HasPrefix(a, "--output="):
+				cmd.Resources = append(cmd.Resources, Resource{Action: ActWrite, Path: strings.TrimPrefix(a, "--output=")})
+			case (a == "-o" || a == "--output-directory") && i+1 < len(rest):
+				cmd.Resources = append(cmd.Resources, Resource{Action: ActWrite, Path: rest[i+1]})
+			case sub == "bundle" && a == "create" && i+1 < len(rest):
+				cmd.Resources = append(cmd.Resources, Resource{Action: ActWrite, Path: rest[i+1]})
+			}
+		}
+		if sub != "archive" || slices.ContainsFunc(cmd.Resources, func(r Resource) bool { return r.Action == ActWrite }) {
+			cmd.Level, cmd.Actions = max(cmd.Level, L2), appendAction(cmd.Actions, ActWrite)
+		}
+	case "config":
+		reads := slices.ContainsFunc(rest, func(a string) bool {
+			return a == "--get" || a == "--get-all" || a == "--get-regexp" || a == "-l" || a == "--list" || a == "--show-origin" || a == "--get-urlmatch"
+		})
+		var ops []string
+		for i := 0; i < len(rest); i++ {
+			if strings.HasPrefix(rest[i], "-") {
+				if rest[i] == "-f" || rest[i] == "--file" || rest[i] == "--blob" || rest[i] == "--type" || rest[i] == "--default" {
+					i++
+				}
+				continue
+			}
+			ops = append(ops, rest[i])
+		}
+		if !reads && len(ops) == 1 {
+			reads = true // git config NAME: a get
+		}
+		if reads {
+			cmd.Level, cmd.Actions = L1, []Action{ActRead} // through the config turnlog gives git
+			break
+		}
+		file := ".git/config" // a setting: it plants what later commands run (hooks, aliases, pagers)
+		switch {
+		case slices.Contains(rest, "--global"):
+			file = "~/.gitconfig"
+		case slices.Contains(rest, "--system"):
+			file = "/etc/gitconfig"
+		}
+		for i, a := range rest {
+			if (a == "-f" || a == "--file") && i+1 < len(rest) {
+				file = rest[i+1]
+			} else if f, ok := strings.CutPrefix(a, "--file="); ok {
+				file = f
+			}
+		}
+		cmd.Level, cmd.Actions = max(cmd.Level, L2), appendAction(cmd.Actions, ActWrite)
+		cmd.Resources = append(cmd.Resources, Resource{Action: ActWrite, Path: file})
+	case "reflog", "gc", "prune":
+		if sub != "reflog" && slices.ContainsFunc(rest, func(a string) bool { return strings.HasPrefix(a, "--prune") || a == "--expire" }) ||
+			sub == "reflog" && len(rest) > 0 && (rest[0] == "expire" || rest[0] == "delete") || sub == "prune" {
+			deletes() // what only the reflog still reaches: the undo of a reset, a rebase
+		}
+	case "lfs":
+		if len(rest) > 0 {
+			switch rest[0] {
+			case "pull", "fetch", "clone":
+				cmd.Level, cmd.Actions = max(cmd.Level, L3), appendAction(cmd.Actions, ActNetwork, ActWrite)
+			case "push":
+				cmd.Level, cmd.Actions = max(cmd.Level, L4), appendAction(cmd.Actions, ActNetwork)
+			}
+		}
 	case "stash":
+		if len(rest) > 0 && (rest[0] == "list" || rest[0] == "show") {
+			cmd.Level, cmd.Actions = L1, []Action{ActRead}
+		}
 		if len(rest) > 0 && (rest[0] == "drop" || rest[0] == "clear") {
 			deletes()
 		}
@@ -618,9 +732,9 @@ func refineGit(cmd *Command, args []string, runsCode func()) {
 		if anyContains(rest, "://") || anyContains(rest, "@") || sub == "ls-remote" || len(rest) > 0 && (rest[0] == "update" || rest[0] == "sync") {
 			cmd.Level, cmd.Actions = max(cmd.Level, L3), appendAction(cmd.Actions, ActNetwork)
 		}
-	case "", "status", "log", "diff", "show", "blame", "commit", "switch", "fetch", "pull", "clone", "push", "clean",
-		"init", "rev-parse", "config", "merge", "rebase", "grep", "ls-files", "describe", "shortlog", "reflog", "cherry-pick",
-		"revert", "bisect", "am", "apply", "format-patch", "archive", "gc", "fsck", "notes", "cat-file", "rev-list":
+	case "", "status", "log", "diff", "show", "blame", "commit", "switch", "fetch", "pull", "push", "clean",
+		"rev-parse", "merge", "rebase", "grep", "ls-files", "describe", "shortlog", "cherry-pick",
+		"revert", "bisect", "am", "apply", "fsck", "notes", "cat-file", "rev-list":
 	default:
 		if _, known := subcommands["git "+sub]; known {
 			break
@@ -628,6 +742,43 @@ func refineGit(cmd *Command, args []string, runsCode func()) {
 		cmd.RunsCode = true // an alias, or a git-<name> program: code the policy cannot read
 		cmd.Actions = appendAction(cmd.Actions, ActExecute)
 	}
+}
+
+// scpPaths are the local files scp sends (every local operand but the last) and the
+// one it writes (the last, when it is local).
+func scpPaths(args []string) []Resource {
+	var ops []string
+	for i := 0; i < len(args); i++ {
+		if strings.HasPrefix(args[i], "-") {
+			if slices.Contains([]string{"-c", "-F", "-i", "-J", "-l", "-o", "-P", "-S", "-D", "-X"}, args[i]) {
+				i++
+			}
+			continue
+		}
+		ops = append(ops, args[i])
+	}
+	var out []Resource
+	for i, o := range ops {
+		if strings.Contains(o, ":") {
+			continue
+		}
+		act := ActRead
+		if i == len(ops)-1 && len(ops) > 1 {
+			act = ActWrite
+		}
+		out = append(out, Resource{Action: act, Path: o})
+	}
+	return out
+}
+
+// firstOperand is the first argument that is no option.
+func firstOperand(args []string) string {
+	for _, a := range args {
+		if !strings.HasPrefix(a, "-") || a == "-" {
+			return a
+		}
+	}
+	return ""
 }
 
 // pathspecs are the paths a subcommand that takes them acts on: every operand after
@@ -694,6 +845,9 @@ func historyPaths(sub string, rest []string) []Resource {
 			if sub == "grep" && (a == "-e" || a == "-f" || a == "--file") {
 				pattern = false // the pattern is an option's value
 				i++
+			}
+			if sub == "archive" && (a == "-o" || a == "--output" || a == "--prefix" || a == "--format" || a == "--remote") {
+				i++ // its value: where it writes, and how
 			}
 			continue
 		}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 
 	"mvdan.cc/sh/v3/expand"
@@ -36,6 +37,10 @@ type Command struct {
 	// program says the policy knows the command's program (or it is a function of
 	// the script, a redirection, a wrapper of a command classified on its own).
 	program bool
+	// readOpts are options the known-safe list names unsafe whose effect the policy
+	// reads elsewhere (find -exec's command, rg --pre's program: classified on their
+	// own), so they do not make the command opaque.
+	readOpts []string
 }
 
 // Name is the command's name without its directory.
@@ -55,6 +60,8 @@ type Script struct {
 	// stdin is what the command being classified reads on its standard input when a
 	// here-document or here-string gives it: its text, and whether it is literal.
 	stdin *input
+	// aliases are the script's aliases with literal values, by name.
+	aliases map[string]string
 }
 
 // input is a command's standard input from a here-document or a here-string.
@@ -91,6 +98,23 @@ func (s *Script) parse(src string, via []string, depth int) {
 	funcs := map[string]bool{}
 	dirs := trackDirs(file)
 	stdins := hereInputs(file)
+	if s.aliases == nil {
+		s.aliases = map[string]string{}
+	}
+	syntax.Walk(file, func(n syntax.Node) bool {
+		if c, ok := n.(*syntax.CallExpr); ok && len(c.Args) > 1 {
+			if name, ok := staticWord(c.Args[0]); ok && name == "alias" {
+				for _, w := range c.Args[1:] {
+					if v, ok := staticWord(w); ok {
+						if k, val, ok := strings.Cut(v, "="); ok {
+							s.aliases[k] = val
+						}
+					}
+				}
+			}
+		}
+		return true
+	})
 	arith := false
 	syntax.Walk(file, func(n syntax.Node) bool {
 		if f, ok := n.(*syntax.FuncDecl); ok {
@@ -153,6 +177,15 @@ func (s *Script) parse(src string, via []string, depth int) {
 func hereInputs(f *syntax.File) map[*syntax.CallExpr]*input {
 	out := map[*syntax.CallExpr]*input{}
 	syntax.Walk(f, func(n syntax.Node) bool {
+		if b, ok := n.(*syntax.BinaryCmd); ok && (b.Op == syntax.Pipe || b.Op == syntax.PipeAll) {
+			// echo 'rm -rf x' | sh: what a literal echo or printf writes is read too.
+			if to, ok := b.Y.Cmd.(*syntax.CallExpr); ok {
+				if text, ok := echoed(b.X); ok {
+					out[to] = &input{text: text, literal: true}
+				}
+			}
+			return true
+		}
 		st, ok := n.(*syntax.Stmt)
 		if !ok {
 			return true
@@ -180,6 +213,35 @@ func hereInputs(f *syntax.File) map[*syntax.CallExpr]*input {
 		return true
 	})
 	return out
+}
+
+// echoed is what a statement that is a plain echo (or a printf of one literal format
+// without directives) of literal words writes.
+func echoed(st *syntax.Stmt) (string, bool) {
+	c, ok := st.Cmd.(*syntax.CallExpr)
+	if !ok || len(c.Args) < 2 || len(st.Redirs) > 0 {
+		return "", false
+	}
+	words := make([]string, len(c.Args))
+	for i, w := range c.Args {
+		v, ok := staticWord(w)
+		if !ok {
+			return "", false
+		}
+		words[i] = v
+	}
+	switch words[0] {
+	case "echo":
+		if strings.HasPrefix(words[1], "-") {
+			return "", false // -e, -n: escapes or no newline
+		}
+		return strings.Join(words[1:], " "), true
+	case "printf":
+		if len(words) == 2 && !strings.ContainsAny(words[1], "%\\") {
+			return words[1], true
+		}
+	}
+	return "", false
 }
 
 // namesVariable says whether an arithmetic expression reads a variable.
@@ -259,6 +321,45 @@ func (s *Script) call(words []*syntax.Word, via []string, funcs map[string]bool,
 		return
 	}
 	s.classify(argv, dynamic, via, funcs, depth, L0)
+	if named, ok := braceName(words[0]); ok {
+		// {rm,-rf,x}: the name's brace expansion is the command's first words.
+		s.classify(append(named, argv[1:]...), append(make([]bool, len(named)), dynamic[1:]...), via, funcs, depth, L0)
+	}
+	if value, ok := s.aliases[argv[0]]; ok && !slices.Contains(dynamic, true) {
+		// An alias of the script (where the shell expands them): its value is what runs.
+		rest := make([]string, 0, len(argv))
+		for _, a := range argv[1:] {
+			q, err := syntax.Quote(a, syntax.LangBash)
+			if err != nil {
+				return
+			}
+			rest = append(rest, q)
+		}
+		delete(s.aliases, argv[0]) // bash does not expand an alias within its own value
+		s.parse(strings.TrimSpace(value+" "+strings.Join(rest, " ")), append(append([]string(nil), via...), "alias "+argv[0]), depth+1)
+		s.aliases[argv[0]] = value
+	}
+}
+
+// braceName is a command name's brace expansion when it is literal and makes more
+// than one word, or holds no brace at all.
+func braceName(w *syntax.Word) ([]string, bool) {
+	c := &syntax.Word{Parts: append([]syntax.WordPart(nil), w.Parts...)}
+	if !syntax.SplitBraces(c) {
+		return nil, false
+	}
+	var out []string
+	for e, err := range expand.BracesSeq(nil, c) {
+		if err != nil || len(out) == maxBraceWords {
+			return nil, false
+		}
+		v, ok := staticWord(e)
+		if !ok {
+			return nil, false
+		}
+		out = append(out, v)
+	}
+	return out, len(out) > 0
 }
 
 // expandBraces is words with each argument's brace expansion made (cat {.env,a}
@@ -291,6 +392,7 @@ func (s *Script) classify(argv []string, dynamic []bool, via []string, funcs map
 	cmd := Command{Argv: argv, Via: via}
 	opaque := func(why string) {
 		cmd.Level, cmd.Actions, cmd.Opaque = max(L2, floor), []Action{ActExecute}, why
+		cmd.Resources = append(cmd.Resources, pathOperands(argv[1:], dynamic[1:])...)
 		s.Commands = append(s.Commands, cmd)
 	}
 	if !plainName(argv[0]) {
@@ -389,6 +491,12 @@ func (s *Script) classify(argv []string, dynamic []bool, via []string, funcs map
 				dynamic[j] = true // what xargs reads decides
 			}
 		}
+		if in := s.stdin; name == "xargs" && in != nil && in.literal && xargsReplace(argv[1:1+n]) == "" {
+			// What it reads is written out (echo .env | xargs cat): its words are the
+			// command's last arguments.
+			words := strings.Fields(in.text)
+			argv, dynamic = append(append([]string(nil), argv...), words...), append(append([]bool(nil), dynamic...), make([]bool, len(words))...)
+		}
 		own := optionPaths(name, argv[1:1+n], dynamic[1:1+n])
 		if name == "xargs" {
 			for j := 1; j < 1+n; j++ {
@@ -426,6 +534,11 @@ func (s *Script) classify(argv []string, dynamic []bool, via []string, funcs map
 	}
 	cmd.Level, cmd.Actions, cmd.program = max(ci.level, floor), ci.actions, known
 	cmd.Resources = resources(name, ci, argv[1:], dynamic[1:])
+	if !known || ci.args == argsNone && slices.Contains(ci.actions, ActExecute) {
+		// A program whose arguments the policy does not know the roles of (its own, a
+		// build, a script) may open any it is given: what looks like a path is one.
+		cmd.Resources = append(cmd.Resources, pathOperands(argv[1:], dynamic[1:])...)
+	}
 	refine(&cmd, argv)
 	if name == "git" {
 		cmd.Resources = append(cmd.Resources, gitStdinPaths(argv[1:], s.stdin)...)
@@ -438,7 +551,16 @@ func (s *Script) classify(argv []string, dynamic []bool, via []string, funcs map
 			cmd.Level, cmd.Actions = max(cmd.Level, L4), appendAction(cmd.Actions, ActDelete)
 		}
 	}
+	if name == "rg" && slices.ContainsFunc(argv[1:], func(a string) bool { return a == "--pre" || strings.HasPrefix(a, "--pre=") }) &&
+		!slices.Contains(dynamic, true) {
+		cmd.readOpts = []string{"--pre"} // its program is classified (rgPre)
+	}
+	scripts, paths := codeStrings(name, argv[1:], dynamic[1:])
+	cmd.Resources = append(cmd.Resources, paths...)
 	s.Commands = append(s.Commands, cmd)
+	for _, script := range scripts {
+		s.parse(script, append(append([]string(nil), via...), name), depth+1)
+	}
 	switch name {
 	case "git":
 		s.gitInner(argv, dynamic, via, depth, floor)
@@ -523,6 +645,14 @@ func (s *Script) gitInner(argv []string, dynamic []bool, via []string, depth int
 		return
 	}
 	rest, restDyn := argv[2+at:], dynamic[2+at:]
+	for i := 1; i+1 < 1+at; i++ { // an alias given with -c: what it stands for runs
+		if argv[i] == "-c" && !dynamic[i+1] {
+			if key, val, ok := strings.Cut(argv[i+1], "="); ok && strings.EqualFold(key, "alias."+sub) && !strings.HasPrefix(val, "!") && depth < 4 {
+				words := append([]string{argv[0]}, strings.Fields(val)...)
+				s.classify(append(words, rest...), append(make([]bool, len(words)), restDyn...), append(append([]string(nil), via...), "git alias "+sub), nil, depth+1, floor)
+			}
+		}
+	}
 	script := func(i int, src string) {
 		if restDyn[i] {
 			s.Commands = append(s.Commands, Command{Argv: argv, Via: via, Level: max(L2, floor), Actions: []Action{ActExecute}, Opaque: "git runs a command that is only known when it runs"})
@@ -592,6 +722,11 @@ func (s *Script) gitInner(argv []string, dynamic []bool, via []string, depth int
 // stringRunners run their arguments as a shell string.
 var stringRunners = map[string]bool{"eval": true, "watch": true, "trap": true}
 
+// subcommandWords are words that, after an unknown program, are its subcommands
+// far more often than a program it runs.
+var subcommandWords = map[string]bool{"install": true, "test": true, "run": true, "build": true, "add": true, "update": true,
+	"init": true, "list": true, "show": true, "start": true, "help": true, "info": true, "version": true, "link": true}
+
 // heldCommand classifies what an unknown program or wrapper may run: a known command
 // among its first few operands, where a wrapper puts its command (mywrap rm -rf x,
 // chronic cat .env, dotenv -- cat .env), or the string script's -c runs. The program
@@ -617,6 +752,9 @@ func (s *Script) heldCommand(argv []string, dynamic []bool, via []string, funcs 
 		}
 		seen++ // the first few operands: where a wrapper's command goes, after its options' values
 		inner := path.Base(argv[j])
+		if subcommandWords[inner] {
+			return false // yarn install, pnpm test: a subcommand of the program, not a program
+		}
 		if _, safe := knownSafe[inner]; commandLike(inner) || knownProgram(inner) || safe {
 			s.Commands = append(s.Commands, Command{Argv: argv[:j], Via: via, Level: max(L2, floor), Actions: []Action{ActExecute}, Opaque: why})
 			s.classify(argv[j:], dynamic[j:], append(append([]string(nil), via...), name), funcs, depth, max(L2, floor))
@@ -682,6 +820,7 @@ func (s *Script) shell(cmd Command, argv []string, dynamic []bool, via []string,
 			return
 		}
 		cmd.Level, cmd.Actions, cmd.Opaque = max(L2, floor), []Action{ActExecute}, fmt.Sprintf("%s runs the script %s, which the policy does not read", name, a)
+		cmd.Resources = append([]Resource{{Action: ActRead, Path: a}}, pathOperands(argv[i+1:], dynamic[i+1:])...)
 		s.Commands = append(s.Commands, cmd)
 		return
 	}
@@ -759,6 +898,7 @@ func (s *Script) find(cmd Command, argv []string, dynamic []bool, via []string, 
 				inner, innerDyn = append(inner, argv[k]), append(innerDyn, dynamic[k])
 			}
 			s.classify(inner, innerDyn, append(append([]string(nil), via...), "find "+argv[i]), funcs, depth, floor)
+			cmd.readOpts = append(cmd.readOpts, argv[i])
 			i = j
 		}
 	}
@@ -948,6 +1088,7 @@ var shortPathOptions = map[string]struct {
 }{
 	"-o": {ActWrite, []string{"sort", "tree", "curl", "gcc", "cc", "clang", "g++", "c++", "go", "wget", "time", "gofmt", "ld", "as", "objcopy", "pandoc", "shfmt"}},
 	"-O": {ActWrite, []string{"wget"}},
+	"-P": {ActWrite, []string{"wget"}},
 	"-t": {ActWrite, []string{"cp", "mv", "ln", "install"}},
 	"-C": {ActRead, []string{"git", "make", "gmake", "tar", "ninja"}},
 }
@@ -1038,22 +1179,135 @@ func staticWord(w *syntax.Word) (string, bool) {
 			b.WriteString(unescape(p.Value))
 		case *syntax.SglQuoted:
 			if p.Dollar {
-				return b.String(), false // $'…' decodes escapes when it runs: \x72m is rm
+				b.WriteString(ansiC(p.Value)) // $'…' decodes its escapes: $'\x72m' is rm
+				continue
 			}
 			b.WriteString(p.Value)
+		case *syntax.ParamExp:
+			at, ok := knownPlace(p)
+			if !ok || b.Len() > 0 {
+				return b.String(), false
+			}
+			b.WriteString(at)
 		case *syntax.DblQuoted:
 			for _, q := range p.Parts {
-				lit, ok := q.(*syntax.Lit)
-				if !ok {
+				switch q := q.(type) {
+				case *syntax.Lit:
+					b.WriteString(q.Value)
+				case *syntax.ParamExp:
+					at, ok := knownPlace(q)
+					if !ok || b.Len() > 0 {
+						return b.String(), false
+					}
+					b.WriteString(at)
+				default:
 					return b.String(), false
 				}
-				b.WriteString(lit.Value)
 			}
 		default:
 			return b.String(), false
 		}
 	}
 	return b.String(), true
+}
+
+// pathOperands are the arguments of a program whose arguments' roles the policy does
+// not know that look like paths — a name with a directory in it, a dotfile, ~, or a
+// name the default-deny list covers — as reads: what it is given it may open. An
+// option's joined value (--file=x) is optionPaths'.
+func pathOperands(args []string, dynamic []bool) []Resource {
+	var out []Resource
+	for i, a := range args {
+		if dynamic[i] || a == "" || strings.HasPrefix(a, "-") || strings.Contains(a, "://") || a == "." {
+			continue
+		}
+		if strings.ContainsAny(a, "/") || strings.HasPrefix(a, ".") || strings.HasPrefix(a, "~") || DeniedBy(a) != "" {
+			out = append(out, Resource{Action: ActRead, Path: a})
+		}
+	}
+	return out
+}
+
+// knownPlace is where a word's leading $HOME or $PWD (plain, or in braces) points:
+// the home directory (outside the workspace, as ~ is) or the directory the command
+// starts in. Any other expansion is known only when it runs.
+func knownPlace(p *syntax.ParamExp) (string, bool) {
+	if p.Param == nil || p.Excl || p.Length || p.Width || p.Index != nil || p.Slice != nil || p.Repl != nil || p.Exp != nil || p.Names != 0 {
+		return "", false
+	}
+	switch p.Param.Value {
+	case "HOME":
+		return "~", true
+	case "PWD":
+		return ".", true
+	}
+	return "", false
+}
+
+// ansiC decodes the escapes of a $'…' string as bash does.
+func ansiC(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] != '\\' || i+1 == len(s) {
+			b.WriteByte(s[i])
+			continue
+		}
+		i++
+		switch c := s[i]; c {
+		case 'a':
+			b.WriteByte(7)
+		case 'b':
+			b.WriteByte(8)
+		case 'e', 'E':
+			b.WriteByte(27)
+		case 'f':
+			b.WriteByte(12)
+		case 'n':
+			b.WriteByte('\n')
+		case 'r':
+			b.WriteByte('\r')
+		case 't':
+			b.WriteByte('\t')
+		case 'v':
+			b.WriteByte(11)
+		case 'x', 'u', 'U':
+			width := map[byte]int{'x': 2, 'u': 4, 'U': 8}[c]
+			j := i + 1
+			for j < len(s) && j <= i+width && strings.IndexByte("0123456789abcdefABCDEF", s[j]) >= 0 {
+				j++
+			}
+			if j == i+1 {
+				b.WriteByte('\\')
+				b.WriteByte(c)
+				continue
+			}
+			n, _ := strconv.ParseUint(s[i+1:j], 16, 32)
+			if c == 'x' {
+				b.WriteByte(byte(n))
+			} else {
+				b.WriteRune(rune(n))
+			}
+			i = j - 1
+		case 'c':
+			if i+1 < len(s) {
+				i++
+				b.WriteByte(s[i] & 0x1f)
+			}
+		default:
+			if c >= '0' && c <= '7' {
+				j := i
+				for j < len(s) && j < i+3 && s[j] >= '0' && s[j] <= '7' {
+					j++
+				}
+				n, _ := strconv.ParseUint(s[i:j], 8, 16)
+				b.WriteByte(byte(n))
+				i = j - 1
+				continue
+			}
+			b.WriteByte(c) // \\ \' \" \? and the rest: the character
+		}
+	}
+	return b.String()
 }
 
 // unescape removes the backslashes of an unquoted literal (\rm is rm).

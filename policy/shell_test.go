@@ -53,7 +53,8 @@ var commandCases = []policyCase{
 	{"xargs rm", policy.RequireApproval, "default:network-off:L4"},
 	{`find . -exec rm {} \;`, policy.RequireApproval, "default:network-off:L4"},
 	{"find . -delete", policy.RequireApproval, "default:network-off:L4"},
-	{"chmod +x run.sh", policy.RequireApproval, ""},
+	{"chmod +x run.sh", policy.Allow, ""}, // a mode that opens nothing to others: a write
+	{"chmod u+s run.sh", policy.RequireApproval, ""},
 	{"kill 1234", policy.RequireApproval, ""},
 	{"git reset --hard", policy.RequireApproval, ""},
 	{"git push origin main", policy.Deny, "no-push"},
