@@ -451,6 +451,17 @@ func refine(cmd *Command, argv []string) {
 				operands = append(operands, a)
 			}
 		}
+		if anyContains(operands, ":") { // to or from another machine: what it sends, where it writes
+			for k, o := range operands {
+				if !strings.Contains(o, ":") {
+					act := ActRead
+					if k == len(operands)-1 {
+						act = ActWrite
+					}
+					cmd.Resources = append(cmd.Resources, Resource{Action: act, Path: o})
+				}
+			}
+		}
 		if len(operands) > 1 && !anyContains(operands, ":") { // a copy on this machine
 			if cmd.Level == L3 { // no connection: its own level is a copy's
 				cmd.Level = L2

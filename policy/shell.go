@@ -860,6 +860,18 @@ func (s *Script) find(cmd Command, argv []string, dynamic []bool, via []string, 
 	for _, r := range roots {
 		cmd.Resources = append(cmd.Resources, Resource{Action: ActRead, Path: r})
 	}
+	// What -exec gives its command ({}) is what the roots hold that the tests name:
+	// a name pattern aimed at a secret (-name '*.pem') makes it that secret.
+	found := roots
+	for k := i; k+1 < len(argv); k++ {
+		if (argv[k] == "-name" || argv[k] == "-iname") && !dynamic[k+1] && GlobMayDeny("x/"+argv[k+1]) != "" || DeniedBy(argv[k+1]) != "" && argv[k] == "-name" {
+			found = nil
+			for _, r := range roots {
+				found = append(found, path.Join(r, argv[k+1]))
+			}
+			break
+		}
+	}
 	for ; i < len(argv); i++ {
 		switch argv[i] {
 		case "-files0-from":
@@ -892,7 +904,7 @@ func (s *Script) find(cmd Command, argv []string, dynamic []bool, via []string, 
 			var innerDyn []bool
 			for k := i + 1; k < j; k++ {
 				if argv[k] == "{}" {
-					inner, innerDyn = append(inner, roots...), append(innerDyn, make([]bool, len(roots))...)
+					inner, innerDyn = append(inner, found...), append(innerDyn, make([]bool, len(found))...)
 					continue
 				}
 				inner, innerDyn = append(inner, argv[k]), append(innerDyn, dynamic[k])
