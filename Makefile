@@ -7,7 +7,7 @@ ADDR     ?= 127.0.0.1:8080
 .PHONY: help run build helper test vet lint fmt bench bench-scale bench-compare api-examples fuzz clean screenshots
 
 help: ## list the targets
-	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
+	@grep -E '^[a-z][a-z-]*:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
 
 build: helper ## build ./turnlog (the sandbox's helper embedded)
 	$(GO) build -o turnlog .
@@ -32,7 +32,7 @@ vet: ## gofmt and go vet
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))" || { gofmt -l .; echo "gofmt needed"; exit 1; }
 	$(GO) vet ./...
 
-bench: helper ## the SPEC §10 benchmarks: engine step, storage, rebuild, appends/s (SQLite and PostgreSQL), engine step and HTTP turns/s by store and nodes, branch, history read, HTTP turns, sandbox overhead (by step) and the apply beside cp -a, the undo log (recording overhead, a revert beside cp -a, bytes per edit), the policy's decisions, context build and token counting, HTTP and command tools, cancel latency, the inspector's session page, serve's resident memory, turns under hostile clients
+bench: helper ## the benchmarks: engine step, storage, rebuild, appends/s (SQLite and PostgreSQL), engine step and HTTP turns/s by store and nodes, branch, history read, HTTP turns, sandbox overhead (by step) and the apply beside cp -a, the undo log (recording overhead, a revert beside cp -a, bytes per edit), the policy's decisions, context build and token counting, HTTP and command tools, cancel latency, the inspector's session page, serve's resident memory, turns under hostile clients
 	$(GO) test -run '^$$' -bench 'EngineStep|Rebuild' -benchtime 1x -p 1 -timeout 30m ./fsm ./adapters/stores/sqlite
 	$(GO) test -run '^$$' -bench 'AppendConcurrent' -benchtime 20000x -timeout 30m ./adapters/stores/sqlite
 	$(GO) test -run '^$$' -bench 'AppendVsRawInsert' -benchtime 20000x -timeout 30m ./adapters/stores/sqlite

@@ -155,7 +155,7 @@ func ExitCode(err error) int {
 
 func cmdVersion(_ context.Context, c *cliContext, args []string) error {
 	fs := newFlagSet(c, "version", nil, false)
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	_, err := fmt.Fprintf(c.stdout, "turnlog %s (schema %d)\n", Version, schemaVersion())

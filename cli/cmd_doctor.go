@@ -16,7 +16,7 @@ import (
 func cmdDoctor(ctx context.Context, c *cliContext, args []string) error {
 	var f commonFlags
 	fs := newFlagSet(c, "doctor", &f, true)
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	checks := sandbox.Doctor(ctx)

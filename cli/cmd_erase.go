@@ -23,7 +23,7 @@ func cmdErase(ctx context.Context, c *cliContext, args []string) error {
 	cascade := fs.Bool("cascade", false, "erase the sessions' branches too (without it a session with branches is refused)")
 	owner := fs.String("user", "", "erase everything of this user instead of sessions")
 	by := fs.String("by", defaultEraser(), "who asks, for the receipt")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if (*owner == "") == (fs.NArg() == 0) {

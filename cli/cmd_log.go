@@ -18,7 +18,7 @@ func withStore(ctx context.Context, c *cliContext, name string, args []string, n
 	fn func(logStore, *flag.FlagSet) error) error {
 	var f commonFlags
 	fs := newFlagSet(c, name, &f, false)
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if err := requireArgs(fs, nargs, what); err != nil {
@@ -74,7 +74,7 @@ func cmdMigrate(ctx context.Context, c *cliContext, args []string) error {
 func cmdBackup(ctx context.Context, c *cliContext, args []string) error {
 	var f commonFlags
 	fs := newFlagSet(c, "backup", &f, false)
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if err := requireArgs(fs, 1, "one OUT file"); err != nil {

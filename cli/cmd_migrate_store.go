@@ -21,7 +21,7 @@ func cmdMigrateStore(ctx context.Context, c *cliContext, args []string) error {
 	var f commonFlags
 	fset := newFlagSet(c, "migrate-store", &f, false)
 	from := fset.String("from", "", "the SQLite database file to copy (stop the node that serves it first)")
-	if err := fset.Parse(args); err != nil {
+	if err := parseFlags(fset, args); err != nil {
 		return err
 	}
 	if err := requireArgs(fset, 0, "no arguments"); err != nil {

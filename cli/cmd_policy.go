@@ -44,7 +44,7 @@ func cmdPolicy(ctx context.Context, c *cliContext, args []string) error {
 	toolArgs := fs.String("args", "", "the tool call's arguments as JSON (for a tool other than bash)")
 	workspace := fs.String("workspace", envOr("TURNLOG_WORKSPACE", "."), "the workspace paths are resolved against (env TURNLOG_WORKSPACE)")
 	asJSON := fs.Bool("json", false, "print the verdict as JSON")
-	if err := fs.Parse(args[1:]); err != nil {
+	if err := parseFlags(fs, args[1:]); err != nil {
 		return err
 	}
 	apps, err := c.loadApps(ctx, f.config)

@@ -13,7 +13,7 @@ import (
 
 func cmdReplay(ctx context.Context, c *cliContext, args []string) error {
 	fs := newFlagSet(c, "replay", nil, false)
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if err := requireArgs(fs, 1, "one FIXTURE_DIR"); err != nil {

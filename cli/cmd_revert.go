@@ -24,7 +24,7 @@ func cmdRevert(ctx context.Context, c *cliContext, args []string) error {
 	force := fs.Bool("force", false, "overwrite paths changed since")
 	by := fs.String("by", defaultEraser(), "who asks, for the record")
 	fs.StringVar(&c.workspace, "workspace", envOr("TURNLOG_WORKSPACE", ""), "the directory `turnlog run --workspace` worked in (env TURNLOG_WORKSPACE)")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	named := 0

@@ -20,7 +20,7 @@ func cmdRun(ctx context.Context, c *cliContext, args []string) error {
 	session := fs.String("session", "", "continue this session instead of creating one")
 	user := fs.String("user", envOr("TURNLOG_USER", "local"), "owner of a new session (env TURNLOG_USER)")
 	fs.StringVar(&c.workspace, "workspace", envOr("TURNLOG_WORKSPACE", ""), "the directory the built-in tools work in; the turn runs as a local shell: its steps are printed as they happen and approvals are asked here (env TURNLOG_WORKSPACE)")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	input := strings.Join(fs.Args(), " ")

@@ -44,7 +44,7 @@ func cmdServe(ctx context.Context, c *cliContext, args []string) error {
 		}
 	}
 	limits := requestLimitFlags(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if err := limits.check(); err != nil {

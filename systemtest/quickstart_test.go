@@ -104,8 +104,9 @@ func TestAPIExamples(t *testing.T) {
 	for _, want := range []string{`"status":"ok"`, `"status":"ready"`, "openapi: 3.1", "turnlog_", "session ", `"sessions":[`,
 		"turn ", "event: turn_committed", "Refundable: true", `"turns":[`, "cancel of an ended turn: 409", `"interrupts":[]`,
 		"id: 11", `"branch_points":[`, "branch ", "Order 7 is processing", `"type":"SessionCreated"`, "interrupt int_", `"kind":"tool_approval"`, "Refunded 58.40 EUR for order 42.",
-		"with the key [REDACTED:api-keys].", `"audit":[`, `"code":"policy_denied"`, "guardrail policy rule injection", `"type":"context_summary"`, "compact again at once: 409",
-		`"calls":[]`, "revert in an app without a workspace: 409", "erase a session with branches: 409", `"kind":"session"`, "the erased session: 404", `"erasures":[{`, "every docs/api.md example ran green"} {
+		"with the key [REDACTED:api-keys].", `"audit":[`, `"grants":[]`, "revoke a grant the session never had: 404", `"code":"policy_denied"`, "guardrail policy rule injection", `"type":"context_summary"`, "compact again at once: 409",
+		`"calls":[]`, "revert in an app without a workspace: 409", "back to a turn without a workspace: 409", "undo a revert that was never made: 409",
+		"a delivery that does not exist: 404", "redeliver one that does not exist: 404", `"kind":"user"`, "erase a session with branches: 409", `"kind":"session"`, "the erased session: 404", `"erasures":[{`, "every docs/api.md example ran green"} {
 		if !strings.Contains(out, want) {
 			t.Fatalf("docs/api.md examples' output lacks %q:\n%s", want, out)
 		}
