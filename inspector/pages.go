@@ -28,25 +28,62 @@ func signInOf(c echo.Context) projection.UISession {
 	return u
 }
 
-// sessionRow is one session of the list, with what it is doing.
+// sessionRow is one session of the list, with what it is doing: its status, its
+// first input (its title), when it last did something.
 type sessionRow struct {
 	projection.Session
 	Status string // idle, running or waiting
+	Title  string
+	Last   time.Time
 }
 
+// TitleLength is how much of a session's first input the list shows as its title.
+const TitleLength = 80
+
 func (s *Server) statusOf(c echo.Context, sess projection.Session) (string, error) {
+	st, _, err := s.lastOf(c, sess)
+	return st, err
+}
+
+// lastOf is a session's status and its last turn (zero when it has none).
+func (s *Server) lastOf(c echo.Context, sess projection.Session) (string, projection.Turn, error) {
 	turn, err := s.cfg.Reader.LastTurn(c.Request().Context(), sess.ID)
 	switch {
 	case events.IsCode(err, events.CodeNotFound):
-		return "idle", nil
+		return "idle", projection.Turn{}, nil
 	case err != nil:
-		return "", err
+		return "", turn, err
 	case turn.Status == projection.TurnSuspended:
-		return "waiting", nil
+		return "waiting", turn, nil
 	case turn.Status == projection.TurnRunning:
-		return "running", nil
+		return "running", turn, nil
 	}
-	return "idle", nil
+	return "idle", turn, nil
+}
+
+// rowOf is a session as the list shows it.
+func (s *Server) rowOf(c echo.Context, sess projection.Session) (sessionRow, error) {
+	st, last, err := s.lastOf(c, sess)
+	if err != nil {
+		return sessionRow{}, err
+	}
+	row := sessionRow{Session: sess, Status: st, Last: sess.CreatedAt}
+	if !last.StartedAt.IsZero() {
+		row.Last = last.StartedAt
+		if last.EndedAt != nil {
+			row.Last = *last.EndedAt
+		}
+	}
+	if f, ok := s.cfg.Reader.(interface {
+		FirstTurn(ctx context.Context, session string) (projection.Turn, error)
+	}); ok {
+		first, err := f.FirstTurn(c.Request().Context(), sess.ID)
+		if err != nil && !events.IsCode(err, events.CodeNotFound) {
+			return sessionRow{}, err
+		}
+		row.Title = events.ShortenForMessage(strings.Join(strings.Fields(first.Input), " "), TitleLength)
+	}
+	return row, nil
 }
 
 var sessionStatuses = []string{"idle", "running", "waiting"}
@@ -86,12 +123,12 @@ func (s *Server) sessionList(c echo.Context) error {
 	}
 	var rows []sessionRow
 	for _, sess := range page {
-		st, err := s.statusOf(c, sess)
+		row, err := s.rowOf(c, sess)
 		if err != nil {
 			return err
 		}
-		if status == "" || st == status {
-			rows = append(rows, sessionRow{sess, st})
+		if status == "" || row.Status == status {
+			rows = append(rows, row)
 		}
 	}
 	if status == "waiting" {
@@ -112,11 +149,18 @@ func (s *Server) sessionsWaiting(c echo.Context, user, app string) ([]sessionRow
 		return nil, nil
 	}
 	list, err := w.SessionsWaiting(c.Request().Context(), user, app)
+	if err != nil {
+		return nil, err
+	}
 	var rows []sessionRow
 	for _, sess := range list {
-		rows = append(rows, sessionRow{sess, "waiting"})
+		row, err := s.rowOf(c, sess)
+		if err != nil {
+			return nil, err
+		}
+		rows = append(rows, row)
 	}
-	return rows, err
+	return rows, nil
 }
 
 // ownedSession is the session of the path when it is the user's; another's is
@@ -260,7 +304,11 @@ func (s *Server) sessionPageWith(c echo.Context, status int, refused error, form
 	if err != nil {
 		return err
 	}
-	data := map[string]any{"Grants": grants, "Session": sess, "Status": st, "Items": items, "Pages": pages, "LastSeq": lastSeq, "LiveAfter": liveAfter, "Turns": turns, "Pending": questions, "Message": notices[c.QueryParam("done")], "Branches": mine,
+	waitingInput := ""
+	if st == "waiting" && len(turns) > 0 {
+		waitingInput = turns[len(turns)-1].Input
+	}
+	data := map[string]any{"WaitingInput": waitingInput, "Grants": grants, "Session": sess, "Status": st, "Items": items, "Pages": pages, "LastSeq": lastSeq, "LiveAfter": liveAfter, "Turns": turns, "Pending": questions, "Message": notices[c.QueryParam("done")], "Branches": mine,
 		"Ancestors": ancestors, "BranchedAt": branchedAt}
 	if refused != nil {
 		data["Refused"] = publicText(refused)

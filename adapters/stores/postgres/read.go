@@ -177,6 +177,12 @@ func (s *Store) LastTurn(ctx context.Context, session string) (projection.Turn, 
 	return s.oneTurn(ctx, fmt.Sprintf("session %s has no turns", session), qTurnCols+` WHERE session_id = $1 ORDER BY start_seq DESC LIMIT 1`, session)
 }
 
+// FirstTurn returns a session's first turn (its own; a branch's first after the
+// branch point). Errors: not_found.
+func (s *Store) FirstTurn(ctx context.Context, session string) (projection.Turn, error) {
+	return s.oneTurn(ctx, fmt.Sprintf("session %s has no turns", session), qTurnCols+` WHERE session_id = $1 ORDER BY start_seq LIMIT 1`, session)
+}
+
 // TurnEndingAt returns the turn of session whose last event is seq. Errors: not_found.
 func (s *Store) TurnEndingAt(ctx context.Context, session string, seq int64) (projection.Turn, error) {
 	return s.oneTurn(ctx, fmt.Sprintf("no turn of session %s ends at seq %d", session, seq), qTurnCols+` WHERE session_id = $1 AND end_seq = $2`, session, seq)

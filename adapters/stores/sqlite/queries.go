@@ -59,6 +59,7 @@ ORDER BY l.depth DESC, h.seq, h.idx`
 	qTurn         = qTurnCols + ` WHERE session_id = ? AND turn_id = ?`
 	qTurnEndingAt = qTurnCols + ` WHERE session_id = ? AND end_seq = ?`
 	qLastTurn     = qTurnCols + ` WHERE session_id = ? ORDER BY start_seq DESC LIMIT 1`
+	qFirstTurn    = qTurnCols + ` WHERE session_id = ? ORDER BY start_seq LIMIT 1`
 	qRunningTurns = qTurnCols + ` INDEXED BY proj_turns_running WHERE status = 'running' ORDER BY session_id, start_seq`
 	qSuspended    = qTurnCols + ` INDEXED BY proj_turns_suspended WHERE status = 'suspended' ORDER BY session_id, start_seq`
 

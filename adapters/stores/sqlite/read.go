@@ -168,6 +168,16 @@ func (s *Store) LastTurn(ctx context.Context, session string) (projection.Turn, 
 	return t, err
 }
 
+// FirstTurn returns a session's first turn (its own; a branch's first after the
+// branch point). Errors: not_found.
+func (s *Store) FirstTurn(ctx context.Context, session string) (projection.Turn, error) {
+	t, err := s.withProgressOne(func() (projection.Turn, error) { return sqlrows.ScanTurn(s.queryRow(ctx, qFirstTurn, session)) })
+	if errors.Is(err, sql.ErrNoRows) {
+		return t, events.Errorf(events.CodeNotFound, "session %s has no turns", session)
+	}
+	return t, err
+}
+
 // TurnEndingAt returns the turn of session whose last event is seq. Errors: not_found.
 func (s *Store) TurnEndingAt(ctx context.Context, session string, seq int64) (projection.Turn, error) {
 	t, err := s.withProgressOne(func() (projection.Turn, error) {
