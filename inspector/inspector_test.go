@@ -530,7 +530,7 @@ func TestReplayPage(t *testing.T) {
 		t.Fatalf("the session page has no replay button: %s", sp)
 	}
 	ok := w.do("POST", "/ui/replay", url.Values{"csrf": {csrf}, "session": {s.ID}})
-	if ok.status != 200 || !strings.Contains(ok.body, "7 events match") {
+	if ok.status != 200 || !strings.Contains(ok.body, "7 events match") || strings.Contains(ok.body, "at most  MiB") || !strings.Contains(ok.body, "at most 4 MiB") {
 		t.Fatalf("replay of a session: %d %s", ok.status, ok.body)
 	}
 	bad, err := os.ReadFile(filepath.Join("..", "fixtures", "bad-changed-request", "events.jsonl"))

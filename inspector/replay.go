@@ -65,11 +65,11 @@ func (s *Server) replay(c echo.Context) error {
 		}
 		defer f.Close()
 		if recorded, err = events.ReadJSONL(f, fh.Filename); err != nil {
-			return s.render(c, http.StatusBadRequest, "replay", "Replay", map[string]any{"Error": err.Error()})
+			return s.render(c, http.StatusBadRequest, "replay", "Replay", map[string]any{"Error": err.Error(), "Max": MaxFixtureBytes >> 20})
 		}
 		source = "fixture " + fh.Filename
 	}
-	data := map[string]any{"Source": source, "Recorded": len(recorded)}
+	data := map[string]any{"Source": source, "Recorded": len(recorded), "Max": MaxFixtureBytes >> 20}
 	rep, err := s.cfg.Replay(ctx, recorded)
 	var te *events.Error
 	switch {
