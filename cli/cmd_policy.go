@@ -18,6 +18,10 @@ type ExitStatus int
 
 func (e ExitStatus) Error() string { return fmt.Sprintf("exit %d", int(e)) }
 
+// ExitSuspended is the exit status of a command whose turn waits for a person (it
+// printed the questions): answer them with turnlog resume.
+const ExitSuspended = ExitStatus(5)
+
 // Exit statuses of `turnlog policy check`.
 const (
 	exitAllow           = 0

@@ -93,8 +93,8 @@ func report(c *cliContext, res *fsm.Result) error {
 			}
 			fmt.Fprintf(c.stderr, "turn %s is suspended: interrupt %s waits for approval of %s %s; answer {\"confirmed\": true} or {\"confirmed\": false}\n", res.TurnID, i.ID, i.Tool, i.Arguments)
 		}
-		fmt.Fprintln(c.stderr, "answer every interrupt in one POST /v1/sessions/{id}/turns {\"resume_map\": {\"<interrupt id>\": <answer>, ...}} on turnlog serve")
-		return nil
+		fmt.Fprintf(c.stderr, "answer them with turnlog resume %s (or one POST /v1/sessions/{id}/turns {\"resume_map\": {\"<interrupt id>\": <answer>, ...}} on turnlog serve)\n", res.Session)
+		return ExitSuspended
 	}
 	if res.Status == fsm.StatusFailed {
 		fmt.Fprintf(c.stderr, "turn %s failed: %s: %s\n", res.TurnID, res.Error.Code, res.Error.Message)
@@ -111,10 +111,15 @@ func recoverTurns(ctx context.Context, c *cliContext, e *fsm.Engine) error {
 		fmt.Fprintf(c.stderr, "turnlog: could not recover every turn: %v\n", err)
 	}
 	for _, r := range results {
-		if r.Status == fsm.StatusFailed {
+		switch r.Status {
+		case fsm.StatusFailed:
 			fmt.Fprintf(c.stderr, "recovered turn %s of session %s: failed: %s: %s\n", r.TurnID, r.Session, r.Error.Code, r.Error.Message)
-		} else {
-			fmt.Fprintf(c.stderr, "recovered turn %s of session %s: completed: %s\n", r.TurnID, r.Session, r.Output)
+		case fsm.StatusSuspended:
+			fmt.Fprintf(c.stderr, "recovered turn %s of session %s: suspended: %d question(s) wait for a person\n", r.TurnID, r.Session, len(r.Interrupts))
+		case fsm.StatusCanceled:
+			fmt.Fprintf(c.stderr, "recovered turn %s of session %s: canceled\n", r.TurnID, r.Session)
+		default:
+			fmt.Fprintf(c.stderr, "recovered turn %s of session %s: %s: %s\n", r.TurnID, r.Session, r.Status, r.Output)
 		}
 	}
 	return nil

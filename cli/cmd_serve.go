@@ -120,6 +120,10 @@ func cmdServe(ctx context.Context, c *cliContext, args []string) error {
 		return err
 	}
 	defer tl.Close()
+	// While it serves a SQLite file, turnlog resume beside it refuses (lockServed).
+	if release, held, err := lockServed(f.db); err == nil && held {
+		defer release()
+	}
 	if err := checkHostNetwork(c, tl.Apps(), *dev); err != nil {
 		return err
 	}

@@ -1,0 +1,270 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/fsm"
+	"github.com/turnlog/turnlog/pkg/turnlog"
+	"github.com/turnlog/turnlog/projection"
+)
+
+// servedLock is the file a serve on a SQLite database holds an exclusive lock on
+// while it runs, so that a command that would write the database beside it (resume)
+// refuses and says to go through the server.
+func servedLock(db string) string { return db + ".serve-lock" }
+
+// lockServed takes the serve lock of a SQLite database without waiting: the release
+// function, or ok false when another process holds it. A PostgreSQL database has none
+// (sessions' leases keep its writers apart).
+func lockServed(db string) (release func(), ok bool, err error) {
+	if turnlog.IsPostgres(db) {
+		return func() {}, true, nil
+	}
+	f, err := os.OpenFile(servedLock(db), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, false, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, false, nil
+		}
+		return nil, false, err
+	}
+	return func() { f.Close() }, true, nil
+}
+
+// cmdSessions lists a user's sessions of the database, newest first: id, app, status,
+// committed turns and the first input.
+func cmdSessions(ctx context.Context, c *cliContext, args []string) error {
+	var f commonFlags
+	fs := newFlagSet(c, "sessions", &f, true)
+	user := fs.String("user", envOr("TURNLOG_USER", "local"), "whose sessions (env TURNLOG_USER)")
+	app := fs.String("app", "", "only this app's")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	tl, err := c.open(ctx, f)
+	if err != nil {
+		return err
+	}
+	defer tl.Close()
+	list, err := tl.Store.SessionPage(ctx, *user, *app, time.Time{}, "", 200)
+	if err != nil {
+		return err
+	}
+	for _, s := range list {
+		st, first, err := sessionState(ctx, tl, s.ID)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(c.stdout, "%s  %-10s %-8s %3d  %s\n", s.ID, s.App, st, s.TurnCount, events.ShortenForMessage(strings.Join(strings.Fields(first), " "), 60))
+	}
+	return nil
+}
+
+// sessionState is a session's status (idle, running, waiting) and its first input.
+func sessionState(ctx context.Context, tl *turnlog.Turnlog, id string) (string, string, error) {
+	turns, err := tl.Store.Turns(ctx, id)
+	if err != nil || len(turns) == 0 {
+		return "idle", "", err
+	}
+	st := "idle"
+	switch turns[len(turns)-1].Status {
+	case projection.TurnSuspended:
+		st = "waiting"
+	case projection.TurnRunning:
+		st = "running"
+	}
+	return st, turns[0].Input, nil
+}
+
+// cmdShow prints a session: its turns, its last answer, and what waits for a person.
+func cmdShow(ctx context.Context, c *cliContext, args []string) error {
+	var f commonFlags
+	fs := newFlagSet(c, "show", &f, true)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := requireArgs(fs, 1, "one SESSION_ID"); err != nil {
+		return err
+	}
+	tl, err := c.open(ctx, f)
+	if err != nil {
+		return err
+	}
+	defer tl.Close()
+	id := fs.Arg(0)
+	s, err := tl.Store.Session(ctx, id)
+	if err != nil {
+		return err
+	}
+	turns, err := tl.Store.Turns(ctx, id)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(c.stdout, "session %s  app %s  owner %s  agent %s\n", s.ID, s.App, s.Owner, s.ActiveAgent)
+	for _, t := range turns {
+		line := fmt.Sprintf("turn %s  %-9s %s", t.ID, t.Status, events.ShortenForMessage(t.Input, 80))
+		if t.ErrorCode != "" {
+			line += fmt.Sprintf("  (%s: %s)", t.ErrorCode, t.ErrorMessage)
+		}
+		fmt.Fprintln(c.stdout, line)
+	}
+	if items, err := tl.Store.History(ctx, id); err == nil && len(items) > 0 {
+		if last := items[len(items)-1]; last.Type == events.ItemMessage && last.Role == "assistant" {
+			fmt.Fprintf(c.stdout, "answer: %s\n", last.Content)
+		}
+	}
+	pending, err := tl.Store.PendingInterrupts(ctx, id)
+	if err != nil {
+		return err
+	}
+	printPending(c, tl, s.App, pending)
+	if len(pending) > 0 {
+		return ExitSuspended
+	}
+	return nil
+}
+
+// printPending prints the questions a session waits on, each with the answer it takes.
+func printPending(c *cliContext, tl *turnlog.Turnlog, app string, pending []projection.Interrupt) {
+	for _, p := range pending {
+		if p.Kind == events.InterruptGuardrailReview {
+			fmt.Fprintf(c.stdout, "waiting: %s  review of a held response (rule %s): %s  — answer approve or reject\n", p.ID, p.Rule, p.Arguments)
+			continue
+		}
+		line := fmt.Sprintf("waiting: %s  approve %s %s", p.ID, p.Tool, p.Arguments)
+		if p.Rule != "" {
+			line += fmt.Sprintf("  (rule %s, %s)", p.Rule, p.Level)
+			if g, ok := tl.Engine.SuggestedGrant(app, p.Path, p.Tool, p.Arguments); ok {
+				line += fmt.Sprintf("  — or 'session' to allow %q for the rest of the session", g)
+			}
+		}
+		fmt.Fprintln(c.stdout, line)
+	}
+}
+
+// cmdResume answers the questions a session's suspended turn waits on, then drives it
+// on and prints how it ended (exit 5 when it waits again). Each --answer is ID=yes,
+// ID=no, ID=no:MESSAGE, ID=session (yes, and for the rest of the session) or, for a
+// review, ID=approve / ID=reject; --all gives one answer to every question. On a
+// SQLite database a running serve holds, it refuses: answer through the server.
+func cmdResume(ctx context.Context, c *cliContext, args []string) error {
+	var f commonFlags
+	fs := newFlagSet(c, "resume", &f, true)
+	var given multiFlag
+	fs.Var(&given, "answer", "ID=yes|no|no:MESSAGE|session|approve|reject (repeatable)")
+	all := fs.String("all", "", "one answer to every question: yes, no, session, approve or reject")
+	by := fs.String("by", envOr("TURNLOG_USER", "local"), "who answers, as the log records it (env TURNLOG_USER)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := requireArgs(fs, 1, "one SESSION_ID"); err != nil {
+		return err
+	}
+	release, ok, err := lockServed(f.db)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return events.Errorf(events.CodeConflict, "a turnlog serve holds %s: answer through it (POST /v1/sessions/{id}/turns with resume_map, or its inspector)", shownDB(f.db))
+	}
+	defer release()
+	tl, err := c.open(ctx, f)
+	if err != nil {
+		return err
+	}
+	defer tl.Close()
+	id := fs.Arg(0)
+	s, err := tl.Store.Session(ctx, id)
+	if err != nil {
+		return err
+	}
+	pending, err := tl.Store.PendingInterrupts(ctx, id)
+	if err != nil {
+		return err
+	}
+	if len(pending) == 0 {
+		return events.Errorf(events.CodeConflict, "session %s waits for no answer", id)
+	}
+	byID := map[string]string{}
+	for _, g := range given {
+		k, v, ok := strings.Cut(g, "=")
+		if !ok {
+			return events.FieldError(events.CodeInvalid, "answer", "%q is not ID=ANSWER", g)
+		}
+		byID[k] = v
+	}
+	answers := map[string]fsm.Answer{}
+	for _, p := range pending {
+		v, ok := byID[p.ID]
+		if !ok {
+			v = *all
+		}
+		delete(byID, p.ID)
+		if v == "" {
+			printPending(c, tl, s.App, pending)
+			return events.FieldError(events.CodeInvalid, "answer", "question %s has no answer (give --answer %s=… or --all)", p.ID, p.ID)
+		}
+		a, err := answerFrom(p, v)
+		if err != nil {
+			return err
+		}
+		answers[p.ID] = a
+	}
+	if len(byID) > 0 {
+		ids := make([]string, 0, len(byID))
+		for k := range byID {
+			ids = append(ids, k)
+		}
+		sort.Strings(ids)
+		return events.FieldError(events.CodeInvalid, "answer", "session %s waits on no question %s", id, strings.Join(ids, ", "))
+	}
+	st, err := tl.Engine.Resume(ctx, id, *by, answers)
+	if err != nil {
+		return err
+	}
+	res, err := st.Wait()
+	if err != nil {
+		return err
+	}
+	return report(c, res)
+}
+
+// answerFrom reads one answer of resume's flags.
+func answerFrom(p projection.Interrupt, v string) (fsm.Answer, error) {
+	yes, no := true, false
+	if p.Kind == events.InterruptGuardrailReview {
+		if v != events.DecisionApprove && v != events.DecisionReject {
+			return fsm.Answer{}, events.FieldError(events.CodeInvalid, "answer", "question %s is a review: approve or reject, not %q", p.ID, v)
+		}
+		return fsm.Answer{Decision: &v}, nil
+	}
+	switch {
+	case v == "yes":
+		return fsm.Answer{Confirmed: &yes}, nil
+	case v == "session":
+		return fsm.Answer{Confirmed: &yes, Grant: &fsm.GrantAnswer{}}, nil
+	case v == "no":
+		return fsm.Answer{Confirmed: &no}, nil
+	case strings.HasPrefix(v, "no:"):
+		msg := strings.TrimPrefix(v, "no:")
+		return fsm.Answer{Confirmed: &no, RejectionMessage: &msg}, nil
+	}
+	return fsm.Answer{}, events.FieldError(events.CodeInvalid, "answer", "question %s takes yes, no, no:MESSAGE or session, not %q", p.ID, v)
+}
+
+// multiFlag is a flag given any number of times.
+type multiFlag []string
+
+func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
+func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
