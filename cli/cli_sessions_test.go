@@ -1,10 +1,16 @@
 package cli
 
 import (
+	"context"
+	"net/http/httptest"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/turnlog/turnlog/client"
+	"github.com/turnlog/turnlog/examples/demo"
+	"github.com/turnlog/turnlog/pkg/turnlog"
 )
 
 // TestTheTerminalAnswersASuspendedTurn: run exits 5 when its turn waits for a person
@@ -45,5 +51,44 @@ func TestTheTerminalAnswersASuspendedTurn(t *testing.T) {
 	}
 	if _, _, err := runCLI(t, "show", "--db", db, session); err != nil {
 		t.Fatalf("show after: %v", err)
+	}
+}
+
+// TestTheTerminalAnswersThroughAServer: with --server and --key, sessions, show and
+// resume go through a running turnlog's API as the key's user.
+func TestTheTerminalAnswersThroughAServer(t *testing.T) {
+	t.Parallel()
+	tl, err := turnlog.Open(context.Background(), turnlog.Options{DB: filepath.Join(t.TempDir(), "turnlog.db"), ConfigData: demo.Config, Functions: demo.Functions()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tl.Close()
+	h, stop := tl.Handler(turnlog.ServeOptions{Keys: map[string]string{"k-alice": "alice"}})
+	defer stop()
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	cl := client.New(srv.URL, "k-alice", nil)
+	s, err := cl.CreateSession(context.Background(), "demo", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := cl.RunTurn(context.Background(), s.ID, client.TurnRequest{Input: "refund order 42"}); err != nil || res.Status != "suspended" {
+		t.Fatalf("%+v %v", res, err)
+	}
+	remote := []string{"--server", srv.URL, "--key", "k-alice"}
+	out, _, err := runCLI(t, append(append([]string{"sessions"}, remote...))...)
+	if err != nil || !strings.Contains(out, s.ID) || !strings.Contains(out, "waiting") || !strings.Contains(out, "refund order 42") {
+		t.Fatalf("sessions: %v\n%s", err, out)
+	}
+	out, _, err = runCLI(t, append(append([]string{"show"}, remote...), s.ID)...)
+	if ExitCode(err) != 5 || !strings.Contains(out, "approve issue_refund") {
+		t.Fatalf("show: exit %d\n%s", ExitCode(err), out)
+	}
+	out, stderr, err := runCLI(t, append(append([]string{"resume"}, remote...), "--all", "yes", s.ID)...)
+	if err != nil || !strings.Contains(out, "Refunded 58.40 EUR for order 42.") {
+		t.Fatalf("resume: %v\n%s%s", err, out, stderr)
+	}
+	if _, _, err := runCLI(t, "show", "--server", srv.URL, "--key", "wrong", s.ID); err == nil {
+		t.Fatal("a wrong key was let through")
 	}
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -49,8 +50,13 @@ func cmdSessions(ctx context.Context, c *cliContext, args []string) error {
 	fs := newFlagSet(c, "sessions", &f, true)
 	user := fs.String("user", envOr("TURNLOG_USER", "local"), "whose sessions (env TURNLOG_USER)")
 	app := fs.String("app", "", "only this app's")
+	var sf serverFlags
+	sf.add(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if sf.url != "" {
+		return remoteSessions(ctx, c, sf, *app)
 	}
 	tl, err := c.open(ctx, f)
 	if err != nil {
@@ -91,11 +97,16 @@ func sessionState(ctx context.Context, tl *turnlog.Turnlog, id string) (string, 
 func cmdShow(ctx context.Context, c *cliContext, args []string) error {
 	var f commonFlags
 	fs := newFlagSet(c, "show", &f, true)
+	var sf serverFlags
+	sf.add(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if err := requireArgs(fs, 1, "one SESSION_ID"); err != nil {
 		return err
+	}
+	if sf.url != "" {
+		return remoteShow(ctx, c, sf, fs.Arg(0))
 	}
 	tl, err := c.open(ctx, f)
 	if err != nil {
@@ -124,30 +135,53 @@ func cmdShow(ctx context.Context, c *cliContext, args []string) error {
 			fmt.Fprintf(c.stdout, "answer: %s\n", last.Content)
 		}
 	}
-	pending, err := tl.Store.PendingInterrupts(ctx, id)
+	qs, err := localQuestions(ctx, tl, s.App, id)
 	if err != nil {
 		return err
 	}
-	printPending(c, tl, s.App, pending)
-	if len(pending) > 0 {
+	printQuestions(c, qs)
+	if len(qs) > 0 {
 		return ExitSuspended
 	}
 	return nil
 }
 
-// printPending prints the questions a session waits on, each with the answer it takes.
-func printPending(c *cliContext, tl *turnlog.Turnlog, app string, pending []projection.Interrupt) {
-	for _, p := range pending {
-		if p.Kind == events.InterruptGuardrailReview {
-			fmt.Fprintf(c.stdout, "waiting: %s  review of a held response (rule %s): %s  — answer approve or reject\n", p.ID, p.Rule, p.Arguments)
+// question is one question a session waits on, as the terminal shows and answers it.
+type question struct {
+	ID, Kind, Tool, Rule, Level, Grant string
+	Arguments                           json.RawMessage
+}
+
+// localQuestions are a session's waiting questions on the database.
+func localQuestions(ctx context.Context, tl *turnlog.Turnlog, app, id string) ([]question, error) {
+	pending, err := tl.Store.PendingInterrupts(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]question, len(pending))
+	for i, p := range pending {
+		out[i] = question{ID: p.ID, Kind: p.Kind, Tool: p.Tool, Rule: p.Rule, Level: p.Level, Arguments: p.Arguments}
+		if p.Kind == events.InterruptToolApproval && p.Rule != "" {
+			out[i].Grant, _ = tl.Engine.SuggestedGrant(app, p.Path, p.Tool, p.Arguments)
+		}
+	}
+	return out, nil
+}
+
+// printQuestions prints the questions a session waits on, each with the answers it
+// takes.
+func printQuestions(c *cliContext, qs []question) {
+	for _, q := range qs {
+		if q.Kind == events.InterruptGuardrailReview {
+			fmt.Fprintf(c.stdout, "waiting: %s  review of a held response (rule %s): %s  — answer approve or reject\n", q.ID, q.Rule, q.Arguments)
 			continue
 		}
-		line := fmt.Sprintf("waiting: %s  approve %s %s", p.ID, p.Tool, p.Arguments)
-		if p.Rule != "" {
-			line += fmt.Sprintf("  (rule %s, %s)", p.Rule, p.Level)
-			if g, ok := tl.Engine.SuggestedGrant(app, p.Path, p.Tool, p.Arguments); ok {
-				line += fmt.Sprintf("  — or 'session' to allow %q for the rest of the session", g)
-			}
+		line := fmt.Sprintf("waiting: %s  approve %s %s", q.ID, q.Tool, q.Arguments)
+		if q.Rule != "" {
+			line += fmt.Sprintf("  (rule %s, %s)", q.Rule, q.Level)
+		}
+		if q.Grant != "" {
+			line += fmt.Sprintf("  — or 'session' to allow %q for the rest of the session", q.Grant)
 		}
 		fmt.Fprintln(c.stdout, line)
 	}
@@ -164,12 +198,17 @@ func cmdResume(ctx context.Context, c *cliContext, args []string) error {
 	var given multiFlag
 	fs.Var(&given, "answer", "ID=yes|no|no:MESSAGE|session|approve|reject (repeatable)")
 	all := fs.String("all", "", "one answer to every question: yes, no, session, approve or reject")
-	by := fs.String("by", envOr("TURNLOG_USER", "local"), "who answers, as the log records it (env TURNLOG_USER)")
+	by := fs.String("by", envOr("TURNLOG_USER", "local"), "who answers, as the log records it (env TURNLOG_USER; through --server, the key's user)")
+	var sf serverFlags
+	sf.add(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if err := requireArgs(fs, 1, "one SESSION_ID"); err != nil {
 		return err
+	}
+	if sf.url != "" {
+		return remoteResume(ctx, c, sf, fs.Arg(0), given, *all)
 	}
 	release, ok, err := lockServed(f.db)
 	if err != nil {
@@ -189,45 +228,13 @@ func cmdResume(ctx context.Context, c *cliContext, args []string) error {
 	if err != nil {
 		return err
 	}
-	pending, err := tl.Store.PendingInterrupts(ctx, id)
+	qs, err := localQuestions(ctx, tl, s.App, id)
 	if err != nil {
 		return err
 	}
-	if len(pending) == 0 {
-		return events.Errorf(events.CodeConflict, "session %s waits for no answer", id)
-	}
-	byID := map[string]string{}
-	for _, g := range given {
-		k, v, ok := strings.Cut(g, "=")
-		if !ok {
-			return events.FieldError(events.CodeInvalid, "answer", "%q is not ID=ANSWER", g)
-		}
-		byID[k] = v
-	}
-	answers := map[string]fsm.Answer{}
-	for _, p := range pending {
-		v, ok := byID[p.ID]
-		if !ok {
-			v = *all
-		}
-		delete(byID, p.ID)
-		if v == "" {
-			printPending(c, tl, s.App, pending)
-			return events.FieldError(events.CodeInvalid, "answer", "question %s has no answer (give --answer %s=… or --all)", p.ID, p.ID)
-		}
-		a, err := answerFrom(p, v)
-		if err != nil {
-			return err
-		}
-		answers[p.ID] = a
-	}
-	if len(byID) > 0 {
-		ids := make([]string, 0, len(byID))
-		for k := range byID {
-			ids = append(ids, k)
-		}
-		sort.Strings(ids)
-		return events.FieldError(events.CodeInvalid, "answer", "session %s waits on no question %s", id, strings.Join(ids, ", "))
+	answers, err := answersFor(c, id, qs, given, *all)
+	if err != nil {
+		return err
 	}
 	st, err := tl.Engine.Resume(ctx, id, *by, answers)
 	if err != nil {
@@ -240,8 +247,50 @@ func cmdResume(ctx context.Context, c *cliContext, args []string) error {
 	return report(c, res)
 }
 
+// answersFor reads resume's flags into one answer a question: each question needs one,
+// and every answer must name a question.
+func answersFor(c *cliContext, id string, qs []question, given []string, all string) (map[string]fsm.Answer, error) {
+	if len(qs) == 0 {
+		return nil, events.Errorf(events.CodeConflict, "session %s waits for no answer", id)
+	}
+	byID := map[string]string{}
+	for _, g := range given {
+		k, v, ok := strings.Cut(g, "=")
+		if !ok {
+			return nil, events.FieldError(events.CodeInvalid, "answer", "%q is not ID=ANSWER", g)
+		}
+		byID[k] = v
+	}
+	answers := map[string]fsm.Answer{}
+	for _, q := range qs {
+		v, ok := byID[q.ID]
+		if !ok {
+			v = all
+		}
+		delete(byID, q.ID)
+		if v == "" {
+			printQuestions(c, qs)
+			return nil, events.FieldError(events.CodeInvalid, "answer", "question %s has no answer (give --answer %s=… or --all)", q.ID, q.ID)
+		}
+		a, err := answerFrom(q, v)
+		if err != nil {
+			return nil, err
+		}
+		answers[q.ID] = a
+	}
+	if len(byID) > 0 {
+		ids := make([]string, 0, len(byID))
+		for k := range byID {
+			ids = append(ids, k)
+		}
+		sort.Strings(ids)
+		return nil, events.FieldError(events.CodeInvalid, "answer", "session %s waits on no question %s", id, strings.Join(ids, ", "))
+	}
+	return answers, nil
+}
+
 // answerFrom reads one answer of resume's flags.
-func answerFrom(p projection.Interrupt, v string) (fsm.Answer, error) {
+func answerFrom(p question, v string) (fsm.Answer, error) {
 	yes, no := true, false
 	if p.Kind == events.InterruptGuardrailReview {
 		if v != events.DecisionApprove && v != events.DecisionReject {
