@@ -149,7 +149,7 @@ func cmdShow(ctx context.Context, c *cliContext, args []string) error {
 // question is one question a session waits on, as the terminal shows and answers it.
 type question struct {
 	ID, Kind, Tool, Rule, Level, Grant string
-	Arguments                           json.RawMessage
+	Arguments                          json.RawMessage
 }
 
 // localQuestions are a session's waiting questions on the database.

@@ -20,7 +20,9 @@ func (sf *serverFlags) add(fs *flag.FlagSet) {
 	fs.StringVar(&sf.key, "key", "", "the API key for --server (env TURNLOG_KEY)")
 }
 
-func (sf serverFlags) client() *client.Client { return client.New(strings.TrimRight(sf.url, "/"), sf.key, nil) }
+func (sf serverFlags) client() *client.Client {
+	return client.New(strings.TrimRight(sf.url, "/"), sf.key, nil)
+}
 
 // remoteSessions lists the key's user's sessions through the server.
 func remoteSessions(ctx context.Context, c *cliContext, sf serverFlags, app string) error {
