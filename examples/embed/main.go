@@ -1,8 +1,11 @@
 // Command embed is a Go program with turnlog inside: it offers a typed Go function as
-// a tool, loads agent.yaml, opens the log and runs a turn in-process — or, with
-// -serve, serves turnlog's REST API. The turnlog binary is assembled the same way.
+// a tool, loads agent.yaml, opens the log and runs a turn in-process — a turn that
+// waits for a person is answered here (-approve, -reject) and resumed — or, with
+// -serve, serves turnlog's REST API. It needs one import, pkg/turnlog. The turnlog
+// binary is assembled the same way.
 //
 //	go run ./examples/embed 'weather in Oslo'
+//	go run ./examples/embed -approve 'run rm -v notes.txt'
 //	go run ./examples/embed -serve 127.0.0.1:8090
 package main
 
@@ -19,9 +22,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/turnlog/turnlog/adapters/tools/functool"
 	"github.com/turnlog/turnlog/pkg/turnlog"
-	"github.com/turnlog/turnlog/turns"
 )
 
 type weatherArgs struct {
@@ -53,6 +54,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	workspace := fs.String("workspace", filepath.Join(os.TempDir(), "turnlog-embed-workspace"), "the folder bash works in (shared by every session)")
 	serve := fs.String("serve", "", "serve the REST API on this address instead of running one turn")
 	key := fs.String("key", "embed-key", "the API key -serve accepts (acting as user ana)")
+	approve := fs.Bool("approve", false, "approve what the turn asks a person about, and resume it")
+	reject := fs.String("reject", "", "reject what the turn asks a person about, with this message, and resume it")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -64,7 +67,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		DB:        *db,
 		Workspace: *workspace,
 		Functions: turnlog.Functions{
-			"get_weather": functool.MustNew("get_weather", "The weather in a city now.", getWeather),
+			"get_weather": turnlog.FunctionTool("get_weather", "The weather in a city now.", getWeather),
 		},
 	})
 	if err != nil {
@@ -81,23 +84,46 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	// tl.Turns acts as the REST API does: with a Key (turns.Key{Value: …}), a request
 	// sent again acts once; input for a busy session follows the app's on_busy.
-	session, err := tl.Turns.CreateSession(ctx, turns.Key{Owner: "ana"}, "weather", nil)
+	session, err := tl.Turns.CreateSession(ctx, turnlog.Key{Owner: "ana"}, "weather", nil)
 	if err != nil {
 		return err
 	}
 	input := strings.Join(fs.Args(), " ")
-	out, err := tl.Turns.Run(ctx, turns.Request{Session: session.ID, User: "ana", Input: &input})
+	res, err := runTurn(ctx, tl, turnlog.Request{Session: session.ID, User: "ana", Input: &input})
 	if err != nil {
 		return err
 	}
-	defer out.Close()
-	res, err := out.Wait(ctx)
-	if err != nil {
-		return err
+	if res.Status == turnlog.StatusSuspended {
+		// The turn waits for a person: each question, and the answer given here.
+		answers := map[string]turnlog.Answer{}
+		for _, q := range res.Interrupts {
+			fmt.Fprintf(stderr, "the turn asks: %s %s (%s)\n", q.Tool, q.Arguments, q.Reason)
+			switch {
+			case *approve:
+				answers[q.ID] = turnlog.Yes()
+			case *reject != "":
+				answers[q.ID] = turnlog.No(*reject)
+			default:
+				return fmt.Errorf("turn %s waits for a person: give -approve or -reject MESSAGE", res.TurnID)
+			}
+		}
+		if res, err = runTurn(ctx, tl, turnlog.Request{Session: session.ID, User: "ana", Answers: answers}); err != nil {
+			return err
+		}
 	}
 	if res.Error != nil {
 		return fmt.Errorf("turn %s: %s: %s", res.Status, res.Error.Code, res.Error.Message)
 	}
 	_, err = fmt.Fprintln(stdout, res.Output)
 	return err
+}
+
+// runTurn runs a request — input, or answers — and waits for how the turn ends.
+func runTurn(ctx context.Context, tl *turnlog.Turnlog, req turnlog.Request) (*turnlog.Result, error) {
+	out, err := tl.Turns.Run(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	defer out.Close()
+	return out.Wait(ctx)
 }
