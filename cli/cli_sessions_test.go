@@ -76,7 +76,7 @@ func TestTheTerminalAnswersThroughAServer(t *testing.T) {
 		t.Fatalf("%+v %v", res, err)
 	}
 	remote := []string{"--server", srv.URL, "--key", "k-alice"}
-	out, _, err := runCLI(t, append(append([]string{"sessions"}, remote...))...)
+	out, _, err := runCLI(t, append([]string{"sessions"}, remote...)...)
 	if err != nil || !strings.Contains(out, s.ID) || !strings.Contains(out, "waiting") || !strings.Contains(out, "refund order 42") {
 		t.Fatalf("sessions: %v\n%s", err, out)
 	}
