@@ -5,6 +5,7 @@ import (
 	"context"
 	"github.com/turnlog/turnlog/cli"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -36,12 +37,19 @@ func quickstartBlock(t *testing.T) string {
 // on a free loopback port and returns its URL; the server stops with the test.
 func serveDemo(t *testing.T) string {
 	t.Helper()
+	return serveWith(t, "--dev")
+}
+
+// serveWith runs turnlog serve with args on a loopback port and a fresh database
+// until the test ends, and returns its address.
+func serveWith(t *testing.T, args ...string) string {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	pr, pw := io.Pipe()
 	done := make(chan error, 1)
 	db := filepath.Join(t.TempDir(), "turnlog.db")
 	go func() {
-		done <- cli.Run(ctx, []string{"serve", "--dev", "--addr", "127.0.0.1:0", "--db", db}, io.Discard, pw)
+		done <- cli.Run(ctx, append(append([]string{"serve"}, args...), "--addr", "127.0.0.1:0", "--db", db), io.Discard, pw)
 		pw.Close()
 	}()
 	addr := ""
@@ -111,4 +119,24 @@ func TestAPIExamples(t *testing.T) {
 			t.Fatalf("docs/api.md examples' output lacks %q:\n%s", want, out)
 		}
 	}
+}
+
+// TestTheReadmesOpenAICommandServes: the README's command for a real model starts a
+// server (with a key in OPENAI_API_KEY; no model is called until a turn runs).
+func TestTheReadmesOpenAICommandServes(t *testing.T) {
+	raw, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile("`OPENAI_API_KEY=sk-\\.\\.\\. \\./turnlog serve ([^`]+)`").FindStringSubmatch(string(raw))
+	if m == nil {
+		t.Fatal("the README has no OpenAI command")
+	}
+	t.Setenv("OPENAI_API_KEY", "sk-not-a-real-key")
+	addr := serveWith(t, strings.Fields(m[1])...)
+	res, err := http.Get(addr + "/readyz")
+	if err != nil || res.StatusCode != http.StatusOK {
+		t.Fatalf("the README's OpenAI command: %v %v", res, err)
+	}
+	res.Body.Close()
 }
