@@ -212,6 +212,9 @@ func applyUnsettled(dir string) (bool, error) {
 	}
 	defer unix.Close(own)
 	ents, err := readDir(own, make([]byte, 16<<10))
+	if errors.Is(err, unix.ENOENT) {
+		return false, nil // the last settle removed it, empty, since it was opened
+	}
 	if err != nil {
 		return false, err
 	}
