@@ -4,7 +4,7 @@ DB       ?= turnlog.db
 CONFIG   ?=
 ADDR     ?= 127.0.0.1:8080
 
-.PHONY: help run build helper test vet lint fmt bench bench-scale bench-compare api-examples fuzz clean screenshots
+.PHONY: help run build helper test vet lint fmt bench bench-scale bench-compare api-examples config-docs fuzz clean screenshots
 
 help: ## list the targets
 	@grep -E '^[a-z][a-z-]*:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -66,6 +66,9 @@ bench-compare: ## the in-run ratio benchmarks of BASE (a revision) and of the wo
 
 api-examples: ## run every curl example of docs/api.md against a running server (make run)
 	bash scripts/api-examples.sh
+
+config-docs: helper ## write docs/config.md's reference again from config/agent.schema.json
+	bash scripts/config-docs.sh
 
 fuzz: ## fuzz canonical JSON for a minute
 	$(GO) test -run '^$$' -fuzz FuzzCanonicalize -fuzztime 60s ./events

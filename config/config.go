@@ -205,6 +205,9 @@ func ReadFile(path string) (*Doc, error) {
 // are errors with their line — and checks what needs nothing but the file.
 func Decode(name string, data []byte) (*Doc, error) {
 	d := &Doc{Name: name, data: data}
+	if err := d.checkShape(); err != nil {
+		return nil, err
+	}
 	if err := yaml.UnmarshalWithOptions(data, &d.File, yaml.Strict(), yaml.DisallowUnknownField()); err != nil {
 		return nil, &Error{File: name, Msg: yaml.FormatError(err, false, false)}
 	}

@@ -21,10 +21,13 @@ type MCPServer struct {
 	Env []string `yaml:"env"`
 	// Network: true gives a stdio server the machine's network whatever the app's
 	// policy says (otherwise it has the policy's: none, the allowlist proxy, or host).
-	Network        bool     `yaml:"network"`
-	AllowedTools   []string `yaml:"allowed_tools"`
-	Auth           *MCPAuth `yaml:"auth"`
-	TimeoutSeconds int      `yaml:"timeout_seconds"`
+	Network      bool     `yaml:"network"`
+	AllowedTools []string `yaml:"allowed_tools"`
+	Auth         *MCPAuth `yaml:"auth"`
+	// Timeout bounds connecting, listing and each call (default 30s).
+	Timeout string `yaml:"timeout"`
+	// TimeoutSeconds is Timeout's old spelling, a number of seconds.
+	TimeoutSeconds int `yaml:"timeout_seconds"`
 }
 
 // MCPAuth is how turnlog authenticates to a URL server.

@@ -76,7 +76,7 @@ func TestConfigErrorsNameTheEntryAndLine(t *testing.T) {
 		{"negative max_turns", "max_turns: 4", "max_turns: -1", []string{"max_turns", "negative"}},
 		{"bad rule regex", "- reply: hi", "- {when: {input: '(('}, reply: hi}", []string{"apps.a.llms.m", "rules[0].when.input"}},
 		{"unknown provider", "provider: scripted", "provider: magic", []string{"provider", `"magic"`}},
-		{"wrong type", "max_turns: 4", "max_turns: many", []string{"agent.yaml", "[15:20]", "int"}},
+		{"wrong type", "max_turns: 4", "max_turns: many", []string{"agent.yaml:15:", "max_turns", "is a string, want an integer"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -177,7 +177,7 @@ func TestHandoffConfig(t *testing.T) {
 		"[nobody]":                         "apps.a.agents.triage.handoffs[0]: names no agent of app a",
 		"[{agent: billing, tool: ping}]":   "apps.a.agents.triage.handoffs[0]: the handoff to billing and tool ping both use the tool name ping",
 		"[billing, {agent: billing}]":      "apps.a.agents.triage.handoffs[1]: the handoff to billing and handoffs[0] (to billing)",
-		"[{tool: x}]":                      "handoffs[0]: names no agent",
+		"[{tool: x}]":                      "handoffs[0].agent: is required",
 		"[{agent: billing, colour: blue}]": "colour",
 	})
 	dup := strings.Replace(strings.Replace(twoAgents, "HANDOFFS", "[billing]", 1), "      billing:\n", "      triage:\n", 1)
@@ -212,7 +212,7 @@ func TestAgentToolConfig(t *testing.T) {
 	refused(t, func(bad string) string { return strings.Replace(src, "tools: [ping]", "tools: "+bad, 1) }, map[string]string{
 		"[ping, {agent: nobody}]":                                    "apps.a.agents.triage.tools[1]: names no agent of app a",
 		"[ping, {agent: billing, name: ping}]":                       "apps.a.agents.triage.tools[1]: the agent tool billing and tool ping both use the name ping",
-		"[{name: x}]":                                                "apps.a.agents.triage.tools[0]: an agent tool names its agent",
+		"[{name: x}]":                                                "apps.a.agents.triage.tools[0].agent: is required",
 		"[{agent: billing, expires_in: 5m}]":                         "apps.a.agents.triage.tools[0].expires_in",
 		"[{agent: billing, needs_approval: true, expires_in: soon}]": "apps.a.agents.triage.tools[0].expires_in",
 		"[{agent: billing, colour: red}]":                            "colour",
@@ -234,19 +234,19 @@ func TestAccessPolicyConfig(t *testing.T) {
 		return strings.Replace(valid, at, "    policy:\n      "+bad+"\n"+at, 1)
 	}, map[string]string{
 		"mode: open":                                                     "apps.a.policy.mode",
-		"sandbox: chroot":                                                "apps.a.policy.sandbox: unknown sandbox \"chroot\"",
+		"sandbox: chroot":                                                "apps.a.policy.sandbox: unknown value \"chroot\" (one of landlock, bubblewrap)",
 		"rules: [{decision: deny}]":                                      "apps.a.policy.rules[0].name",
 		"rules: [{name: a, decision: maybe}]":                            "apps.a.policy.rules[0].decision",
 		"rules: [{name: a, decision: deny, actions: [fly]}]":             "apps.a.policy.rules[0].actions[0]",
 		"rules: [{name: a, decision: deny, max_level: L9}]":              "apps.a.policy.rules[0].max_level",
 		"rules: [{name: a, decision: deny, paths: ['[']}]":               "not a valid glob",
 		"rules: [{name: a, decision: deny}, {name: a, decision: allow}]": "apps.a.policy.rules[1].name",
-		"git: push":                                 "apps.a.policy.git: unknown git setting \"push\"",
-		"network: wifi":                             "apps.a.policy.network: unknown network \"wifi\"",
+		"git: push":                                 "apps.a.policy.git: unknown value \"push\" (one of read-only, write)",
+		"network: wifi":                             "apps.a.policy.network: unknown value \"wifi\" (one of off, allowlist, host)",
 		"{mode: read-only, network: host}":          "apps.a.policy.network: mode read-only has no network",
 		"{mode: full-isolated, network: allowlist}": "apps.a.policy.network: mode full-isolated has no network",
 		"{mode: network-allowlist, network: host}":  "apps.a.policy.network: mode network-allowlist goes through the proxy",
-		"undo: {turn_bytes: -5}":                    "apps.a.policy.undo.turn_bytes: is -5",
+		"undo: {turn_bytes: -5}":                    "apps.a.policy.undo.turn_bytes: must be at least -1, got -5",
 		"undo: {exclude: ['ok/**', '[']}":           "apps.a.policy.undo.exclude[1]",
 		"undo: {files: 3}":                          "files",
 	})

@@ -45,13 +45,13 @@ func TestContextMemorySkillsConfig(t *testing.T) {
 		t.Fatalf("agent: %+v tools %v", ag, tools)
 	}
 	for bad, want := range map[string]string{
-		"context: {window: 0}":                          "apps.a.agents.helper.context.window: must be a positive number",
+		"context: {window: 0}":                          "apps.a.agents.helper.context.window: must be at least 1, got 0",
 		"context: {window: 100, budgets: {rules: 100}}": "apps.a.agents.helper.context.budgets: give every layer its share",
 		"context: {window: 100, budgets: {rules: 50, goal: 50, tools: 10, files: 0, trace: 0, summary: 0}}": "context.budgets: the shares add up to 110%",
-		"context: {window: 100, budgets: {style: 100}}":                                                     "context.budgets.style: is not a layer",
+		"context: {window: 100, budgets: {style: 100}}":                                                     "context.budgets.style: is not one of rules, goal, tools, files, trace, summary",
 		"context: {window: 100, encoding: p50k_base}":                                                       "context.encoding",
 		"context: {window: 100, summarizer: nope}":                                                          "context.summarizer: names no registered llm",
-		"context: {window: 100, keep_user_messages: 9}":                                                     "context.keep_user_messages: must be 1, 2 or 3",
+		"context: {window: 100, keep_user_messages: 9}":                                                     "context.keep_user_messages: must be at most 3, got 9",
 		"memory: {embeddings: {base_url: 'http://x'}}":                                                      "apps.a.agents.helper.memory.embeddings.model: is required",
 		"memory: {embeddings: {model: e, timeout: soon}}":                                                   "memory.embeddings.timeout: must be a positive duration",
 		"skills: [missing]": "apps.a.agents.helper.skills: skills root",

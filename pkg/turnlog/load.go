@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"sort"
 	"strings"
 	"time"
 
@@ -101,17 +102,33 @@ func LoadApps(ctx context.Context, opts Options) (*Apps, error) {
 		return nil, err
 	}
 	apps := &Apps{mcp: b.mcp}
+	var problems config.Errors // one per app: each app is checked
 	for _, name := range config.SortedKeys(doc.Apps) {
 		a, err := b.app(name, doc.Apps[name], policy)
 		var hooks []webhook.Hook
 		if err == nil && !opts.IgnoreWebhooks && !opts.ReplayOnly {
 			hooks, err = b.webhooks("apps."+name, name, doc.Apps[name].Webhooks)
 		}
+		var ce *config.Error
+		if err != nil && errors.As(err, &ce) && err == error(ce) {
+			problems = append(problems, ce)
+			continue
+		}
 		if err != nil {
 			apps.Close()
 			return nil, err
 		}
 		apps.List, apps.Webhooks = append(apps.List, a), append(apps.Webhooks, hooks...)
+	}
+	switch len(problems) {
+	case 0:
+	case 1:
+		apps.Close()
+		return nil, problems[0]
+	default:
+		apps.Close()
+		sort.SliceStable(problems, func(i, j int) bool { return problems[i].Line < problems[j].Line })
+		return nil, problems
 	}
 	if *b.sandboxed {
 		if err := ownFilesUnreadable(doc.Name, opts.Protected, sandbox.SystemDirs); err != nil {

@@ -34,10 +34,20 @@ func (b builder) mcpTools(at, app string, c *config.MCP, access *policy.Engine, 
 		}
 
 		s := mcpclient.Server{Name: name, URL: sc.URL, Command: append([]string{}, sc.Command...), AllowedTools: sc.AllowedTools, HTTPClient: b.opts.HTTPClient}
-		if sc.TimeoutSeconds < 0 {
+		switch {
+		case sc.Timeout != "" && sc.TimeoutSeconds != 0:
+			return b.doc.ErrAt(here+".timeout_seconds", "is the old spelling of timeout: give one of them")
+		case sc.TimeoutSeconds < 0:
 			return b.doc.ErrAt(here+".timeout_seconds", "must not be negative")
+		case sc.Timeout != "":
+			d, err := b.duration(here+".timeout", sc.Timeout, "30s")
+			if err != nil {
+				return err
+			}
+			s.Timeout = d
+		default:
+			s.Timeout = time.Duration(sc.TimeoutSeconds) * time.Second
 		}
-		s.Timeout = time.Duration(sc.TimeoutSeconds) * time.Second
 		if a := sc.Auth; a != nil {
 			if a.Type != "bearer_env" {
 				return b.doc.ErrAt(here+".auth.type", "unknown auth type %q (bearer_env)", a.Type)

@@ -34,19 +34,19 @@ func TestOwnToolErrorsNameTheField(t *testing.T) {
 		`{url: "http://127.0.0.1:1/x"}`:                                                   "apps.a.tools.t.description: is required",
 		`{url: "ftp://127.0.0.1/x", description: d}`:                                      "apps.a.tools.t.url: an http or https URL is required",
 		`{url: "http://127.0.0.1:1/x", description: d, function: ping}`:                   "apps.a.tools.t: a tool is one of function, url or command",
-		`{url: "http://127.0.0.1:1/x", description: d, dedupe: yes}`:                      `apps.a.tools.t.dedupe: unknown dedupe "yes"`,
+		`{url: "http://127.0.0.1:1/x", description: d, dedupe: yes}`:                      `apps.a.tools.t.dedupe: unknown value "yes" (one of idempotency_key)`,
 		`{url: "http://127.0.0.1:1/x", description: d, max_attempts: 3}`:                  "apps.a.tools.t.max_attempts: a call is sent more than once only for a tool that is idempotent",
 		`{url: "http://127.0.0.1:1/x", description: d, headers: {X-Key: "${TOOL_NOPE}"}}`: "apps.a.tools.t.headers.X-Key: environment variable TOOL_NOPE is empty",
 		`{url: "http://127.0.0.1:1/x", description: d, headers: {Idempotency-Key: "k"}}`:  "apps.a.tools.t.headers.Idempotency-Key: turnlog sets this header itself",
 		`{url: "http://127.0.0.1:1/x", description: d, secret_env: TOOL_SECRET_SHORT}`:    "apps.a.tools.t.secret_env: environment variable TOOL_SECRET_SHORT must hold a secret of at least 16 bytes",
 		`{url: "http://127.0.0.1:1/x", description: d, next_secret_env: TOOL_TOKEN}`:      "next_secret_env",
-		`{url: "http://127.0.0.1:1/x", description: d, timeout: soon}`:                    `apps.a.tools.t.timeout: must be a positive duration such as 10s, got "soon"`,
+		`{url: "http://127.0.0.1:1/x", description: d, timeout: soon}`:                    `apps.a.tools.t.timeout: must be a positive duration such as 30s, 10m or 1h30m, got "soon"`,
 		`{url: "http://127.0.0.1:1/x", description: d, parameters: {type: string}}`:       `apps.a.tools.t.parameters: the arguments are an object`,
 		`{url: "http://127.0.0.1:1/x", description: d, parameters: schema.json}`:          "apps.a.tools.t.parameters: the schema file schema.json is not JSON",
 		`{url: "http://127.0.0.1:1/x", description: d, parameters: missing.json}`:         "apps.a.tools.t.parameters: the schema file",
 		`{url: "http://127.0.0.1:1/x", description: d, dir: tools}`:                       "apps.a.tools.t.dir: is for command tools",
 		`{url: "http://127.0.0.1:1/x", description: d, expires_in: 1h}`:                   "apps.a.tools.t.expires_in: goes only with needs_approval: true",
-		`{url: "http://127.0.0.1:1/x", description: d, temperature: 1}`:                   `unknown field "temperature"`,
+		`{url: "http://127.0.0.1:1/x", description: d, temperature: 1}`:                   `apps.a.tools.t.temperature: is not a known key here`,
 		`{function: ping, description: d}`:                                                "apps.a.tools.t.description: is for HTTP (url) or command tools",
 		`{function: nope}`:                                                                `apps.a.tools.t.function: no function tool "nope" in this binary (known: ping); a tool of your own can be an HTTP endpoint (url:) or a program (command:)`,
 		`{command: [python3, x.py], description: d, dedupe: idempotency_key}`:             "apps.a.tools.t.dedupe: is for HTTP (url) tools",
@@ -143,7 +143,7 @@ func TestOnBusyIsChecked(t *testing.T) {
 		t.Fatalf("on_busy: enqueue: %v", err)
 	}
 	bad := strings.Replace(src, "on_busy: enqueue", "on_busy: later", 1)
-	if _, err := turnlogtest.LoadApps(t, "agent.yaml", []byte(bad), turnlog.Options{Functions: functions()}); err == nil || !strings.Contains(err.Error(), `apps.a.on_busy: unknown on_busy "later"`) {
+	if _, err := turnlogtest.LoadApps(t, "agent.yaml", []byte(bad), turnlog.Options{Functions: functions()}); err == nil || !strings.Contains(err.Error(), `apps.a.on_busy: unknown value "later" (one of reject, enqueue, interrupt)`) {
 		t.Fatalf("on_busy: later: %v", err)
 	}
 }

@@ -55,17 +55,17 @@ func TestWebhookErrorsNameTheField(t *testing.T) {
 	t.Setenv("HOOK_SECRET", "0123456789abcdef0123")
 	t.Setenv("HOOK_SHORT", "short")
 	for decl, want := range map[string]string{
-		`{secret_env: HOOK_SECRET}`:                                                            `apps.a.webhooks.ops.url: must be an http or https URL, got ""`,
+		`{secret_env: HOOK_SECRET}`:                                                            `apps.a.webhooks.ops.url: is required`,
 		`{url: "ftp://127.0.0.1/x", secret_env: HOOK_SECRET}`:                                  `apps.a.webhooks.ops.url: must be an http or https URL`,
 		`{url: "http://127.0.0.1:9/x"}`:                                                        `apps.a.webhooks.ops.secret_env: is required`,
 		`{url: "http://127.0.0.1:9/x", secret_env: HOOK_SHORT}`:                                `apps.a.webhooks.ops.secret_env: environment variable HOOK_SHORT must hold a secret of at least 16 bytes`,
 		`{url: "http://127.0.0.1:9/x", secret_env: HOOK_SECRET, next_secret_env: HOOK_NO}`:     `apps.a.webhooks.ops.next_secret_env: environment variable HOOK_NO`,
-		`{url: "http://127.0.0.1:9/x", secret_env: HOOK_SECRET, events: [turn.done]}`:          `apps.a.webhooks.ops.events[0]: unknown event "turn.done"`,
-		`{url: "http://127.0.0.1:9/x", secret_env: HOOK_SECRET, timeout: soon}`:                `apps.a.webhooks.ops.timeout: must be a positive duration such as 10s, got "soon"`,
+		`{url: "http://127.0.0.1:9/x", secret_env: HOOK_SECRET, events: [turn.done]}`:          `apps.a.webhooks.ops.events[0]: unknown value "turn.done" (one of turn.committed, turn.failed, turn.suspended, turn.canceled)`,
+		`{url: "http://127.0.0.1:9/x", secret_env: HOOK_SECRET, timeout: soon}`:                `apps.a.webhooks.ops.timeout: must be a positive duration such as 30s, 10m or 1h30m, got "soon"`,
 		`{url: "http://127.0.0.1:9/x", secret_env: HOOK_SECRET, backoff: 0s}`:                  `apps.a.webhooks.ops.backoff: must be a positive duration`,
 		`{url: "http://127.0.0.1:9/x", secret_env: HOOK_SECRET, backoff: 1m, max_backoff: 1s}`: `apps.a.webhooks.ops.max_backoff: is shorter than backoff`,
 		`{url: "http://127.0.0.1:9/x", secret_env: HOOK_SECRET, max_attempts: -1}`:             `apps.a.webhooks.ops.max_attempts: must not be negative`,
-		`{url: "http://127.0.0.1:9/x", secret_env: HOOK_SECRET, method: PUT}`:                  `unknown field "method"`,
+		`{url: "http://127.0.0.1:9/x", secret_env: HOOK_SECRET, method: PUT}`:                  `apps.a.webhooks.ops.method: is not a known key here`,
 	} {
 		_, err := loadWebhooks(t, webhookConfig(decl))
 		if err == nil || !strings.Contains(err.Error(), want) {
@@ -76,7 +76,7 @@ func TestWebhookErrorsNameTheField(t *testing.T) {
 			t.Errorf("%s: %v does not name the line", decl, err)
 		}
 	}
-	if _, err := loadWebhooks(t, strings.Replace(webhookConfig(`{url: "http://127.0.0.1:9/x", secret_env: HOOK_SECRET}`), "ops:", "bad name:", 1)); err == nil || !strings.Contains(err.Error(), "apps.a.webhooks.bad name: a webhook's name is letters") {
+	if _, err := loadWebhooks(t, strings.Replace(webhookConfig(`{url: "http://127.0.0.1:9/x", secret_env: HOOK_SECRET}`), "ops:", "bad name:", 1)); err == nil || !strings.Contains(err.Error(), "apps.a.webhooks.bad name: is not a valid name here: letters, digits, _ and - only") {
 		t.Errorf("a bad name: %v", err)
 	}
 }

@@ -417,7 +417,7 @@ func TestServersWriteTheirOwnData(t *testing.T) {
           command: [node, node_modules/@modelcontextprotocol/server-filesystem/dist/index.js, "${data_dir}"]
           dir: %[1]s
           allowed_tools: [write_file]
-          timeout_seconds: 20
+          timeout: 20s
     agents:
       helper:
         llm: m
