@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"flag"
@@ -64,6 +65,25 @@ type cliContext struct {
 	neverDial      []string       // turnlog's own listeners, which no sandboxed command may reach
 	protected      []string       // turnlog's own files, which no sandbox may see
 	logger         zerolog.Logger // serve's log (the zero value logs nothing)
+	asker          *bufio.Reader  // where resume --ask reads a person's answers (nil: it asks nothing)
+}
+
+// input is where the command reads a person's answers.
+func (c *cliContext) input() io.Reader {
+	if c.wiring.Stdin != nil {
+		return c.wiring.Stdin
+	}
+	return os.Stdin
+}
+
+// stdinIsTerminal says the answers would come from a person at a terminal.
+func stdinIsTerminal(c *cliContext) bool {
+	f, ok := c.input().(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
 // RunWith runs the command args name with w plugged into its configs.

@@ -92,3 +92,32 @@ func TestTheTerminalAnswersThroughAServer(t *testing.T) {
 		t.Fatal("a wrong key was let through")
 	}
 }
+
+// TestResumeAsksOnTheTerminal: resume --ask asks each question without an answer,
+// again after an answer it cannot take, and gives up, changing nothing, when the
+// input ends.
+func TestResumeAsksOnTheTerminal(t *testing.T) {
+	t.Parallel()
+	db := filepath.Join(t.TempDir(), "turnlog.db")
+	_, stderr, err := runCLI(t, "run", "--db", db, "refund order 42")
+	if ExitCode(err) != 5 {
+		t.Fatalf("run: exit %d\n%s", ExitCode(err), stderr)
+	}
+	session := strings.TrimSpace(strings.TrimPrefix(strings.Split(stderr, "\n")[0], "session "))
+	resume := func(input string) (string, string, error) {
+		var out, errOut strings.Builder
+		w := Wiring{Functions: demo.Functions(), Stdin: strings.NewReader(input)}
+		err := RunWith(context.Background(), []string{"resume", "--db", db, "--ask", session}, &out, &errOut, w)
+		return out.String(), errOut.String(), err
+	}
+	if _, errOut, err := resume(""); ExitCode(err) != 2 || !strings.Contains(err.Error(), "the input ended") || !strings.Contains(errOut, "answer yes, no") {
+		t.Fatalf("no input: exit %d %v\n%s", ExitCode(err), err, errOut)
+	}
+	out, errOut, err := resume("maybe\ny\n")
+	if err != nil || !strings.Contains(out, "Refunded 58.40 EUR for order 42.") {
+		t.Fatalf("resume --ask: %v\n%s%s", err, out, errOut)
+	}
+	if strings.Count(errOut, "answer yes, no, no:MESSAGE or session: ") != 2 || !strings.Contains(errOut, `not "maybe"`) {
+		t.Errorf("the question was not asked again after an answer it cannot take:\n%s", errOut)
+	}
+}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/tidwall/gjson"
@@ -17,11 +16,7 @@ import (
 // runInteractive drives one turn as a local shell: what the agent does is printed as
 // it is committed, and each question for a person is asked on the terminal (y/N).
 func runInteractive(ctx context.Context, c *cliContext, store turnlog.Store, engine *fsm.Engine, session, input string) error {
-	in := c.wiring.Stdin
-	if in == nil {
-		in = os.Stdin
-	}
-	answers := bufio.NewReader(in)
+	answers := bufio.NewReader(c.input())
 	st, err := engine.StartTurn(ctx, session, input)
 	for {
 		if err != nil {

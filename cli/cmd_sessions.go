@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -198,6 +199,7 @@ func cmdResume(ctx context.Context, c *cliContext, args []string) error {
 	var given multiFlag
 	fs.Var(&given, "answer", "ID=yes|no|no:MESSAGE|session|approve|reject (repeatable)")
 	all := fs.String("all", "", "one answer to every question: yes, no, session, approve or reject")
+	askFlag := fs.Bool("ask", false, "ask each question without an answer on the terminal (the default when no answer is given and stdin is a terminal)")
 	by := fs.String("by", envOr("TURNLOG_USER", "local"), "who answers, as the log records it (env TURNLOG_USER; through --server, the key's user)")
 	var sf serverFlags
 	sf.add(fs)
@@ -206,6 +208,9 @@ func cmdResume(ctx context.Context, c *cliContext, args []string) error {
 	}
 	if err := requireArgs(fs, 1, "one SESSION_ID"); err != nil {
 		return err
+	}
+	if *askFlag || (len(given) == 0 && *all == "" && stdinIsTerminal(c)) {
+		c.asker = bufio.NewReader(c.input())
 	}
 	if sf.url != "" {
 		return remoteResume(ctx, c, sf, fs.Arg(0), given, *all)
@@ -268,9 +273,17 @@ func answersFor(c *cliContext, id string, qs []question, given []string, all str
 			v = all
 		}
 		delete(byID, q.ID)
+		if v == "" && c.asker != nil {
+			a, err := askFor(c, q)
+			if err != nil {
+				return nil, err
+			}
+			answers[q.ID] = a
+			continue
+		}
 		if v == "" {
 			printQuestions(c, qs)
-			return nil, events.FieldError(events.CodeInvalid, "answer", "question %s has no answer (give --answer %s=… or --all)", q.ID, q.ID)
+			return nil, events.FieldError(events.CodeInvalid, "answer", "question %s has no answer (give --answer %s=…, --all or --ask)", q.ID, q.ID)
 		}
 		a, err := answerFrom(q, v)
 		if err != nil {
@@ -287,6 +300,39 @@ func answersFor(c *cliContext, id string, qs []question, given []string, all str
 		return nil, events.FieldError(events.CodeInvalid, "answer", "session %s waits on no question %s", id, strings.Join(ids, ", "))
 	}
 	return answers, nil
+}
+
+// askFor asks one question on the terminal until it gets an answer resume's flags
+// would take (y and n for short); the end of the input is no answer at all.
+func askFor(c *cliContext, q question) (fsm.Answer, error) {
+	printQuestions(c, []question{q})
+	prompt := "answer yes, no, no:MESSAGE or session: "
+	if q.Kind == events.InterruptGuardrailReview {
+		prompt = "answer approve or reject: "
+	}
+	for {
+		fmt.Fprint(c.stderr, prompt)
+		line, err := c.asker.ReadString('\n')
+		v := strings.TrimSpace(line)
+		switch strings.ToLower(v) {
+		case "y":
+			v = "yes"
+		case "n":
+			v = "no"
+		case "s":
+			v = "session"
+		}
+		if v != "" {
+			a, perr := answerFrom(q, v)
+			if perr == nil {
+				return a, nil
+			}
+			fmt.Fprintln(c.stderr, perr)
+		}
+		if err != nil {
+			return fsm.Answer{}, events.FieldError(events.CodeInvalid, "answer", "question %s has no answer: the input ended", q.ID)
+		}
+	}
 }
 
 // answerFrom reads one answer of resume's flags.

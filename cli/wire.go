@@ -21,7 +21,7 @@ import (
 type Wiring struct {
 	Functions turnlog.Functions
 	WrapModel func(llmID string, m fsm.Model) fsm.Model
-	Stdin     io.Reader // where run reads a person's answers (default os.Stdin)
+	Stdin     io.Reader // where run and resume --ask read a person's answers (default os.Stdin)
 }
 
 // DefaultWiring is the binary's: the offline demo's function tools.
