@@ -44,6 +44,62 @@ func (e *Engine) Recover(ctx context.Context) ([]*Result, error) {
 // calls, tokens) in memory between writes: before a turn whose process went away is
 // recovered, the store counts them again from the log.
 
+// turnRecovered is the TurnRecovered a recovery of the turn whose events (from its
+// start) are evs appends first.
+func turnRecovered(evs []events.Event) events.Event {
+	p := &events.TurnRecovered{Attempt: 2}
+	scheduled := map[string]bool{} // path → idempotent, for calls with no result yet
+	var order []string
+	for _, ev := range evs {
+		switch ev.Type {
+		case events.TypeTurnRecovered:
+			p.Attempt++
+		case events.TypeToolScheduled:
+			if ts, err := events.DecodeAs[*events.ToolScheduled](ev); err == nil {
+				if _, seen := scheduled[ev.Path]; !seen {
+					order = append(order, ev.Path)
+				}
+				scheduled[ev.Path] = ts.Idempotent
+			}
+		case events.TypeToolResulted:
+			delete(scheduled, ev.Path)
+			p.Replayed++
+		case events.TypeModelCalled, events.TypeGuardrailChecked, events.TypeContextCompacted, events.TypeSkillLoaded:
+			p.Replayed++
+		}
+	}
+	for _, path := range order {
+		idempotent, open := scheduled[path]
+		switch {
+		case !open:
+		case idempotent:
+			p.Resent = append(p.Resent, path)
+		default:
+			p.OutcomeUnknown = append(p.OutcomeUnknown, path)
+		}
+	}
+	return events.MustNew(evs[0].Turn, fmt.Sprintf("recovered/%d", p.Attempt), p)
+}
+
+// earlierRuns counts the runs of a turn that sent the call at path and went away
+// before its result was recorded: the recoveries recorded after it was scheduled.
+func earlierRuns(rec *recording, path string) int {
+	if rec == nil {
+		return 0
+	}
+	sched, ok := rec.get(events.TypeToolScheduled, path)
+	if !ok {
+		return 0
+	}
+	n := 0
+	for _, ev := range rec.events {
+		if ev.Type == events.TypeTurnRecovered && ev.Seq > sched.Seq {
+			n++
+		}
+	}
+	return n
+}
+
 // errTurnEnded is a turn to recover that ended before its recovery could begin.
 var errTurnEnded = errors.New("the turn ended before its recovery began")
 
@@ -74,6 +130,13 @@ func (e *Engine) recoverTurn(ctx context.Context, t projection.Turn) (*Result, e
 	if err != nil {
 		return nil, err
 	}
+	// The crash is a fact of the log: which run this is, and what becomes of the
+	// calls that were in flight.
+	recovered, err := e.appendEvents(ctx, t.Session, evs[len(evs)-1].Seq, []events.Event{turnRecovered(evs)}, false)
+	if err != nil {
+		return nil, fmt.Errorf("record the recovery of turn %s: %w", t.ID, err)
+	}
+	evs = append(evs, recovered...)
 	conv, err := e.conversation(ctx, s)
 	if err != nil {
 		return nil, err

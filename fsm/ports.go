@@ -183,6 +183,10 @@ type CallInfo struct {
 	User string
 	// Approved: a person approved this very call before it ran.
 	Approved bool
+	// EarlierRuns counts the runs of the turn that sent this call before this one and
+	// went away before its result was recorded (TurnRecovered): 0 for a call sent the
+	// first time. An HTTP tool numbers its attempts on from them.
+	EarlierRuns int
 }
 
 type callInfoKey struct{}

@@ -186,7 +186,7 @@ func (e *Engine) replayTurn(ctx context.Context, rec []events.Event) error {
 	recording := newRecording(rec)
 	queued := map[int64]events.Event{} // inputs queued while the turn ran (a revert while it waited): appended where they came
 	for _, ev := range rec[1:] {
-		if betweenTurns(ev) {
+		if betweenTurns(ev) || ev.Type == events.TypeTurnRecovered { // a recovery is a fact, not an activity
 			queued[ev.Seq] = ev
 		}
 	}

@@ -199,21 +199,32 @@ func (r *run) appendBatch(evs []events.Event) ([]*recordedHooks, error) {
 	if len(batch) == 0 {
 		return nil, nil
 	}
-	for {
-		q, ok := r.log.queued[r.log.seq+1]
-		if !ok {
-			break
+	for len(batch) > 0 {
+		// A replay appends the recording's facts (queued inputs, recoveries) at the
+		// seqs they had, between the events of a batch if that is where they came.
+		for {
+			q, ok := r.log.queued[r.log.seq+1]
+			if !ok {
+				break
+			}
+			if _, err := r.e.appendEvents(r.ctx, r.session, r.log.seq, []events.Event{q}, false); err != nil {
+				return nil, fmt.Errorf("append to %s after %d: %w", r.session, r.log.seq, err)
+			}
+			r.log.seq = q.Seq
 		}
-		if _, err := r.e.appendEvents(r.ctx, r.session, r.log.seq, []events.Event{q}, false); err != nil {
+		n := len(batch)
+		for i := 1; i < n && len(r.log.queued) > 0; i++ {
+			if _, ok := r.log.queued[r.log.seq+1+int64(i)]; ok {
+				n = i
+			}
+		}
+		out, err := r.e.appendPastQueue(r.ctx, r.session, r.log.seq, batch[:n], false)
+		if err != nil {
 			return nil, fmt.Errorf("append to %s after %d: %w", r.session, r.log.seq, err)
 		}
-		r.log.seq = q.Seq
+		r.log.seq = out[len(out)-1].Seq
+		batch = batch[n:]
 	}
-	out, err := r.e.appendPastQueue(r.ctx, r.session, r.log.seq, batch, false)
-	if err != nil {
-		return nil, fmt.Errorf("append to %s after %d: %w", r.session, r.log.seq, err)
-	}
-	r.log.seq = out[len(out)-1].Seq
 	r.log.deferred = r.log.deferred[:0]
 	settled := r.log.settle
 	r.log.settle = nil

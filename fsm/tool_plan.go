@@ -189,7 +189,8 @@ func (r *run) planRun(p *toolPlan, s *toolSlot) *ResultError {
 		p.pending = append(p.pending, sched)
 		return nil
 	}
-	if r.rec.has(events.TypeToolScheduled, s.path) && !idempotent {
+	if recSched, ok := r.rec.get(events.TypeToolScheduled, s.path); ok && !idempotent {
+		p.pending = append(p.pending, recSched) // logged already, or (a replay) logged again as it was
 		return &ResultError{Code: events.CodeToolOutcomeUnknown, Path: s.path, Message: fmt.Sprintf(
 			"tool %s (call %s) was scheduled but its result was never recorded; it is not idempotent, so it is not run again", c.Name, c.ID)}
 	}

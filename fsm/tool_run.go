@@ -123,7 +123,8 @@ func (r *run) execute(s *toolSlot) *events.ToolResulted {
 	// namespace, HTTP and MCP requests are cut, a Go function sees ctx.Done().
 	ctx, stop := r.cancelContext()
 	defer stop()
-	ctx = WithCallInfo(ctx, CallInfo{Session: r.session, User: r.owner, Turn: r.turn, Agent: r.agent.Name, Path: s.path, Approved: s.needsApproval()})
+	ctx = WithCallInfo(ctx, CallInfo{Session: r.session, User: r.owner, Turn: r.turn, Agent: r.agent.Name, Path: s.path, Approved: s.needsApproval(),
+		EarlierRuns: earlierRuns(r.rec, s.path)})
 	s.recorded = &recordedHooks{}
 	ctx = withRecordedHooks(ctx, s.recorded)
 	s.files = &callFiles{}

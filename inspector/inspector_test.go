@@ -765,3 +765,43 @@ func TestAFormSentTwiceActsOnce(t *testing.T) {
 		t.Fatalf("branch here sent twice made %d branches", len(br))
 	}
 }
+
+// TestARecoveredTurnShowsItsCrash: a turn whose process went away (its log stops after
+// TurnStarted) is recovered; the timeline shows the recovery as a step — the attempt,
+// what was reused — and the audit lists it.
+func TestARecoveredTurnShowsItsCrash(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "", false)
+	ctx := context.Background()
+	s, res := b.session("alice", "where is order 42?")
+	evs, err := b.tl.Store.Events(ctx, s.ID, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	crashed := events.MustNew("t_crashed", "", &events.TurnStarted{Input: "where is order 7?", Agent: "support"})
+	crashed.Session = s.ID
+	if _, err := b.tl.Store.Append(ctx, s.ID, evs[len(evs)-1].Seq, []events.Event{crashed}); err != nil {
+		t.Fatal(err)
+	}
+	results, err := b.tl.Engine.Recover(ctx)
+	if err != nil || len(results) != 1 || results[0].Status != fsm.StatusCompleted {
+		t.Fatalf("recover: %v %+v", err, results)
+	}
+	w := b.browser()
+	w.signIn("k-alice")
+	page := w.do("GET", "/ui/sessions/"+s.ID+"/turns/t_crashed", nil)
+	if page.status != 200 || !strings.Contains(page.body, "recovered after a crash: attempt 2") || !strings.Contains(page.body, "0 recorded activities reused") ||
+		!strings.Contains(page.body, "kind-TurnRecovered") {
+		t.Fatalf("the timeline does not show the recovery: %d %s", page.status, page.body)
+	}
+	if at := strings.Index(page.body, "recovered after a crash"); at < strings.Index(page.body, "turn started") || at > strings.Index(page.body, "model call: ") {
+		t.Errorf("the recovery is not between the turn's start and what the recovered run did")
+	}
+	audit := w.do("GET", "/ui/sessions/"+s.ID+"/audit", nil)
+	if !strings.Contains(audit.body, "recovery") || !strings.Contains(audit.body, "attempt 2") {
+		t.Fatalf("the audit does not list the recovery: %s", audit.body)
+	}
+	if other := w.do("GET", "/ui/sessions/"+s.ID+"/turns/"+res.TurnID, nil); strings.Contains(other.body, "recovered after a crash") {
+		t.Errorf("a turn that never crashed shows a recovery")
+	}
+}

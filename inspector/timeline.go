@@ -204,6 +204,18 @@ func stepOf(ev events.Event, start time.Time) step {
 		st.Title, st.Detail = "guardrail tripped: "+d.Get("name").String(), d.Get("stage").String()+": "+d.Get("reason").String()
 	case events.TypeTurnFailed:
 		st.Title, st.Detail = "turn failed: "+d.Get("error_code").String(), d.Get("message").String()
+	case events.TypeTurnRecovered:
+		st.Title = fmt.Sprintf("recovered after a crash: attempt %d", d.Get("attempt").Int())
+		st.Detail = fmt.Sprintf("%d recorded activities reused", d.Get("replayed").Int())
+		for _, part := range []struct{ field, say string }{{"resent", "sent again"}, {"outcome_unknown", "outcome unknown, not run again"}} {
+			var paths []string
+			for _, p := range d.Get(part.field).Array() {
+				paths = append(paths, "call "+callID(p.String()))
+			}
+			if len(paths) > 0 {
+				st.Detail += " · " + part.say + ": " + strings.Join(paths, ", ")
+			}
+		}
 	case events.TypeTurnCommitted:
 		st.Title, st.Body = "turn committed, agent "+d.Get("agent").String(), d.Get("output").String()
 	default:

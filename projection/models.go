@@ -118,7 +118,7 @@ type AuditEntry struct {
 	Turn      string          `json:"turn_id"`
 	At        time.Time       `json:"at"`
 	Path      string          `json:"path"`
-	Kind      string          `json:"kind"` // decision, approval, review, guardrail, policy, result, compaction, skill, files or revert
+	Kind      string          `json:"kind"` // decision, approval, review, guardrail, policy, result, compaction, skill, files, revert, grant or recovery
 	Tool      string          `json:"tool,omitempty"`
 	Outcome   string          `json:"outcome"`
 	Rule      string          `json:"rule,omitempty"`

@@ -23,6 +23,7 @@ func TestCrashAfterToolScheduledNonIdempotentFailsUnknown(t *testing.T) {
 		t.Fatalf("non-idempotent tool ran %d times, want 1", got)
 	}
 	history := b.after(t, "failed", "tool_outcome_unknown")
+	b.recovered(t, `attempt 2: replayed 1; outcome unknown ["worker/tool/call_3_1"]`)
 	if len(history) != 2 {
 		t.Fatalf("the failed turn committed items: %v", history)
 	}
@@ -48,6 +49,7 @@ func TestCrashAfterToolScheduledIdempotentReruns(t *testing.T) {
 		t.Fatalf("model calls (items per request) = %v, want 1,3,5", models)
 	}
 	b.after(t, "completed", "")
+	b.recovered(t, `attempt 2: replayed 1; resent ["worker/tool/call_3_1"]`)
 }
 
 func TestCrashAfterToolResultedNeverRerunsTool(t *testing.T) {
@@ -75,6 +77,7 @@ func TestCrashAfterToolResultedNeverRerunsTool(t *testing.T) {
 		t.Fatalf("model calls (items per request) = %v, want 1,3,5,5", models)
 	}
 	b.after(t, "completed", "")
+	b.recovered(t, `attempt 2: replayed 2`)
 }
 
 func TestCrashAfterNextModelCalledDoesNotRepeatIt(t *testing.T) {
@@ -100,4 +103,13 @@ func TestCrashAfterNextModelCalledDoesNotRepeatIt(t *testing.T) {
 		t.Fatalf("model calls (items per request) = %v, want 1,3,5,7", models)
 	}
 	b.after(t, "completed", "")
+	b.recovered(t, `attempt 2: replayed 3; resent ["worker/tool/call_5_1"]`)
+}
+
+// recovered checks the audit's account of the crashed turn's recovery.
+func (b crashBundle) recovered(t *testing.T, want ...string) {
+	t.Helper()
+	if got := b.recoveries(t); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("the recoveries in the audit:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
 }

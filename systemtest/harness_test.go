@@ -222,14 +222,21 @@ func (b crashBundle) count(name string) []string {
 // eventTypes reads the log with plain SQL, as an operator would.
 func (b crashBundle) eventTypes(t *testing.T) []string {
 	t.Helper()
+	out, _ := b.strings(t, `SELECT type || coalesce(nullif(':' || path, ':'), '') FROM events ORDER BY id`)
+	return out // none while the child has not created the schema yet
+}
+
+// strings reads one column of text with plain SQL, as an operator would.
+func (b crashBundle) strings(t *testing.T, query string) ([]string, error) {
+	t.Helper()
 	db, err := sql.Open("sqlite", "file:"+b.db+"?mode=ro&_pragma=busy_timeout(5000)")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	rows, err := db.Query(`SELECT type || coalesce(nullif(':' || path, ':'), '') FROM events ORDER BY id`)
+	rows, err := db.Query(query)
 	if err != nil {
-		return nil // the child may not have created the schema yet
+		return nil, err
 	}
 	defer rows.Close()
 	var out []string
@@ -238,7 +245,7 @@ func (b crashBundle) eventTypes(t *testing.T) []string {
 		rows.Scan(&s)
 		out = append(out, s)
 	}
-	return out
+	return out, rows.Err()
 }
 
 // crashAt starts a turn and SIGKILLs the child once cond holds.
@@ -347,7 +354,41 @@ func (b crashBundle) after(t *testing.T, wantStatus, wantCode string) []string {
 	if len(history) < 2 || history[0] != "hi" || history[1] != "hello" {
 		t.Fatalf("the committed first turn is not intact: %v", history)
 	}
+	b.replaysAsRecorded(t)
 	return history
+}
+
+// recoveries are the audit's rows of the crashed turn's recoveries, read with plain
+// SQL: "attempt N: replayed …; resent […]; outcome unknown […]".
+func (b crashBundle) recoveries(t *testing.T) []string {
+	t.Helper()
+	out, err := b.strings(t, `SELECT outcome || ': ' || reason FROM audit_recoveries ORDER BY seq`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// replaysAsRecorded exports the session and replays it: the recovery in its log is a
+// fact the replay appends where it came, so the replay matches the recording.
+func (b crashBundle) replaysAsRecorded(t *testing.T) {
+	t.Helper()
+	w := crashWiring(t.TempDir()) // counts nothing of the crashed run's
+	var out, errOut bytes.Buffer
+	if err := cli.RunWith(context.Background(), []string{"export", "--db", b.db, *b.session}, &out, &errOut, w); err != nil {
+		t.Fatalf("export: %v\n%s", err, errOut.String())
+	}
+	fixture := t.TempDir()
+	os.WriteFile(filepath.Join(fixture, "events.jsonl"), out.Bytes(), 0o644)
+	cfg, err := os.ReadFile(b.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(fixture, "agent.yaml"), cfg, 0o644)
+	out.Reset()
+	if err := cli.RunWith(context.Background(), []string{"replay", fixture}, &out, &errOut, w); err != nil || !strings.Contains(out.String(), "replay ok") {
+		t.Fatalf("replay of the recovered session: %v\n%s%s", err, out.String(), errOut.String())
+	}
 }
 
 func contains(list []string, s string) bool {

@@ -112,17 +112,19 @@ func TestHTTPToolsInATurn(t *testing.T) {
 
 // TestHTTPToolExactlyOnceAcrossACrash: a receiver that applies each Idempotency-Key
 // once; turnlog is SIGKILLed after ToolScheduled, while the receiver holds the first
-// delivery (already applied); restarted on the same file, turnlog sends the call
-// again with the same key and the turn completes: applied once, delivered twice.
+// delivery (already applied), and again while it holds the second, which the first
+// recovery sent; restarted once more on the same file, turnlog sends the call again
+// with the same key and the turn completes: applied once, delivered three times, the
+// attempt counting on (Turnlog-Attempt 1, 5, 9) and both recoveries in the audit.
 func TestHTTPToolExactlyOnceAcrossACrash(t *testing.T) {
 	secret := "a-signing-secret-of-some-length"
 	t.Setenv("SHOP_TOOL_SECRET", secret)
 	var mu sync.Mutex
-	type delivery struct{ key, sig string }
+	type delivery struct{ key, sig, attempt string }
 	var deliveries []delivery
 	applied := map[string]string{} // key → the answer it got
 	effects := 0
-	firstHeld := make(chan struct{})
+	firstHeld, secondHeld := make(chan struct{}), make(chan struct{})
 	release := make(chan struct{})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
@@ -132,17 +134,17 @@ func TestHTTPToolExactlyOnceAcrossACrash(t *testing.T) {
 		}
 		key := r.Header.Get("Idempotency-Key")
 		mu.Lock()
-		deliveries = append(deliveries, delivery{key, r.Header.Get("Turnlog-Signature")})
+		deliveries = append(deliveries, delivery{key, r.Header.Get("Turnlog-Signature"), r.Header.Get("Turnlog-Attempt")})
 		answer, seen := applied[key]
 		if !seen {
 			effects++
 			answer = fmt.Sprintf(`{"refund": "R-%d"}`, effects)
 			applied[key] = answer
 		}
-		first := len(deliveries) == 1
+		n := len(deliveries)
 		mu.Unlock()
-		if first {
-			close(firstHeld)
+		if n <= 2 {
+			close(map[int]chan struct{}{1: firstHeld, 2: secondHeld}[n])
 			select { // the effect is applied; turnlog dies before it hears of it
 			case <-release:
 			case <-r.Context().Done():
@@ -178,16 +180,28 @@ func TestHTTPToolExactlyOnceAcrossACrash(t *testing.T) {
 	if evs := b.eventTypes(t); !contains(evs, "ToolScheduled:worker/tool/call_3_1") || contains(evs, "ToolResulted:worker/tool/call_3_1") {
 		t.Fatalf("kill point: log = %v", evs)
 	}
+	b.crashAt(t, "", func() bool { // the recovery alone, killed while the resend is held
+		select {
+		case <-secondHeld:
+			return true
+		default:
+			return false
+		}
+	})
 	out := b.restart(t)
 	if !strings.Contains(out, "completed: refund done: R-1") {
 		t.Fatalf("restart output: %s", out)
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if len(deliveries) != 2 || deliveries[0].key != deliveries[1].key || effects != 1 {
-		t.Fatalf("deliveries %v, effects %d: want the same key twice, applied once", deliveries, effects)
+	if len(deliveries) != 3 || deliveries[0].key != deliveries[1].key || deliveries[1].key != deliveries[2].key || effects != 1 {
+		t.Fatalf("deliveries %v, effects %d: want the same key three times, applied once", deliveries, effects)
+	}
+	if got := []string{deliveries[0].attempt, deliveries[1].attempt, deliveries[2].attempt}; strings.Join(got, ",") != "1,5,9" {
+		t.Errorf("Turnlog-Attempt of the deliveries: %v, want 1,5,9 (counting on after each recovery)", got)
 	}
 	b.after(t, "completed", "")
+	b.recovered(t, `attempt 2: replayed 1; resent ["worker/tool/call_3_1"]`, `attempt 3: replayed 1; resent ["worker/tool/call_3_1"]`)
 	db, _ := sql.Open("sqlite", "file:"+b.db+"?mode=ro")
 	defer db.Close()
 	var output string

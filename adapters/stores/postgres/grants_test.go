@@ -10,3 +10,8 @@ func TestTheGrantsAreReadAloneAndAudited(t *testing.T) {
 	t.Parallel()
 	storetest.CheckGrants(t, MustOpen(t, Options{MaxConns: 2}), "s1")
 }
+
+func TestTheRecoveriesAreAudited(t *testing.T) {
+	t.Parallel()
+	storetest.CheckRecoveriesAudit(t, MustOpen(t, Options{MaxConns: 2}), "s1")
+}

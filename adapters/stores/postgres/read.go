@@ -36,7 +36,9 @@ ORDER BY l.depth DESC, h.seq, h.idx`
 	UNION ALL SELECT seq, turn_id, at, path, kind, coalesce(tool, ''), outcome, '', coalesce(reason, ''), resources, NULL, '', coalesce(answered_by, ''), NULL, NULL
 	FROM audit_files WHERE session_id = $1
 	UNION ALL SELECT seq, turn_id, at, path, kind, coalesce(tool, ''), outcome, coalesce(rule, ''), coalesce(reason, ''), NULL, NULL, '', coalesce(answered_by, ''), NULL, NULL
-	FROM audit_grants WHERE session_id = $1 ORDER BY seq, kind`
+	FROM audit_grants WHERE session_id = $1
+	UNION ALL SELECT seq, turn_id, at, path, kind, '', outcome, '', coalesce(reason, ''), NULL, NULL, '', '', NULL, NULL
+	FROM audit_recoveries WHERE session_id = $1 ORDER BY seq, kind`
 )
 
 // qSessionHeadOf reads a SessionHead (sqlrows).

@@ -12,3 +12,9 @@ func TestTheGrantsAreReadAloneAndAudited(t *testing.T) {
 	store, _ := sqlite.MustOpen(t, sqlite.Options{Synchronous: "OFF"})
 	storetest.CheckGrants(t, store, "s1")
 }
+
+func TestTheRecoveriesAreAudited(t *testing.T) {
+	t.Parallel()
+	store, _ := sqlite.MustOpen(t, sqlite.Options{Synchronous: "OFF"})
+	storetest.CheckRecoveriesAudit(t, store, "s1")
+}

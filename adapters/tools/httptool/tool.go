@@ -188,7 +188,10 @@ func (t *Tool) attempt(ctx context.Context, call fsm.CallInfo, key string, attem
 	if call.User != "" {
 		req.Header.Set(HeaderUser, call.User)
 	}
-	req.Header.Set(HeaderAttempt, fmt.Sprint(attempt))
+	// The attempt counts on across the runs of the turn that sent the call before
+	// (recovered after a crash): each may have made every attempt it had, unrecorded,
+	// so this run's number from after theirs — gaps, never a number used twice.
+	req.Header.Set(HeaderAttempt, fmt.Sprint(call.EarlierRuns*t.c.MaxAttempts+attempt))
 	if len(t.c.Secrets) > 0 {
 		req.Header.Set(HeaderSignature, Signature(t.c.Secrets, t.c.Clock().Unix(), key, http.MethodPost, t.target, body))
 	}
