@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"strings"
 
 	"github.com/turnlog/turnlog/adapters/stores/postgres"
 	"github.com/turnlog/turnlog/adapters/stores/sqlite"
@@ -32,18 +33,53 @@ func withStore(ctx context.Context, c *cliContext, name string, args []string, n
 	return fn(store, fs)
 }
 
+// cmdExport prints a session's recording as NDJSON, or with --fixture writes it as a
+// fixture that replays anywhere (turnlog.WriteFixture) and replays it at once: exit
+// status 1 when it does not replay as recorded.
 func cmdExport(ctx context.Context, c *cliContext, args []string) error {
-	return withStore(ctx, c, "export", args, 1, "one SESSION_ID", func(store logStore, fs *flag.FlagSet) error {
-		id := fs.Arg(0)
-		if _, err := store.Session(ctx, id); err != nil {
-			return err
-		}
-		evs, err := fsm.Recording(ctx, store, id)
-		if err != nil {
-			return err
-		}
+	var f commonFlags
+	fs := newFlagSet(c, "export", &f, true)
+	fixture := fs.String("fixture", "", "write a fixture folder (events, the app's config without secrets, tool snapshot, skills) instead of NDJSON, and replay it")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := requireArgs(fs, 1, "one SESSION_ID"); err != nil {
+		return err
+	}
+	store, _, err := openStore(ctx, f)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	id := fs.Arg(0)
+	if _, err := store.Session(ctx, id); err != nil {
+		return err
+	}
+	evs, err := fsm.Recording(ctx, store, id)
+	if err != nil {
+		return err
+	}
+	if *fixture == "" {
 		return events.WriteJSONL(c.stdout, evs)
-	})
+	}
+	rep, err := turnlog.WriteFixture(ctx, c.options(f.config, commonFlags{}), evs, *fixture)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(c.stdout, "wrote %s: %d events, %d tools in %s", *fixture, rep.Events, rep.Tools, turnlog.FixtureTools)
+	if len(rep.Skills) > 0 {
+		fmt.Fprintf(c.stdout, ", skills %s", strings.Join(rep.Skills, ", "))
+	}
+	fmt.Fprintln(c.stdout)
+	for _, o := range rep.Outside {
+		fmt.Fprintf(c.stdout, "not copied: skills %s lie outside the config's folder; a replay reads them there\n", o)
+	}
+	if rep.ReplayErr != nil {
+		fmt.Fprintf(c.stdout, "the fixture does not replay as recorded — the config or turnlog changed since the recording: %v\n", rep.ReplayErr)
+		return ExitStatus(1)
+	}
+	_, err = fmt.Fprintf(c.stdout, "replay ok: session %s, %d turns, %d events match the recording\n", rep.Replay.Session, rep.Replay.Turns, rep.Replay.Events)
+	return err
 }
 
 func cmdRebuild(ctx context.Context, c *cliContext, args []string) error {

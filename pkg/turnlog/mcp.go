@@ -19,7 +19,20 @@ import (
 // mcpTools connects to an app's MCP servers at load and adds their allowed tools to
 // tools. A server that cannot be reached stops the load, naming it.
 func (b builder) mcpTools(at, app string, c *config.MCP, access *policy.Engine, tools map[string]fsm.Tool) error {
-	if c == nil || b.opts.ReplayOnly { // a replay-only engine starts no server
+	if c == nil {
+		return nil
+	}
+	if b.opts.ReplayOnly { // a replay-only engine starts no server: its tools are the snapshot's
+		for _, name := range config.SortedKeys(c.Servers) {
+			for _, n := range config.SortedKeys(b.opts.Snapshot) {
+				if strings.HasPrefix(n, name+mcpclient.Separator) {
+					if _, taken := tools[n]; taken {
+						return b.doc.ErrAt(at+".servers."+name, "tool %s is also a tool of the app", n)
+					}
+					tools[n] = fromSnapshot(b.opts.Snapshot[n])
+				}
+			}
+		}
 		return nil
 	}
 	pool := b.mcp

@@ -23,6 +23,11 @@ type Options struct {
 	// model is called, no tool runs, no MCP server is started and no webhook is
 	// written; a replay on it diverges where its recording lacks an activity.
 	ReplayOnly bool
+	// Snapshot, with ReplayOnly, gives the tools a replay cannot build where it runs
+	// by their recorded specs (a fixture's tools.json): MCP servers' tools, Go
+	// functions this program does not offer, and HTTP and command tools, which then
+	// need neither their secrets nor their files.
+	Snapshot map[string]SnapshotTool
 	// Functions are the Go function tools the apps may name (functool.New).
 	Functions Functions
 	// DB is the SQLite file of the log (Open creates it), or a postgres:// URL of the

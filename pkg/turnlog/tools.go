@@ -33,6 +33,8 @@ func (b builder) tool(at, name string, c config.Tool, app config.App) (fsm.Tool,
 	var base fsm.Tool
 	var err error
 	switch {
+	case b.opts.ReplayOnly && (c.URL != "" || len(c.Command) > 0):
+		base, err = b.replayOnlyTool(at, name, c)
 	case c.URL != "":
 		base, err = b.httpTool(at, name, c)
 	case len(c.Command) > 0:
@@ -111,6 +113,9 @@ func (b builder) functionTool(at, name string, c config.Tool) (fsm.Tool, error) 
 		fn = name
 	}
 	base, ok := b.opts.Functions[fn]
+	if s, recorded := b.opts.Snapshot[name]; !ok && recorded && b.opts.ReplayOnly {
+		base, ok = fromSnapshot(s), true // another program's function, as the recording knew it
+	}
 	if !ok {
 		return nil, b.doc.ErrAt(at+".function", "no function tool %q in this binary (known: %s); a tool of your own can be an HTTP endpoint (url:) or a program (command:), see docs/tools.md", fn, strings.Join(config.SortedKeys(b.opts.Functions), ", "))
 	}
@@ -352,6 +357,21 @@ func (b builder) commandTool(at, name string, c config.Tool, app config.App) (fs
 		return nil, b.doc.ErrAt(at, "%v", err)
 	}
 	return t, nil
+}
+
+// replayOnlyTool is an HTTP or command tool for an engine that runs none: its
+// recorded spec (the snapshot's), else the one its entry describes — never its
+// secrets, variables or files, which stay where it ran.
+func (b builder) replayOnlyTool(at, name string, c config.Tool) (fsm.Tool, error) {
+	if s, ok := b.opts.Snapshot[name]; ok {
+		return fromSnapshot(s), nil
+	}
+	params, err := b.parameters(at+".parameters", c.Parameters)
+	if err != nil {
+		return nil, err
+	}
+	idempotent := c.URL != "" && (c.Idempotent || c.Dedupe == config.DedupeIdempotencyKey)
+	return &replayTool{spec: fsm.ToolSpec{Name: name, Description: c.Description, Parameters: params, Idempotent: idempotent}}, nil
 }
 
 // ownFolder refuses a tool folder that holds the config or turnlog's own files.

@@ -1,0 +1,352 @@
+package turnlog
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/goccy/go-yaml"
+	"github.com/rs/zerolog"
+	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/fsm"
+)
+
+// A fixture is a folder a recorded session replays from anywhere: events.jsonl (the
+// recording), agent.yaml (its app's config, without secrets or webhooks) and
+// tools.json (the tools as the recording knew them: the snapshot), with the skill
+// folders its agents read.
+
+// Fixture file names.
+const (
+	FixtureEvents = "events.jsonl"
+	FixtureConfig = "agent.yaml"
+	FixtureTools  = "tools.json"
+)
+
+// FixtureExport says what WriteFixture wrote, and how the fixture replays.
+type FixtureExport struct {
+	Events int
+	Tools  int
+	// Skills are the skill folders copied beside agent.yaml; Outside are those that
+	// lie outside the config's folder, named as written: a replay reads them there.
+	Skills, Outside []string
+	// Replay is the replay of the written fixture (nil when it diverged: ReplayErr).
+	Replay    *fsm.ReplayReport
+	ReplayErr error
+}
+
+// WriteFixture writes recorded (a session's recording, fsm.Recording) as a fixture in
+// dir, which must not exist or be empty: the app's config as opts names it, without
+// its secrets (header values, values given to MCP servers, credentials in base
+// URLs) and webhooks; tool schemas as the apps build them now (MCP servers are
+// connected to list theirs); the skill folders. Then it replays the fixture as
+// ReplayFixture would, and says how that went: a divergence means the config or the
+// code changed since the recording.
+func WriteFixture(ctx context.Context, opts Options, recorded []events.Event, dir string) (*FixtureExport, error) {
+	if len(recorded) == 0 {
+		return nil, errors.New("the recording holds no events")
+	}
+	sc, err := events.DecodeAs[*events.SessionCreated](recorded[0])
+	if err != nil {
+		return nil, fmt.Errorf("the recording must start with SessionCreated: %w", err)
+	}
+	if err := emptyDir(dir); err != nil {
+		return nil, err
+	}
+	src, base, err := opts.configSource()
+	if err != nil {
+		return nil, err
+	}
+	loadOpts := opts
+	loadOpts.IgnoreWebhooks = true
+	apps, err := LoadApps(ctx, loadOpts)
+	if err != nil {
+		return nil, err
+	}
+	snapshot, err := apps.Snapshot(sc.App)
+	apps.Close()
+	if err != nil {
+		return nil, err
+	}
+	cfg, skillDirs, err := exportConfig(src, base, sc.App)
+	if err != nil {
+		return nil, err
+	}
+	out := &FixtureExport{Events: len(recorded), Tools: len(snapshot)}
+	for _, sd := range skillDirs {
+		if filepath.IsAbs(sd) || sd == ".." || strings.HasPrefix(filepath.Clean(sd), "../") {
+			out.Outside = append(out.Outside, sd)
+			continue
+		}
+		if err := copyTree(filepath.Join(base, sd), filepath.Join(dir, sd)); err != nil {
+			return nil, fmt.Errorf("copy skills %s: %w", sd, err)
+		}
+		out.Skills = append(out.Skills, sd)
+	}
+	tools, err := json.MarshalIndent(snapshot, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.Create(filepath.Join(dir, FixtureEvents))
+	if err != nil {
+		return nil, err
+	}
+	if err := events.WriteJSONL(f, recorded); err != nil {
+		f.Close()
+		return nil, err
+	}
+	if err := f.Close(); err != nil {
+		return nil, err
+	}
+	for name, data := range map[string][]byte{FixtureConfig: cfg, FixtureTools: append(tools, '\n')} {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			return nil, err
+		}
+	}
+	replayOpts := Options{Functions: opts.Functions, StateDir: opts.StateDir}
+	out.Replay, out.ReplayErr = ReplayFixture(ctx, replayOpts, dir)
+	return out, nil
+}
+
+// ReplayFixture replays the fixture in dir on a throwaway store with an engine that
+// acts on nothing (Options.ReplayOnly): no model is called, no tool runs, no MCP
+// server starts, no secret is read; tools.json, when there, gives the tools this
+// program cannot build. opts gives the program's Go functions (its Config, DB and
+// Snapshot are the fixture's).
+func ReplayFixture(ctx context.Context, opts Options, dir string) (*fsm.ReplayReport, error) {
+	f, err := os.Open(filepath.Join(dir, FixtureEvents))
+	if err != nil {
+		return nil, fmt.Errorf("read fixture: %w", err)
+	}
+	recorded, err := events.ReadJSONL(f, filepath.Join(dir, FixtureEvents))
+	f.Close()
+	if err != nil {
+		return nil, err
+	}
+	snapshot, err := ReadSnapshot(filepath.Join(dir, FixtureTools))
+	if err != nil {
+		return nil, err
+	}
+	tmp, err := os.MkdirTemp("", "turnlog-replay-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	opts.Config, opts.ConfigData, opts.Snapshot = filepath.Join(dir, FixtureConfig), nil, snapshot
+	opts.DB, opts.Synchronous, opts.ReplayOnly, opts.IgnoreWebhooks = filepath.Join(tmp, "replay.db"), "OFF", true, true
+	opts.Logger, opts.OTLPEndpoint = zerolog.Logger{}, ""
+	tl, err := Open(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	defer tl.Close()
+	return tl.Engine.Replay(ctx, recorded)
+}
+
+// configSource is the config's bytes and the folder its relative paths start from.
+func (o Options) configSource() ([]byte, string, error) {
+	if o.ConfigData != nil {
+		return o.ConfigData, filepath.Dir(o.Config), nil
+	}
+	if o.Config == "" {
+		return nil, "", errors.New("no config: set Options.Config to agent.yaml's path (or ConfigData to its content)")
+	}
+	data, err := os.ReadFile(o.Config)
+	if err != nil {
+		return nil, "", fmt.Errorf("read config: %w", err)
+	}
+	return data, filepath.Dir(o.Config), nil
+}
+
+// removed stands for a secret an exported config leaves out.
+const removed = "[removed]"
+
+// exportConfig is the config of app alone, ready to travel: the guardrail policy
+// kept; webhooks dropped; header values, NAME=VALUE given to MCP servers and
+// credentials in base URLs removed; schema files inlined (base is the folder
+// relative paths start from). It returns the skill folders the agents name.
+func exportConfig(src []byte, base, app string) ([]byte, []string, error) {
+	var doc yaml.MapSlice
+	if err := yaml.UnmarshalWithOptions(src, &doc, yaml.UseOrderedMap()); err != nil {
+		return nil, nil, err
+	}
+	apps, _ := get(doc, "apps").(yaml.MapSlice)
+	one, ok := get(apps, app).(yaml.MapSlice)
+	if !ok {
+		return nil, nil, fmt.Errorf("the config has no app %q", app)
+	}
+	one = without(one, "webhooks")
+	var skills []string
+	for _, llm := range entries(get(one, "llms")) {
+		scrubURL(llm)
+	}
+	for _, tool := range entries(get(one, "tools")) {
+		if headers, ok := get(*tool, "headers").(yaml.MapSlice); ok {
+			for i := range headers {
+				headers[i].Value = removed
+			}
+		}
+		if p, ok := get(*tool, "parameters").(string); ok {
+			inline, err := schemaFile(base, p)
+			if err != nil {
+				return nil, nil, err
+			}
+			set(tool, "parameters", inline)
+		}
+	}
+	if mcp, ok := get(one, "mcp").(yaml.MapSlice); ok {
+		for _, server := range entries(get(mcp, "servers")) {
+			if env, ok := get(*server, "env").([]any); ok {
+				for i, v := range env {
+					if s, ok := v.(string); ok && strings.Contains(s, "=") {
+						name, _, _ := strings.Cut(s, "=")
+						env[i] = name + "=" + removed
+					}
+				}
+			}
+		}
+	}
+	for _, agent := range entries(get(one, "agents")) {
+		if mem, ok := get(*agent, "memory").(yaml.MapSlice); ok {
+			if emb, ok := get(mem, "embeddings").(yaml.MapSlice); ok {
+				scrubURL(&emb)
+			}
+		}
+		if list, ok := get(*agent, "skills").([]any); ok {
+			for _, s := range list {
+				if str, ok := s.(string); ok {
+					skills = append(skills, str)
+				}
+			}
+		}
+	}
+	out := yaml.MapSlice{{Key: "apps", Value: yaml.MapSlice{{Key: app, Value: one}}}}
+	if gp := get(doc, "guardrail_policy"); gp != nil {
+		out = append(out, yaml.MapItem{Key: "guardrail_policy", Value: gp})
+	}
+	data, err := yaml.MarshalWithOptions(out, yaml.IndentSequence(true), yaml.UseLiteralStyleIfMultiline(true))
+	if err != nil {
+		return nil, nil, err
+	}
+	header := fmt.Sprintf("# App %s as a recorded session ran it, exported by turnlog export --fixture: secrets\n# and webhooks are left out; tools.json holds the tools as the recording knew them.\n", app)
+	return append([]byte(header), data...), skills, nil
+}
+
+// schemaFile reads a tool's schema file (relative to base) to inline it.
+func schemaFile(base, p string) (any, error) {
+	path := p
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(base, path)
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("a tool's schema file: %w", err)
+	}
+	var v yaml.MapSlice
+	if err := yaml.UnmarshalWithOptions(raw, &v, yaml.UseOrderedMap()); err != nil {
+		return nil, fmt.Errorf("the schema file %s: %w", p, err)
+	}
+	return v, nil
+}
+
+// scrubURL removes credentials from a mapping's base_url.
+func scrubURL(m *yaml.MapSlice) {
+	raw, ok := get(*m, "base_url").(string)
+	if !ok {
+		return
+	}
+	if u, err := url.Parse(raw); err == nil && u.User != nil {
+		u.User = nil
+		set(m, "base_url", u.String())
+	}
+}
+
+func get(m yaml.MapSlice, key string) any {
+	for _, it := range m {
+		if k, ok := it.Key.(string); ok && k == key {
+			return it.Value
+		}
+	}
+	return nil
+}
+
+// set changes the value of a key m has (in place, so the document sees it).
+func set(m *yaml.MapSlice, key string, v any) {
+	for i, it := range *m {
+		if k, ok := it.Key.(string); ok && k == key {
+			(*m)[i].Value = v
+			return
+		}
+	}
+}
+
+func without(m yaml.MapSlice, key string) yaml.MapSlice {
+	out := make(yaml.MapSlice, 0, len(m))
+	for _, it := range m {
+		if k, ok := it.Key.(string); !ok || k != key {
+			out = append(out, it)
+		}
+	}
+	return out
+}
+
+// entries are the mappings a mapping of names holds. A MapSlice shares its items
+// with the document, so a change to an existing key (set) changes the document.
+func entries(v any) []*yaml.MapSlice {
+	m, ok := v.(yaml.MapSlice)
+	if !ok {
+		return nil
+	}
+	var out []*yaml.MapSlice
+	for i := range m {
+		if e, ok := m[i].Value.(yaml.MapSlice); ok {
+			out = append(out, &e)
+		}
+	}
+	return out
+}
+
+// emptyDir makes dir, or checks that it is empty.
+func emptyDir(dir string) error {
+	list, err := os.ReadDir(dir)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return os.MkdirAll(dir, 0o755)
+	case err != nil:
+		return err
+	case len(list) > 0:
+		return events.FieldError(events.CodeInvalid, "fixture", "%s is not empty: a fixture is written into a new folder", dir)
+	}
+	return nil
+}
+
+// copyTree copies a folder's regular files and folders.
+func copyTree(from, to string) error {
+	return filepath.WalkDir(from, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(from, p)
+		if err != nil {
+			return err
+		}
+		target := filepath.Join(to, rel)
+		switch {
+		case d.IsDir():
+			return os.MkdirAll(target, 0o755)
+		case d.Type().IsRegular():
+			data, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			return os.WriteFile(target, data, 0o644)
+		}
+		return nil // links and devices stay behind
+	})
+}
