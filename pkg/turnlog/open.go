@@ -139,6 +139,17 @@ func (t *Turnlog) ReplayOnly(ctx context.Context, recorded []events.Event) (*fsm
 	defer os.RemoveAll(dir)
 	opts := t.opts
 	opts.DB, opts.Synchronous, opts.ReplayOnly, opts.IgnoreWebhooks = filepath.Join(dir, "replay.db"), "OFF", true, true
+	if len(recorded) > 0 && recorded[0].Type == events.TypeSessionCreated {
+		// The tools it cannot build without acting (its MCP servers'): as they are now.
+		if sc, err := events.DecodeAs[*events.SessionCreated](recorded[0]); err == nil {
+			if list, err := t.apps.Snapshot(sc.App); err == nil {
+				opts.Snapshot = make(map[string]SnapshotTool, len(list))
+				for _, st := range list {
+					opts.Snapshot[st.Name] = st
+				}
+			}
+		}
+	}
 	opts.OnCommit, opts.Observer, opts.Logger = nil, nil, zerolog.Logger{} // a replay is not the server's work
 	opts.Tracer, opts.OTLPEndpoint = nil, ""
 	r, err := Open(ctx, opts)
