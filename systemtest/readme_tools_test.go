@@ -11,19 +11,20 @@ import (
 	"testing"
 )
 
-// TestReadmeOwnTools runs the README's "Your own tools" section as written: its
-// files (the Python receiver, the command tool, agent.yaml) in a folder, its first
-// shell block (start the receiver), then its second (the turns), whose comments say
-// what each prints. Only the port is moved to a free one.
+// TestReadmeOwnTools runs the README's "Your own agent" section as written: its files
+// (the Python receiver, the command tool, agent.yaml) in a folder, its first shell
+// block (start the receiver), then its second (the config check, the turns, the
+// approval, the guardrail), whose comments say what each line prints (a line without
+// one prints nothing). Only the port is moved to a free one.
 func TestReadmeOwnTools(t *testing.T) {
 	t.Parallel()
 	readme, err := os.ReadFile("README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, section, ok := strings.Cut(string(readme), "## Your own tools")
+	_, section, ok := strings.Cut(string(readme), "## Your own agent")
 	if !ok {
-		t.Fatal("README has no \"Your own tools\" section")
+		t.Fatal("README has no \"Your own agent\" section")
 	}
 	section, _, _ = strings.Cut(section, "\n## ")
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -53,15 +54,19 @@ func TestReadmeOwnTools(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "turnlog"), []byte(shim), 0o755)
 	var want []string
 	for _, line := range strings.Split(strings.TrimSpace(blocks[1][1]), "\n") {
-		_, comment, _ := strings.Cut(line, "   # ")
-		want = append(want, strings.TrimSpace(comment))
+		if _, comment, ok := strings.Cut(line, "   # "); ok {
+			want = append(want, strings.TrimSpace(comment))
+		}
+	}
+	if len(want) < 6 {
+		t.Fatalf("only %d commented lines in the section's turns", len(want))
 	}
 	script := blocks[0][1] +
 		fmt.Sprintf("trap 'kill %%1' EXIT\nuntil (echo > /dev/tcp/127.0.0.1/%s) 2>/dev/null; do sleep 0.05; done\n", port) +
 		blocks[1][1]
 	cmd := exec.Command("bash", "-euo", "pipefail", "-c", script)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "TURNLOG_DB=")
+	cmd.Env = append(os.Environ(), "TURNLOG_DB=", "TURNLOG_CONFIG=", "TURNLOG_APP=")
 	out, err := cmd.Output()
 	if err != nil {
 		var stderr string
