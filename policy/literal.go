@@ -440,11 +440,6 @@ func refine(cmd *Command, argv []string) {
 		if has("-e", "--rsh", "--rsync-path") {
 			runsCode()
 		}
-		defer func() {
-			if slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--delete") || a == "--remove-source-files" }) {
-				cmd.Level, cmd.Actions = max(cmd.Level, L4), appendAction(cmd.Actions, ActDelete) // what the destination has more, or the sources
-			}
-		}()
 		var operands []string
 		for _, a := range args {
 			if !strings.HasPrefix(a, "-") {
@@ -471,6 +466,11 @@ func refine(cmd *Command, argv []string) {
 				cmd.Resources = append(cmd.Resources, Resource{Action: ActRead, Path: o})
 			}
 			cmd.Resources = append(cmd.Resources, Resource{Action: ActWrite, Path: operands[len(operands)-1]})
+		}
+		// Last, over what a copy's actions are: it deletes what the destination has
+		// more, or the sources.
+		if slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--delete") || a == "--remove-source-files" }) {
+			cmd.Level, cmd.Actions = max(cmd.Level, L4), appendAction(cmd.Actions, ActDelete)
 		}
 	case "uniq", "xxd":
 		var operands []string
