@@ -7,8 +7,11 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/turnlog/turnlog/adapters/stores/postgres"
 	"github.com/turnlog/turnlog/client"
+	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/examples/demo"
 	"github.com/turnlog/turnlog/pkg/turnlog"
 )
@@ -119,5 +122,38 @@ func TestResumeAsksOnTheTerminal(t *testing.T) {
 	}
 	if strings.Count(errOut, "answer yes, no, no:MESSAGE or session: ") != 2 || !strings.Contains(errOut, `not "maybe"`) {
 		t.Errorf("the question was not asked again after an answer it cannot take:\n%s", errOut)
+	}
+}
+
+// TestResumeOnPostgreSQLTakesTheSessionsLease: against a PostgreSQL database the
+// terminal answers under the session's lease: while another node holds it, resume is
+// refused and changes nothing; once it is free, resume answers and the turn ends.
+func TestResumeOnPostgreSQLTakesTheSessionsLease(t *testing.T) {
+	t.Parallel()
+	dsn := postgres.TestSchemaDSN(t)
+	_, stderr, err := runCLI(t, "run", "--db", dsn, "refund order 42")
+	if ExitCode(err) != 5 {
+		t.Fatalf("run: exit %d\n%s", ExitCode(err), stderr)
+	}
+	session := strings.TrimSpace(strings.TrimPrefix(strings.Split(stderr, "\n")[0], "session "))
+	pg := postgres.MustOpenOn(t, dsn)
+	ctx := context.Background()
+	token, err := pg.AcquireLease(ctx, session, "another-node", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, _ := pg.Events(ctx, session, 0)
+	if _, _, err := runCLI(t, "resume", "--db", dsn, "--all", "yes", session); err == nil || !events.IsCode(err, events.CodeConflict) {
+		t.Fatalf("resume while another node holds the lease: %v", err)
+	}
+	if after, _ := pg.Events(ctx, session, 0); len(after) != len(before) {
+		t.Fatalf("the refused resume appended %d events", len(after)-len(before))
+	}
+	if err := pg.ReleaseLease(ctx, session, token); err != nil {
+		t.Fatal(err)
+	}
+	out, stderr, err := runCLI(t, "resume", "--db", dsn, "--all", "yes", session)
+	if err != nil || !strings.Contains(out, "Refunded 58.40 EUR for order 42.") {
+		t.Fatalf("resume: %v\n%s%s", err, out, stderr)
 	}
 }
