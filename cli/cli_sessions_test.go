@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/turnlog/turnlog/adapters/stores/postgres"
+	"github.com/turnlog/turnlog/adapters/stores/sqlite"
 	"github.com/turnlog/turnlog/client"
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/examples/demo"
@@ -155,5 +156,35 @@ func TestResumeOnPostgreSQLTakesTheSessionsLease(t *testing.T) {
 	out, stderr, err := runCLI(t, "resume", "--db", dsn, "--all", "yes", session)
 	if err != nil || !strings.Contains(out, "Refunded 58.40 EUR for order 42.") {
 		t.Fatalf("resume: %v\n%s%s", err, out, stderr)
+	}
+}
+
+// TestRecoveryLinesSayWhatEachTurnBecame: at start (run here; serve says the same) a
+// turn a crash left running is recovered, and its line says what it became — here a
+// turn that now waits for a person is "suspended", not "completed".
+func TestRecoveryLinesSayWhatEachTurnBecame(t *testing.T) {
+	t.Parallel()
+	db := filepath.Join(t.TempDir(), "turnlog.db")
+	_, stderr, err := runCLI(t, "run", "--db", db, "where is order 7?")
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, stderr)
+	}
+	session := strings.TrimSpace(strings.TrimPrefix(strings.Split(stderr, "\n")[0], "session "))
+	ctx := context.Background()
+	store, err := sqlite.Open(ctx, db, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs, _ := store.Events(ctx, session, 0)
+	crashed := events.MustNew("t_crashed", "", &events.TurnStarted{Input: "refund order 42", Agent: "support"})
+	crashed.Session = session
+	if _, err := store.Append(ctx, session, evs[len(evs)-1].Seq, []events.Event{crashed}); err != nil {
+		t.Fatal(err)
+	}
+	store.Close()
+	_, stderr, err = runCLI(t, "run", "--db", db) // no input: recovery alone
+	want := "recovered turn t_crashed of session " + session + ": suspended: 1 question(s) wait for a person"
+	if err != nil || !strings.Contains(stderr, want) {
+		t.Fatalf("recovery: %v\n%s\nwant %q", err, stderr, want)
 	}
 }
