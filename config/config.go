@@ -102,6 +102,9 @@ type Agent struct {
 	// Skills are folders of skills (each a folder with a SKILL.md), relative to this
 	// file: their index joins the instructions and load_skill gives a body on demand.
 	Skills []string `yaml:"skills"`
+	// RequireEvidence sends an answer given in a turn in which no tool ran back to the
+	// model once (true, or a mapping with the tools that count and the note).
+	RequireEvidence *Evidence `yaml:"require_evidence"`
 }
 
 // ToolRef is one entry of an agent's tools: the name of a tool of the app, or

@@ -143,6 +143,8 @@ func newPayload(typ string, v int) Payload {
 		return &TurnCanceled{}
 	case typ == TypeTurnRecovered && v == 1:
 		return &TurnRecovered{}
+	case typ == TypeAnswerWithoutEvidence && v == 1:
+		return &AnswerWithoutEvidence{}
 	case typ == TypeGrantGiven && v == 1:
 		return &GrantGiven{}
 	case typ == TypeGrantRevoked && v == 1:
@@ -162,6 +164,6 @@ func Known(typ string, v int) bool { return newPayload(typ, v) != nil }
 func Types() []string {
 	return []string{TypeSessionCreated, TypeSessionBranched, TypeTurnStarted, TypeModelCalled, TypeToolScheduled,
 		TypeToolResulted, TypeFilesChanged, TypeWorkspaceReverted, TypeApprovalRequested, TypeApprovalResolved, TypeReviewRequested, TypeReviewResolved,
-		TypeTurnSuspended, TypeTurnResumed, TypeGuardrailChecked, TypeGuardrailTripped, TypeLoopDetected, TypeHandoffOccurred, TypePolicyDecided, TypeContextCompacted, TypeSkillLoaded, TypeTurnCommitted, TypeTurnFailed, TypeTurnCanceled, TypeTurnRecovered,
+		TypeTurnSuspended, TypeTurnResumed, TypeGuardrailChecked, TypeGuardrailTripped, TypeLoopDetected, TypeAnswerWithoutEvidence, TypeHandoffOccurred, TypePolicyDecided, TypeContextCompacted, TypeSkillLoaded, TypeTurnCommitted, TypeTurnFailed, TypeTurnCanceled, TypeTurnRecovered,
 		TypeInputQueued, TypeQueuedInputDropped, TypeGrantGiven, TypeGrantRevoked}
 }

@@ -137,8 +137,18 @@ func (r *run) driveNested() (string, *nestedStop) {
 			return "", stop
 		}
 		if len(resp.ToolCalls) == 0 {
+			ev, again := r.checkEvidence(resp.Text)
+			if ev != nil {
+				called = append(called, *ev)
+			}
 			if err := r.emit(called...); err != nil {
 				return "", failed(events.CodeInternal, "", err.Error())
+			}
+			if again {
+				if err := r.fire(TriggerGuardOutput); err != nil { // checked, and sent back
+					return "", failed(events.CodeInternal, "", err.Error())
+				}
+				continue
 			}
 			return resp.Text, nil
 		}

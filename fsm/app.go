@@ -88,6 +88,9 @@ type Agent struct {
 	// Skills are the skills the agent may load: their index joins the instructions,
 	// and the load_skill tool gives a body when the model asks for it.
 	Skills *skills.Set
+	// RequireEvidence, when set, sends an answer given in a turn in which no tool ran
+	// back to the model once (see EvidenceRule).
+	RequireEvidence *EvidenceRule
 
 	// specs are the tools the model is offered: the agent's tools, then its handoffs.
 	specs []ToolSpec

@@ -52,7 +52,7 @@ var live = []State{StateStarted, StateGuardingInput, StateCallingModel, StateRun
 func Transitions() []Transition {
 	return []Transition{
 		{TriggerGuardInput, []State{StateStarted}, StateGuardingInput},
-		{TriggerCallModel, []State{StateGuardingInput, StateRunningTools}, StateCallingModel},
+		{TriggerCallModel, []State{StateGuardingInput, StateRunningTools, StateGuardingOutput}, StateCallingModel},
 		{TriggerRunTools, []State{StateCallingModel}, StateRunningTools},
 		{TriggerGuardOutput, []State{StateCallingModel}, StateGuardingOutput},
 		{TriggerCommit, []State{StateGuardingOutput}, StateCommitted},

@@ -22,6 +22,9 @@ type Observer interface {
 	// engine records it as failed once the store takes writes again, or Recover takes
 	// it up at the next start.
 	TurnBroke(TurnBreak)
+	// AnswerWithoutEvidence reports an answer require_evidence sent back (stood false)
+	// or let stand, marked (stood true).
+	AnswerWithoutEvidence(app, agent string, stood bool)
 }
 
 // TurnBreak is a turn that could not be recorded, and why.
@@ -56,10 +59,11 @@ type TurnEnd struct {
 
 type noObserver struct{}
 
-func (noObserver) ModelCalled(ModelCall)                  {}
-func (noObserver) ToolCalled(string, time.Duration, bool) {}
-func (noObserver) TurnEnded(TurnEnd)                      {}
-func (noObserver) TurnBroke(TurnBreak)                    {}
+func (noObserver) ModelCalled(ModelCall)                      {}
+func (noObserver) ToolCalled(string, time.Duration, bool)     {}
+func (noObserver) TurnEnded(TurnEnd)                          {}
+func (noObserver) TurnBroke(TurnBreak)                        {}
+func (noObserver) AnswerWithoutEvidence(string, string, bool) {}
 
 // ended tells the observer how this run's turn ended.
 func (r *run) ended(status string, code events.Code, msg string) {

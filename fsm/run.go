@@ -43,6 +43,10 @@ type run struct {
 	stopped    context.Context // done when a person cancels the turn
 	stopper    *runHandle      // ... and why: its reason
 	callIDs    map[string]bool // the tool call ids this run's model calls used
+	// evidence are the tools whose calls ran in this run, and evidenceChecks each
+	// agent's answers require_evidence checked (see checkEvidence).
+	evidence       map[string]bool
+	evidenceChecks map[string]int
 	endSpan    func(SpanEnd)   // ends the span of this run (nil: none was started)
 	requestID  string          // the request that asked for this run ("" for none)
 
@@ -281,7 +285,20 @@ func (r *run) drive() (*Result, error) {
 			return res, err
 		}
 		if len(resp.ToolCalls) == 0 {
-			return r.commit(resp.Text, called...)
+			ev, again := r.checkEvidence(resp.Text)
+			if ev != nil {
+				called = append(called, *ev)
+			}
+			if !again {
+				return r.commit(resp.Text, called...)
+			}
+			if err := r.fire(TriggerGuardOutput); err != nil { // checked, and sent back
+				return nil, err
+			}
+			if err := r.emit(called...); err != nil {
+				return nil, err
+			}
+			continue
 		}
 		if err := r.fire(TriggerRunTools); err != nil {
 			return nil, err
@@ -500,7 +517,7 @@ func (r *run) cancelContext() (context.Context, func()) {
 func (r *run) onText(path string) func(string) {
 	// A nested agent's text goes out from the log, between its subagent_start and
 	// subagent_end, in the log's order.
-	if len(r.agent.OutputGuardrails) > 0 || r.app.GuardrailPolicy.holdsModelText() || r.prefix != "" {
+	if len(r.agent.OutputGuardrails) > 0 || r.app.GuardrailPolicy.holdsModelText() || r.prefix != "" || r.holdsForEvidence() {
 		return nil
 	}
 	var after int64

@@ -29,6 +29,7 @@ func (r *run) foldTools(resp events.ModelResponse, p *toolPlan) (*Result, error)
 	if len(waiting) > 0 {
 		return r.suspend(waiting)
 	}
+	r.countEvidence(slots)
 	if resp.Text != "" {
 		r.conv.append(events.AssistantMessage(ag.Name, resp.Text))
 	}

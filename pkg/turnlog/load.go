@@ -338,6 +338,9 @@ func (b builder) agent(at, name string, c config.Agent, models map[string]fsm.Mo
 		return nil, err
 	}
 	ag.Tools = append(ag.Tools, mem...)
+	if ag.RequireEvidence, err = b.evidence(at+".require_evidence", c, ag); err != nil {
+		return nil, err
+	}
 	if c.Settings != nil {
 		raw, err := json.Marshal(c.Settings)
 		if err == nil {
@@ -358,6 +361,34 @@ func (b builder) agent(at, name string, c config.Agent, models map[string]fsm.Mo
 		ag.Settings = raw
 	}
 	return ag, nil
+}
+
+// evidence is an agent's require_evidence; the tools it names must be the agent's.
+func (b builder) evidence(at string, c config.Agent, ag *fsm.Agent) (*fsm.EvidenceRule, error) {
+	e := c.RequireEvidence
+	if e == nil || !e.Enabled {
+		return nil, nil
+	}
+	offered := map[string]bool{}
+	for _, ref := range c.Tools {
+		switch {
+		case ref.Tool != "":
+			offered[ref.Tool] = true
+		case ref.Name != "": // an agent tool, by the name the model sees
+			offered[ref.Name] = true
+		default:
+			offered[ref.Agent] = true
+		}
+	}
+	for _, t := range ag.Tools {
+		offered[t.Spec().Name] = true
+	}
+	for i, name := range e.Tools {
+		if !offered[name] {
+			return nil, b.doc.ErrAt(fmt.Sprintf("%s.tools[%d]", at, i), "names no tool of this agent (%q)", name)
+		}
+	}
+	return &fsm.EvidenceRule{Tools: e.Tools, Note: e.Note}, nil
 }
 
 func (b builder) guardrails(at string, cs []config.Guardrail, models map[string]fsm.Model) ([]fsm.Guardrail, error) {

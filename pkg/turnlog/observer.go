@@ -36,13 +36,20 @@ func (m multiObserver) TurnBroke(b fsm.TurnBreak) {
 	}
 }
 
+func (m multiObserver) AnswerWithoutEvidence(app, agent string, stood bool) {
+	for _, o := range m {
+		o.AnswerWithoutEvidence(app, agent, stood)
+	}
+}
+
 // turnLogger logs every turn that fails, is canceled or cannot be recorded, with its
 // session, turn and code: a turn run in the background (queued, resumed by an
 // expiry, recovered) has nobody else to tell.
 type turnLogger struct{ log *zerolog.Logger }
 
-func (turnLogger) ModelCalled(fsm.ModelCall)              {}
-func (turnLogger) ToolCalled(string, time.Duration, bool) {}
+func (turnLogger) ModelCalled(fsm.ModelCall)                  {}
+func (turnLogger) ToolCalled(string, time.Duration, bool)     {}
+func (turnLogger) AnswerWithoutEvidence(string, string, bool) {}
 
 func (l turnLogger) TurnEnded(e fsm.TurnEnd) {
 	if e.Status != fsm.StatusFailed && e.Status != fsm.StatusCanceled {

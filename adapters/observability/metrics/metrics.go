@@ -20,6 +20,7 @@ type Metrics struct {
 	turnFailures *prometheus.CounterVec
 	suspensions  *prometheus.CounterVec
 	brokenTurns  prometheus.Counter
+	noEvidence   *prometheus.CounterVec
 	modelCalls   *prometheus.HistogramVec
 	tokens       *prometheus.CounterVec
 	toolCalls    *prometheus.HistogramVec
@@ -49,6 +50,8 @@ func New() *Metrics {
 			Help: "Times a turn stopped to wait for people, by app."}, []string{"app"}),
 		brokenTurns: prometheus.NewCounter(prometheus.CounterOpts{Name: "turnlog_turns_broken_total",
 			Help: "Turns the engine could not record on (the store failed); recovered at the next start."}),
+		noEvidence: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "turnlog_answers_without_evidence_total",
+			Help: "Answers given in a turn in which no tool ran, of agents with require_evidence, by app, agent and action (sent_back to the model once, or stood)."}, []string{"app", "agent", "action"}),
 		modelCalls: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "turnlog_model_call_seconds",
 			Help: "Latency of live model calls.", Buckets: prometheus.ExponentialBuckets(0.0005, 4, 10)}, []string{"llm", "outcome"}),
 		tokens: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "turnlog_model_tokens_total",
@@ -68,7 +71,7 @@ func New() *Metrics {
 		requests: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "turnlog_http_request_seconds",
 			Help: "HTTP requests by route and status (a path no route matches is route \"unmatched\").", Buckets: prometheus.DefBuckets}, []string{"method", "route", "status"}),
 	}
-	m.reg.MustRegister(m.turns, m.turnSeconds, m.turnFailures, m.suspensions, m.brokenTurns, m.modelCalls, m.tokens, m.toolCalls,
+	m.reg.MustRegister(m.turns, m.turnSeconds, m.turnFailures, m.suspensions, m.brokenTurns, m.noEvidence, m.modelCalls, m.tokens, m.toolCalls,
 		m.appended, m.commits, m.batchEvents, m.commitTime, m.sseClients, m.requests,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.reg.MustRegister(m.conns.collectors()...)
@@ -119,6 +122,15 @@ func (m *Metrics) TurnEnded(e fsm.TurnEnd) {
 
 // TurnBroke implements fsm.Observer.
 func (m *Metrics) TurnBroke(fsm.TurnBreak) { m.brokenTurns.Inc() }
+
+// AnswerWithoutEvidence implements fsm.Observer.
+func (m *Metrics) AnswerWithoutEvidence(app, agent string, stood bool) {
+	action := events.EvidenceSentBack
+	if stood {
+		action = events.EvidenceStood
+	}
+	m.noEvidence.WithLabelValues(app, agent, action).Inc()
+}
 
 // Committed counts one group commit of n events that took took.
 func (m *Metrics) Committed(n int, took time.Duration) {
