@@ -47,8 +47,8 @@ type run struct {
 	// agent's answers require_evidence checked (see checkEvidence).
 	evidence       map[string]bool
 	evidenceChecks map[string]int
-	endSpan    func(SpanEnd)   // ends the span of this run (nil: none was started)
-	requestID  string          // the request that asked for this run ("" for none)
+	endSpan        func(SpanEnd) // ends the span of this run (nil: none was started)
+	requestID      string        // the request that asked for this run ("" for none)
 
 	// prefix is where a nested agent's activities live: "<caller>/tool/<call id>/";
 	// empty for the turn's own agent. A nested run answers its caller instead of
