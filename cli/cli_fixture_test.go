@@ -90,7 +90,8 @@ const fixtureAppYAML = `apps:
 // recording knew them (an MCP server's, a Go function of the exporting program, an
 // HTTP tool's) and the skills, and replays it at once; the fixture then replays where
 // no secret is set, node is not on PATH, the function is not offered, and nothing
-// is called. Changed, the config makes the export say where the replay diverges.
+// is called — where sessions and show read the log too, and export needs no secret.
+// Changed, the config makes the export say where the replay diverges.
 func TestAnExportedFixtureReplaysWithoutSecretsOrServers(t *testing.T) {
 	js := mcpEverything(t)
 	var calls atomic.Int32
@@ -166,9 +167,18 @@ func TestAnExportedFixtureReplaysWithoutSecretsOrServers(t *testing.T) {
 	if calls.Load() != before {
 		t.Errorf("the replay called the HTTP tool")
 	}
+	// Reading the log needs no secret and starts no MCP server either.
+	for _, args := range [][]string{{"sessions", "--config", cfg, "--db", db}, {"show", "--config", cfg, "--db", db, session}} {
+		if out, err := run(exporting, args...); err != nil || !strings.Contains(out, session) {
+			t.Errorf("%s without secrets or node: %v\n%s", args[0], err, out)
+		}
+	}
+	t.Setenv("PATH", path)
+	if out, err := run(exporting, "export", "--config", cfg, "--db", db, "--fixture", filepath.Join(dir, "fixture-nosecrets"), session); err != nil || !strings.Contains(out, "replay ok") {
+		t.Errorf("export --fixture without the secrets: %v\n%s", err, out)
+	}
 
 	// The config changed since the recording: the export says where it diverges.
-	t.Setenv("PATH", path)
 	for k, v := range map[string]string{"SHOP_OPENAI_KEY": "sk-live-s3cr3t", "SHOP_TOOL_SECRET": "a-signing-secret-s3cr3t", "SHOP_TOKEN": "tok-s3cr3t", "SHOP_HOOK_SECRET": "hook-secret-of-length-s3cr3t"} {
 		t.Setenv(k, v)
 	}

@@ -62,7 +62,9 @@ func cmdExport(ctx context.Context, c *cliContext, args []string) error {
 	if *fixture == "" {
 		return events.WriteJSONL(c.stdout, evs)
 	}
-	rep, err := turnlog.WriteFixture(ctx, c.options(f.config, commonFlags{}), evs, *fixture)
+	opts := c.options(f.config, commonFlags{})
+	opts.SecretsOptional = true // the fixture keeps none, and nothing is called
+	rep, err := turnlog.WriteFixture(ctx, opts, evs, *fixture)
 	if err != nil {
 		return err
 	}
@@ -75,7 +77,7 @@ func cmdExport(ctx context.Context, c *cliContext, args []string) error {
 		fmt.Fprintf(c.stdout, "not copied: skills %s lie outside the config's folder; a replay reads them there\n", o)
 	}
 	if rep.ReplayErr != nil {
-		fmt.Fprintf(c.stdout, "the fixture does not replay as recorded — the config or turnlog changed since the recording: %v\n", rep.ReplayErr)
+		fmt.Fprintf(c.stdout, "the fixture does not replay as recorded — the config or turnlog changed since the recording (give --config the agent.yaml the session ran under): %v\n", rep.ReplayErr)
 		return ExitStatus(1)
 	}
 	_, err = fmt.Fprintf(c.stdout, "replay ok: session %s, %d turns, %d events match the recording\n", rep.Replay.Session, rep.Replay.Turns, rep.Replay.Events)

@@ -59,7 +59,7 @@ func cmdSessions(ctx context.Context, c *cliContext, args []string) error {
 	if sf.url != "" {
 		return remoteSessions(ctx, c, sf, *app)
 	}
-	tl, err := c.open(ctx, f)
+	tl, err := c.openToRead(ctx, f)
 	if err != nil {
 		return err
 	}
@@ -109,7 +109,7 @@ func cmdShow(ctx context.Context, c *cliContext, args []string) error {
 	if sf.url != "" {
 		return remoteShow(ctx, c, sf, fs.Arg(0))
 	}
-	tl, err := c.open(ctx, f)
+	tl, err := c.openToRead(ctx, f)
 	if err != nil {
 		return err
 	}

@@ -84,6 +84,14 @@ func (c *cliContext) open(ctx context.Context, f commonFlags) (*turnlog.Turnlog,
 	return turnlog.Open(ctx, c.options(f.config, f))
 }
 
+// openToRead opens the log for a command that only reads it (sessions, show): the
+// apps need none of their secrets and start no MCP server.
+func (c *cliContext) openToRead(ctx context.Context, f commonFlags) (*turnlog.Turnlog, error) {
+	opts := c.options(f.config, f)
+	opts.ReadOnly = true
+	return turnlog.Open(ctx, opts)
+}
+
 // shownDB is the database as it may be printed: a PostgreSQL URL without its
 // password, wherever the URL holds one (user info, or a password or sslpassword
 // parameter).

@@ -151,7 +151,11 @@ var sectionPlaces = map[string]string{
 
 func writeSection(b *strings.Builder, root *node, anchor, title string, n *node) {
 	fmt.Fprintf(b, "### %s\n\n", title)
-	fmt.Fprintf(b, "At `%s`. %s\n\n", sectionPlaces[anchor], markdown(n.Description))
+	if anchor == "file" {
+		fmt.Fprintf(b, "%s\n\n", markdown(n.Description))
+	} else {
+		fmt.Fprintf(b, "At `%s`. %s\n\n", sectionPlaces[anchor], markdown(n.Description))
+	}
 	alternatives := []*node{n}
 	if len(n.OneOf) > 0 {
 		alternatives = n.OneOf

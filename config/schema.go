@@ -158,10 +158,15 @@ func describe(inst any, ve, parent *validator.ValidationError, p *message.Printe
 		}
 		return out
 	case *kind.AdditionalProperties:
-		if len(k.Properties) == 1 {
-			msg = "is not a known key here (docs/config.md lists them)"
-			loc = append(loc, k.Properties[0])
+		var out []problem
+		for _, key := range k.Properties {
+			msg := "is not a known key here (docs/config.md lists them)"
+			if near := nearestKey(ve.SchemaURL, key); near != "" {
+				msg = fmt.Sprintf("is not a known key here: did you mean %s?", near)
+			}
+			out = append(out, problem{pathString(inst, append(append([]string{}, loc...), key)), msg})
 		}
+		return out
 	case *kind.PropertyNames:
 		loc = append(mappingOf(ve, parent), k.Property)
 		msg = "is not a name this mapping takes"
@@ -182,6 +187,9 @@ func describe(inst any, ve, parent *validator.ValidationError, p *message.Printe
 		}
 	case *kind.Type:
 		msg = fmt.Sprintf("is %s, want %s", article(k.Got), strings.Join(mapStrings(k.Want, article), " or "))
+		if strings.Contains(ve.SchemaURL, "/$defs/duration") {
+			msg = fmt.Sprintf("is %s, want a duration with its unit, such as 30s, 10m or 1h30m", article(k.Got))
+		}
 	case *kind.Minimum:
 		msg = fmt.Sprintf("must be at least %s, got %s", k.Want.RatString(), k.Got.RatString())
 		if k.Want.Sign() == 0 {
@@ -356,4 +364,61 @@ func join(at, key string) string {
 		return key
 	}
 	return at + "." + key
+}
+
+// schemaDoc is Schema as plain JSON values, for what the messages look up in it.
+var schemaDoc = sync.OnceValue(func() map[string]any {
+	var doc map[string]any
+	_ = json.Unmarshal(Schema, &doc)
+	return doc
+})
+
+// nearestKey is the key the mapping at a schema location takes that key is most
+// likely a misspelling of ("" for none close enough).
+func nearestKey(schemaURL, key string) string {
+	_, pointer, ok := strings.Cut(schemaURL, "#")
+	if !ok {
+		return ""
+	}
+	var node any = schemaDoc()
+	for _, tok := range strings.Split(strings.TrimSuffix(strings.TrimPrefix(pointer, "/"), "/additionalProperties"), "/") {
+		m, ok := node.(map[string]any)
+		if !ok {
+			return ""
+		}
+		node = m[strings.NewReplacer("~1", "/", "~0", "~").Replace(tok)]
+	}
+	m, _ := node.(map[string]any)
+	props, _ := m["properties"].(map[string]any)
+	best, bestDist := "", 3
+	for known := range props {
+		if d := editDistance(strings.ToLower(key), known); d < bestDist || (d == bestDist && known < best) {
+			best, bestDist = known, d
+		}
+	}
+	if bestDist > len(key)/3+1 {
+		return ""
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance of a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
 }

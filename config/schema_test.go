@@ -525,3 +525,32 @@ func with(v any, path []any, x any) any {
 	}
 	return x
 }
+
+// TestMistakesGetAHint: a misspelt key is told the key it is closest to, a duration
+// written as a bare number is told it needs its unit, and several unknown keys of one
+// mapping are each a problem of their own.
+func TestMistakesGetAHint(t *testing.T) {
+	t.Parallel()
+	src := `apps:
+  shop:
+    start_agent: clerk
+    tools:
+      t: {function: x, show_erors: true, timeout: 10, colour: red}
+    agents:
+      clerk: {llm: m, guardrails: {inputs: []}}
+`
+	_, err := config.Decode("agent.yaml", []byte(src))
+	if err == nil {
+		t.Fatal("accepted")
+	}
+	for _, want := range []string{
+		"agent.yaml:5: apps.shop.tools.t.show_erors: is not a known key here: did you mean show_errors?",
+		"agent.yaml:5: apps.shop.tools.t.timeout: is a number, want a duration with its unit, such as 30s, 10m or 1h30m",
+		"agent.yaml:5: apps.shop.tools.t.colour: is not a known key here (docs/config.md lists them)",
+		"agent.yaml:7: apps.shop.agents.clerk.guardrails.inputs: is not a known key here: did you mean input?",
+	} {
+		if !strings.Contains(err.Error()+"\n", want+"\n") {
+			t.Errorf("the problems do not say %q:\n%v", want, err)
+		}
+	}
+}

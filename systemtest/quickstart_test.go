@@ -90,14 +90,22 @@ func runScript(t *testing.T, addr, script string) string {
 }
 
 // TestReadmeQuickstart runs the README's curl quickstart verbatim against the demo
-// server.
+// server, then its approval example: the refund waits, the interrupt id is read from
+// the interrupts, and the approval completes the turn.
 func TestReadmeQuickstart(t *testing.T) {
 	t.Parallel()
 	if _, err := exec.LookPath("curl"); err != nil {
 		t.Fatal("curl is needed to run the README quickstart")
 	}
-	out := runScript(t, serveDemo(t), quickstartBlock(t))
-	for _, want := range []string{"session ", `"status":"completed"`, "Order 42 is shipped", `"type":"function_call_output"`, `"seq":3`} {
+	readme, _ := os.ReadFile("README.md")
+	_, approval, ok := strings.Cut(string(readme), "**Approve a tool call.**")
+	m := regexp.MustCompile("(?s)```sh\n(.*?)```").FindStringSubmatch(approval)
+	if !ok || m == nil {
+		t.Fatal("the README's Quickstart has no approval block")
+	}
+	out := runScript(t, serveDemo(t), quickstartBlock(t)+m[1])
+	for _, want := range []string{"session ", `"status":"completed"`, "Order 42 is shipped", `"type":"function_call_output"`, `"seq":3`,
+		`"status":"suspended"`, "Refunded 58.40 EUR for order 42."} {
 		if !strings.Contains(out, want) {
 			t.Fatalf("quickstart output lacks %q:\n%s", want, out)
 		}

@@ -111,11 +111,12 @@ func TestGuardrailConfig(t *testing.T) {
 		"[{kind: max_length, max: 5}]":                                               "guardrails.input[0].name",
 		"[{name: a, kind: magic}]":                                                   "guardrails.input[0].kind",
 		"[{name: a, kind: regex, pattern: '(('}]":                                    "guardrails.input[0].pattern",
-		"[{name: a, kind: max_length}]":                                              "guardrails.input[0].max",
+		"[{name: a, kind: max_length}]":                                              "guardrails.input[0].max: is required with kind: max_length",
 		"[{name: a, kind: max_length, max: 1}, {name: a, kind: max_length, max: 2}]": "guardrails.input[1].name",
 		"[{name: j, kind: llm_judge, llm: nope, instructions: x, pass_if: PASS}]":    "guardrails.input[0].llm",
 		"[{name: j, kind: llm_judge, llm: m, pass_if: PASS}]":                        "guardrails.input[0].instructions",
-		"[{name: j, kind: llm_judge, llm: m, instructions: x}]":                      "guardrails.input[0].pass_if",
+		"[{name: j, kind: llm_judge, llm: m, instructions: x}]":                      "guardrails.input[0].pass_if: is required with kind: llm_judge",
+		"[{name: a, kind: regex}]":                                                   "guardrails.input[0].pattern: is required with kind: regex",
 	})
 }
 

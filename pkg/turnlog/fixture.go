@@ -48,7 +48,7 @@ type FixtureExport struct {
 // connected to list theirs); the skill folders. Then it replays the fixture as
 // ReplayFixture would, and says how that went: a divergence means the config or the
 // code changed since the recording.
-func WriteFixture(ctx context.Context, opts Options, recorded []events.Event, dir string) (*FixtureExport, error) {
+func WriteFixture(ctx context.Context, opts Options, recorded []events.Event, dir string) (out *FixtureExport, err error) {
 	if len(recorded) == 0 {
 		return nil, errors.New("the recording holds no events")
 	}
@@ -56,9 +56,15 @@ func WriteFixture(ctx context.Context, opts Options, recorded []events.Event, di
 	if err != nil {
 		return nil, fmt.Errorf("the recording must start with SessionCreated: %w", err)
 	}
-	if err := emptyDir(dir); err != nil {
+	created, err := emptyDir(dir)
+	if err != nil {
 		return nil, err
 	}
+	defer func() {
+		if err != nil && created { // nothing half-written stays behind
+			os.RemoveAll(dir)
+		}
+	}()
 	src, base, err := opts.configSource()
 	if err != nil {
 		return nil, err
@@ -78,7 +84,7 @@ func WriteFixture(ctx context.Context, opts Options, recorded []events.Event, di
 	if err != nil {
 		return nil, err
 	}
-	out := &FixtureExport{Events: len(recorded), Tools: len(snapshot)}
+	out = &FixtureExport{Events: len(recorded), Tools: len(snapshot)}
 	for _, sd := range skillDirs {
 		if filepath.IsAbs(sd) || sd == ".." || strings.HasPrefix(filepath.Clean(sd), "../") {
 			out.Outside = append(out.Outside, sd)
@@ -312,18 +318,18 @@ func entries(v any) []*yaml.MapSlice {
 	return out
 }
 
-// emptyDir makes dir, or checks that it is empty.
-func emptyDir(dir string) error {
+// emptyDir makes dir (created true), or checks that it is empty.
+func emptyDir(dir string) (created bool, err error) {
 	list, err := os.ReadDir(dir)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
-		return os.MkdirAll(dir, 0o755)
+		return true, os.MkdirAll(dir, 0o755)
 	case err != nil:
-		return err
+		return false, err
 	case len(list) > 0:
-		return events.FieldError(events.CodeInvalid, "fixture", "%s is not empty: a fixture is written into a new folder", dir)
+		return false, events.FieldError(events.CodeInvalid, "fixture", "%s is not empty: a fixture is written into a new folder", dir)
 	}
-	return nil
+	return false, nil
 }
 
 // copyTree copies a folder's regular files and folders.

@@ -106,7 +106,7 @@ func LoadApps(ctx context.Context, opts Options) (*Apps, error) {
 	for _, name := range config.SortedKeys(doc.Apps) {
 		a, err := b.app(name, doc.Apps[name], policy)
 		var hooks []webhook.Hook
-		if err == nil && !opts.IgnoreWebhooks && !opts.ReplayOnly {
+		if err == nil && !opts.IgnoreWebhooks && !opts.ReplayOnly && !opts.ReadOnly {
 			hooks, err = b.webhooks("apps."+name, name, doc.Apps[name].Webhooks)
 		}
 		var ce *config.Error
@@ -213,7 +213,13 @@ func (b builder) app(name string, c config.App, policy *fsm.GuardrailPolicy) (*f
 	if err != nil {
 		return nil, err
 	}
-	if err := b.mcpTools(at+".mcp", name, c.MCP, access, tools); err != nil {
+	var listed []string // the tools the agents list, by name
+	for _, an := range config.SortedKeys(c.Agents) {
+		for _, ref := range c.Agents[an].Tools {
+			listed = append(listed, ref.Tool)
+		}
+	}
+	if err := b.mcpTools(at+".mcp", name, c.MCP, access, tools, listed); err != nil {
 		return nil, err
 	}
 	if err := b.builtinTools(at, c, access, tools); err != nil {
@@ -406,14 +412,17 @@ func (b builder) guardrails(at string, cs []config.Guardrail, models map[string]
 		g := fsm.Guardrail{Name: c.Name, Kind: c.Kind}
 		switch c.Kind {
 		case fsm.GuardrailRegex:
+			if c.Pattern == "" {
+				return nil, b.doc.ErrAt(here+".pattern", "is required with kind: regex (the RE2 expression a tripping text matches)")
+			}
 			re, err := regexp.Compile(c.Pattern)
-			if err != nil || c.Pattern == "" {
+			if err != nil {
 				return nil, b.doc.ErrAt(here+".pattern", "must be a regular expression: %v", err)
 			}
 			g.Pattern = re
 		case fsm.GuardrailMaxLength:
 			if c.Max <= 0 {
-				return nil, b.doc.ErrAt(here+".max", "must be a positive number of characters")
+				return nil, b.doc.ErrAt(here+".max", "is required with kind: max_length, a positive number of characters")
 			}
 			g.Max = c.Max
 		case fsm.GuardrailLLMJudge:
@@ -424,8 +433,11 @@ func (b builder) guardrails(at string, cs []config.Guardrail, models map[string]
 			if c.Instructions == "" {
 				return nil, b.doc.ErrAt(here+".instructions", "the judge needs instructions")
 			}
+			if c.PassIf == "" {
+				return nil, b.doc.ErrAt(here+".pass_if", "is required with kind: llm_judge (a regular expression the passing verdict matches)")
+			}
 			re, err := regexp.Compile(c.PassIf)
-			if err != nil || c.PassIf == "" {
+			if err != nil {
 				return nil, b.doc.ErrAt(here+".pass_if", "must be a regular expression the passing verdict matches: %v", err)
 			}
 			g.LLM, g.Model, g.Instructions, g.PassIf = c.LLM, m, c.Instructions, re

@@ -1,6 +1,7 @@
 package turnlog
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -18,8 +19,18 @@ import (
 
 // mcpTools connects to an app's MCP servers at load and adds their allowed tools to
 // tools. A server that cannot be reached stops the load, naming it.
-func (b builder) mcpTools(at, app string, c *config.MCP, access *policy.Engine, tools map[string]fsm.Tool) error {
+func (b builder) mcpTools(at, app string, c *config.MCP, access *policy.Engine, tools map[string]fsm.Tool, listed []string) error {
 	if c == nil {
+		return nil
+	}
+	if b.opts.ReadOnly { // the apps of a reader start no server: its tools are known by name
+		for _, name := range config.SortedKeys(c.Servers) {
+			for _, n := range listed {
+				if strings.HasPrefix(n, name+mcpclient.Separator) {
+					tools[n] = &replayTool{spec: fsm.ToolSpec{Name: n, Parameters: json.RawMessage(`{"type":"object"}`)}}
+				}
+			}
+		}
 		return nil
 	}
 	if b.opts.ReplayOnly { // a replay-only engine starts no server: its tools are the snapshot's

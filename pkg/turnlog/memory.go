@@ -27,7 +27,7 @@ func (b builder) memoryTools(at string, m *config.Memory) ([]fsm.Tool, error) {
 			return nil, b.doc.ErrAt(at+".embeddings.model", "is required")
 		}
 		if e.APIKeyEnv != "" {
-			if cfg.APIKey = os.Getenv(e.APIKeyEnv); cfg.APIKey == "" && !b.opts.ReplayOnly { // a replay embeds nothing
+			if cfg.APIKey = os.Getenv(e.APIKeyEnv); cfg.APIKey == "" && !b.opts.secretsOptional() { // embeds nothing
 				return nil, b.doc.ErrAt(at+".embeddings.api_key_env", "environment variable %s is empty", e.APIKeyEnv)
 			}
 		}

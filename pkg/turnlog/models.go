@@ -54,7 +54,7 @@ func (b builder) openaiModel(at string, c config.LLM) (fsm.Model, error) {
 	}
 	if c.APIKeyEnv != "" {
 		cfg.APIKey = os.Getenv(c.APIKeyEnv)
-		if cfg.APIKey == "" && !b.opts.ReplayOnly { // a replay calls no model
+		if cfg.APIKey == "" && !b.opts.secretsOptional() { // calls no model
 			return nil, b.doc.ErrAt(at+".api_key_env", "environment variable %s is empty", c.APIKeyEnv)
 		}
 	}

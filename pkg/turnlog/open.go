@@ -106,7 +106,7 @@ func Open(ctx context.Context, opts Options) (*Turnlog, error) {
 		eopts.NewID = NewULIDs()
 	}
 	deliverer, err := webhook.New(store, webhook.Options{Hooks: apps.Webhooks, Clock: eopts.Clock, Client: webhookClient(opts)})
-	if err == nil && !opts.IgnoreWebhooks && !opts.ReplayOnly {
+	if err == nil && !opts.IgnoreWebhooks && !opts.ReplayOnly && !opts.ReadOnly {
 		store.RouteWebhooks(deliverer.Route) // before any turn can commit
 		hooks.Store(deliverer)
 	}

@@ -9,6 +9,9 @@ import (
 	"github.com/turnlog/turnlog/fsm"
 )
 
+// secretsOptional says the apps are built without needing their secrets.
+func (o Options) secretsOptional() bool { return o.ReplayOnly || o.ReadOnly || o.SecretsOptional }
+
 // Options say how to assemble turnlog: where its apps are described, which Go
 // function tools the program offers them, where the log is kept.
 type Options struct {
@@ -28,6 +31,14 @@ type Options struct {
 	// functions this program does not offer, and HTTP and command tools, which then
 	// need neither their secrets nor their files.
 	Snapshot map[string]SnapshotTool
+	// ReadOnly builds the apps for a program that only reads the log (turnlog
+	// sessions, show): no secret is read and no MCP server is started (an agent's MCP
+	// tools are known by name only); it must run no turn.
+	ReadOnly bool
+	// SecretsOptional builds the apps without the secrets their environment variables
+	// hold (a tool left without one is unsigned): for a program that runs no turn but
+	// needs the apps as they are (turnlog export --fixture).
+	SecretsOptional bool
 	// Functions are the Go function tools the apps may name (functool.New).
 	Functions Functions
 	// DB is the SQLite file of the log (Open creates it), or a postgres:// URL of the

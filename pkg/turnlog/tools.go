@@ -155,7 +155,7 @@ func (b builder) httpTool(at, name string, c config.Tool) (fsm.Tool, error) {
 			}
 			return val
 		})
-		if missing != "" {
+		if missing != "" && !b.opts.secretsOptional() {
 			return nil, b.doc.ErrAt(at+".headers."+h, "environment variable %s is empty", missing)
 		}
 	}
@@ -335,6 +335,9 @@ func (b builder) commandTool(at, name string, c config.Tool, app config.App) (fs
 			return nil, b.doc.ErrAt(here, "%q is not a variable a tool may be given (a name; its value comes from turnlog's environment)", v)
 		}
 		val, ok := os.LookupEnv(v)
+		if !ok && b.opts.secretsOptional() {
+			continue
+		}
 		if !ok {
 			return nil, b.doc.ErrAt(here, "environment variable %s is not set", v)
 		}

@@ -71,7 +71,12 @@ func (b builder) secrets(at, secretEnv, nextSecretEnv string) ([][]byte, error) 
 			continue
 		}
 		secret := os.Getenv(ref.env)
-		if len(secret) < 16 {
+		switch {
+		case len(secret) < 16 && b.opts.secretsOptional():
+			continue // unsigned: it is never sent
+		case secret == "":
+			return nil, b.doc.ErrAt(at+"."+ref.field, "environment variable %s is not set: it holds the secret that signs each call (at least 16 bytes)", ref.env)
+		case len(secret) < 16:
 			return nil, b.doc.ErrAt(at+"."+ref.field, "environment variable %s must hold a secret of at least 16 bytes (it has %d)", ref.env, len(secret))
 		}
 		out = append(out, []byte(secret))
