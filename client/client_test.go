@@ -350,6 +350,9 @@ func TestEveryRoute(t *testing.T) {
 	if r, err := c.RunTurn(ctx, ask.ID, client.TurnRequest{Input: "tidy up again"}); err != nil || r.Status != "completed" {
 		t.Fatalf("the grant does not hold: %+v %v", r, err)
 	}
+	if p, err := c.Plan(ctx, ask.ID); err != nil || p != nil {
+		t.Fatalf("the plan of a session whose agents keep none: %+v %v", p, err)
+	}
 	grants, err := c.Grants(ctx, ask.ID)
 	if err != nil || len(grants) != 1 || grants[0].Command != "rm" || grants[0].By != "alice" || !grants[0].Holds {
 		t.Fatalf("grants: %+v %v", grants, err)

@@ -206,6 +206,16 @@ func (c *Client) Grants(ctx context.Context, id string) ([]Grant, error) {
 	return out.Grants, err
 }
 
+// Plan is what the agent thinks it is doing: the session's latest update_plan (nil:
+// none was set).
+func (c *Client) Plan(ctx context.Context, id string) (*Plan, error) {
+	var out struct {
+		Plan *Plan `json:"plan"`
+	}
+	_, err := c.call(ctx, http.MethodGet, sessionPath(id, "plan"), nil, &out, nil)
+	return out.Plan, err
+}
+
 // RevokeGrant ends a grant for the rest of the session.
 func (c *Client) RevokeGrant(ctx context.Context, id, grant string) (Grant, error) {
 	var out Grant

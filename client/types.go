@@ -113,6 +113,23 @@ type GrantPattern struct {
 	Prefix  string `json:"prefix,omitempty"`
 }
 
+// Plan is an agent's plan (update_plan): a goal and steps, and the call that set it.
+type Plan struct {
+	Goal    string     `json:"goal,omitempty"`
+	Items   []PlanItem `json:"items"`
+	Session string     `json:"session_id"`
+	Turn    string     `json:"turn_id"`
+	Seq     int64      `json:"seq"`
+	Path    string     `json:"path"`
+	At      time.Time  `json:"at"`
+}
+
+// PlanItem is one step of a plan: pending, in_progress or done.
+type PlanItem struct {
+	Text   string `json:"text"`
+	Status string `json:"status"`
+}
+
 // Grant is what a person said yes to for the rest of a session, and its revocation.
 type Grant struct {
 	ID      string       `json:"grant_id"`

@@ -96,7 +96,7 @@ func (s *Server) replayTurnEvents(c echo.Context, session, turn string, from int
 		if last {
 			s.settledAt(c.Request().Context(), session, turn, ev.Seq)
 		}
-		for _, o := range gate.pass(ev, name, data) {
+		for _, o := range withPlan(ev, gate.pass(ev, name, data)) {
 			if err := out.send(o.seq, o.name, o.data); err != nil {
 				return nil
 			}

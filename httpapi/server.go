@@ -23,6 +23,7 @@ type Reader interface {
 	Branches(ctx context.Context, session string) ([]projection.Session, error)
 	HistoryAsRun(ctx context.Context, session string) ([]json.RawMessage, error)
 	Audit(ctx context.Context, session string) ([]projection.AuditEntry, error)
+	Plan(ctx context.Context, session string) (*projection.Plan, error)
 	Ping(ctx context.Context) error
 }
 
@@ -149,6 +150,7 @@ func New(cfg Config) *Server {
 	v1.GET("/sessions/:id/interrupts", s.interrupts)
 	v1.GET("/sessions/:id/audit", s.audit)
 	v1.GET("/sessions/:id/grants", s.grants)
+	v1.GET("/sessions/:id/plan", s.plan)
 	v1.DELETE("/sessions/:id/grants/:grant_id", s.revokeGrant)
 	v1.GET("/sessions/:id/events", s.events)
 	v1.GET("/sessions/:id/branch-points", s.branchPoints)

@@ -192,7 +192,7 @@ func (s *Server) follow(c echo.Context, from int64, prelude []liveEvent, live <-
 			if last && ev.Turn != "" { // the client's next request must not find the session busy with it
 				s.settledAt(ctx, session, ev.Turn, ev.Seq)
 			}
-			for _, o := range gate.pass(ev, name, data) {
+			for _, o := range withPlan(ev, gate.pass(ev, name, data)) {
 				if err := out.send(o.seq, o.name, o.data); err != nil {
 					return nil
 				}

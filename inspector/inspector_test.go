@@ -805,3 +805,38 @@ func TestARecoveredTurnShowsItsCrash(t *testing.T) {
 		t.Errorf("a turn that never crashed shows a recovery")
 	}
 }
+
+const planAppYAML = `apps:
+  work:
+    start_agent: planner
+    llms:
+      m:
+        provider: scripted
+        rules:
+          - {when: {after_tool: update_plan}, reply: "planned"}
+          - {when: {input: '^start'}, tools: [{name: update_plan, arguments: '{"goal": "ship <it>", "items": [{"text": "build", "status": "done"}, {"text": "test", "status": "in_progress"}, {"text": "release", "status": "pending"}]}'}]}
+    agents:
+      planner: {llm: m, tools: [update_plan]}
+`
+
+// TestThePlanPanel: a session whose agent keeps a plan shows it — the goal, each step
+// with its status, the turn that set it; one without shows no panel.
+func TestThePlanPanel(t *testing.T) {
+	t.Parallel()
+	b := setupConfig(t, []byte(planAppYAML), "", false)
+	s, _ := b.sessionOf("work", "alice", "start")
+	w := b.browser()
+	w.signIn("k-alice")
+	page := w.do("GET", "/ui/sessions/"+s.ID, nil).body
+	panel, _, _ := strings.Cut(page[strings.Index(page, `<section aria-labelledby="plan-h"`)+1:], "</section>")
+	for _, want := range []string{"ship &lt;it&gt;", `<li class="plan-done"><span class="status">done</span> build</li>`,
+		`<li class="plan-in_progress"><span class="status">in progress</span> test</li>`, `<li class="plan-pending"><span class="status">pending</span> release</li>`, "Set by <a href="} {
+		if !strings.Contains(panel, want) {
+			t.Fatalf("the plan panel lacks %q:\n%s", want, panel)
+		}
+	}
+	empty, _ := b.sessionOf("work", "alice")
+	if strings.Contains(w.do("GET", "/ui/sessions/"+empty.ID, nil).body, `id="plan-h"`) {
+		t.Fatal("a session without a plan shows a plan panel")
+	}
+}

@@ -304,11 +304,15 @@ func (s *Server) sessionPageWith(c echo.Context, status int, refused error, form
 	if err != nil {
 		return err
 	}
+	plan, err := s.cfg.Reader.Plan(ctx, sess.ID)
+	if err != nil {
+		return err
+	}
 	waitingInput := ""
 	if st == "waiting" && len(turns) > 0 {
 		waitingInput = turns[len(turns)-1].Input
 	}
-	data := map[string]any{"WaitingInput": waitingInput, "Grants": grants, "Session": sess, "Status": st, "Items": items, "Pages": pages, "LastSeq": lastSeq, "LiveAfter": liveAfter, "Turns": turns, "Pending": questions, "Message": notices[c.QueryParam("done")], "Branches": mine,
+	data := map[string]any{"Plan": plan, "WaitingInput": waitingInput, "Grants": grants, "Session": sess, "Status": st, "Items": items, "Pages": pages, "LastSeq": lastSeq, "LiveAfter": liveAfter, "Turns": turns, "Pending": questions, "Message": notices[c.QueryParam("done")], "Branches": mine,
 		"Ancestors": ancestors, "BranchedAt": branchedAt}
 	if refused != nil {
 		data["Refused"] = publicText(refused)

@@ -38,6 +38,7 @@ type Reader interface {
 	Watch(session string) (<-chan struct{}, func())
 	PendingInterrupts(ctx context.Context, session string) ([]projection.Interrupt, error)
 	Audit(ctx context.Context, session string) ([]projection.AuditEntry, error)
+	Plan(ctx context.Context, session string) (*projection.Plan, error)
 	Branches(ctx context.Context, session string) ([]projection.Session, error)
 	Events(ctx context.Context, session string, after int64) ([]events.Event, error)
 	Content(ctx context.Context, session, hash string) ([]byte, error)

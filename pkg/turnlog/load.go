@@ -14,6 +14,7 @@ import (
 
 	"github.com/turnlog/turnlog/adapters/delivery/webhook"
 	"github.com/turnlog/turnlog/adapters/models/openai"
+	"github.com/turnlog/turnlog/adapters/tools/plan"
 	"github.com/turnlog/turnlog/adapters/tools/mcpclient"
 	"github.com/turnlog/turnlog/adapters/tools/workspacetools"
 	"github.com/turnlog/turnlog/config"
@@ -224,6 +225,9 @@ func (b builder) app(name string, c config.App, policy *fsm.GuardrailPolicy) (*f
 	}
 	if err := b.builtinTools(at, c, access, tools); err != nil {
 		return nil, err
+	}
+	if _, declared := tools[plan.ToolName]; !declared && slices.Contains(listed, plan.ToolName) {
+		tools[plan.ToolName] = plan.New() // offered only to the agents that list it
 	}
 	if err := b.foldersOutsideWorkspace(at, access); err != nil {
 		return nil, err

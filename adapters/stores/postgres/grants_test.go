@@ -15,3 +15,8 @@ func TestTheRecoveriesAreAudited(t *testing.T) {
 	t.Parallel()
 	storetest.CheckRecoveriesAudit(t, MustOpen(t, Options{MaxConns: 2}), "s1")
 }
+
+func TestThePlanIsTheLatestUpdatePlan(t *testing.T) {
+	t.Parallel()
+	storetest.CheckPlan(t, MustOpen(t, Options{MaxConns: 2}))
+}

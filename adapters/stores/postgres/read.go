@@ -32,6 +32,7 @@ ORDER BY l.depth DESC, h.seq, h.idx`
 	qTurnCols    = `SELECT session_id, turn_id, status, agent, input, start_seq, end_seq, started_at, ended_at, model_calls, tool_calls, input_tokens, output_tokens, error_code, error_message, end_agent, agents::text FROM proj_turns`
 	qPending     = `SELECT session_id, turn_id, interrupt_id, kind, path, coalesce(call_id, ''), coalesce(tool, ''), arguments::text, coalesce(reason, ''), status, requested_at, coalesce(policy::text, '{}') FROM proj_interrupts WHERE session_id = $1 AND status = 'pending' ORDER BY requested_seq`
 	qQueued      = `SELECT session_id, turn_id, input, by_user, status, queued_at, queued_seq FROM proj_queue WHERE session_id = $1 AND status = 'queued' ORDER BY queued_seq`
+	qLatestPlan  = `SELECT e.session_id, e.seq, e.turn_id, e.type, e.path, e.v, e.data::text, e.blob_hash, b.data, e.at FROM events e LEFT JOIN blobs b ON b.hash = e.blob_hash WHERE e.session_id = $1 AND e.type = 'ToolResulted' AND e.data ->> 'tool' = 'update_plan' AND NOT coalesce((e.data ->> 'is_error')::boolean, false) AND ($2 = 0 OR e.seq <= $2) ORDER BY e.seq DESC LIMIT 1`
 	qAudit       = `SELECT seq, turn_id, at, path, kind, coalesce(tool, ''), coalesce(outcome, ''), coalesce(rule, ''), coalesce(reason, ''), resources, exit_code, coalesce(diff, ''), coalesce(answered_by, ''), proposed, approved FROM audit WHERE session_id = $1
 	UNION ALL SELECT seq, turn_id, at, path, kind, coalesce(tool, ''), outcome, '', coalesce(reason, ''), resources, NULL, '', coalesce(answered_by, ''), NULL, NULL
 	FROM audit_files WHERE session_id = $1
@@ -62,6 +63,22 @@ func (s *Store) GrantEvents(ctx context.Context, session string, upto int64) ([]
 	rows, err := s.db.QueryContext(ctx, qGrantEvents, session, upto)
 	if err != nil {
 		return nil, fmt.Errorf("read grants of %s: %w", session, err)
+	}
+	return sqlrows.All(rows, sqlrows.ScanEvent)
+}
+
+// Plan returns a session's plan: its latest update_plan that succeeded, or the one it
+// brought from the sessions it was branched from (nil: none).
+func (s *Store) Plan(ctx context.Context, session string) (*projection.Plan, error) {
+	return sqlrows.LatestPlan(ctx, session, s.latestPlan, s.Session)
+}
+
+// latestPlan returns a session's latest update_plan result that succeeded, with seq up
+// to upto (0: any), read through its own index; none: an empty list.
+func (s *Store) latestPlan(ctx context.Context, session string, upto int64) ([]events.Event, error) {
+	rows, err := s.db.QueryContext(ctx, qLatestPlan, session, upto)
+	if err != nil {
+		return nil, fmt.Errorf("read the plan of %s: %w", session, err)
 	}
 	return sqlrows.All(rows, sqlrows.ScanEvent)
 }

@@ -18,3 +18,9 @@ func TestTheRecoveriesAreAudited(t *testing.T) {
 	store, _ := sqlite.MustOpen(t, sqlite.Options{Synchronous: "OFF"})
 	storetest.CheckRecoveriesAudit(t, store, "s1")
 }
+
+func TestThePlanIsTheLatestUpdatePlan(t *testing.T) {
+	t.Parallel()
+	store, _ := sqlite.MustOpen(t, sqlite.Options{Synchronous: "OFF"})
+	storetest.CheckPlan(t, store)
+}

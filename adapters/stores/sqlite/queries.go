@@ -6,6 +6,7 @@ const (
 	qLastSeq         = `SELECT coalesce(max(seq), 0) FROM events WHERE session_id = ?`
 	qInsertEvent     = `INSERT INTO events (session_id, seq, turn_id, type, path, v, data, blob_hash, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	qInsertBlob      = `INSERT INTO blobs (hash, size, data) VALUES (?, ?, ?) ON CONFLICT (hash) DO NOTHING`
+	qLatestPlan      = `SELECT e.session_id, e.seq, e.turn_id, e.type, e.path, e.v, e.data, e.blob_hash, b.data, e.at FROM events e LEFT JOIN blobs b ON b.hash = e.blob_hash WHERE e.session_id = ?1 AND e.type = 'ToolResulted' AND e.data ->> '$.tool' = 'update_plan' AND NOT coalesce(e.data ->> '$.is_error', 0) AND (?2 = 0 OR e.seq <= ?2) ORDER BY e.seq DESC LIMIT 1`
 	qGrantEvents     = `SELECT e.session_id, e.seq, e.turn_id, e.type, e.path, e.v, e.data, e.blob_hash, b.data, e.at FROM events e LEFT JOIN blobs b ON b.hash = e.blob_hash WHERE e.session_id = ?1 AND e.type IN ('GrantGiven', 'GrantRevoked') AND (?2 = 0 OR e.seq <= ?2) ORDER BY e.seq`
 	qEventsAfter     = `SELECT e.session_id, e.seq, e.turn_id, e.type, e.path, e.v, e.data, e.blob_hash, b.data, e.at FROM events e LEFT JOIN blobs b ON b.hash = e.blob_hash WHERE e.session_id = ? AND e.seq > ? ORDER BY e.seq`
 	qEventAt         = `SELECT e.session_id, e.seq, e.turn_id, e.type, e.path, e.v, e.data, e.blob_hash, b.data, e.at FROM events e LEFT JOIN blobs b ON b.hash = e.blob_hash WHERE e.session_id = ? AND e.seq = ?`

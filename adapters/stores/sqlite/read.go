@@ -33,6 +33,22 @@ func (s *Store) GrantEvents(ctx context.Context, session string, upto int64) ([]
 	return sqlrows.All(rows, sqlrows.ScanEvent)
 }
 
+// Plan returns a session's plan: its latest update_plan that succeeded, or the one it
+// brought from the sessions it was branched from (nil: none).
+func (s *Store) Plan(ctx context.Context, session string) (*projection.Plan, error) {
+	return sqlrows.LatestPlan(ctx, session, s.latestPlan, s.Session)
+}
+
+// latestPlan returns a session's latest update_plan result that succeeded, with seq up
+// to upto (0: any), read through its own index; none: an empty list.
+func (s *Store) latestPlan(ctx context.Context, session string, upto int64) ([]events.Event, error) {
+	rows, err := s.query(ctx, qLatestPlan, session, upto)
+	if err != nil {
+		return nil, fmt.Errorf("read the plan of %s: %w", session, err)
+	}
+	return sqlrows.All(rows, sqlrows.ScanEvent)
+}
+
 // LastSeq returns the seq of the newest event of session (0 if it has none).
 func (s *Store) LastSeq(ctx context.Context, session string) (int64, error) {
 	var last int64
