@@ -14,8 +14,8 @@ import (
 
 	"github.com/turnlog/turnlog/adapters/delivery/webhook"
 	"github.com/turnlog/turnlog/adapters/models/openai"
-	"github.com/turnlog/turnlog/adapters/tools/plan"
 	"github.com/turnlog/turnlog/adapters/tools/mcpclient"
+	"github.com/turnlog/turnlog/adapters/tools/plan"
 	"github.com/turnlog/turnlog/adapters/tools/workspacetools"
 	"github.com/turnlog/turnlog/config"
 	"github.com/turnlog/turnlog/events"
