@@ -16,6 +16,9 @@ type ModelCalled struct {
 	NewItems    []Item        `json:"new_items"`
 	Response    ModelResponse `json:"response"`
 	Usage       Usage         `json:"usage"`
+	// DurationMS is how long the call took, by the engine's clock (absent in events
+	// recorded before it was kept).
+	DurationMS int64 `json:"duration_ms,omitempty"`
 	// Policy lists the guardrail policy rules that logged or redacted the response
 	// (its text and tool call arguments) before it was recorded.
 	Policy []PolicyMatch `json:"policy,omitempty"`

@@ -366,7 +366,7 @@ func (r *run) modelStep() (events.ModelResponse, []events.Event, *ResultError) {
 	callCtx, stop := r.cancelContext()
 	defer stop()
 	callCtx, endSpan := r.traced(callCtx, SpanStart{Operation: SpanChat, Name: ag.LLM, Path: path})
-	began := time.Now()
+	began, clockBegan := time.Now(), r.e.opts.Clock()
 	resp, err := ag.Model.Call(callCtx, ModelRequest{LLM: ag.LLM, Agent: ag.Name, Instructions: f.rules,
 		Tools: ag.specs, Settings: ag.Settings, Items: items,
 		OnText: r.onText(path)})
@@ -399,7 +399,8 @@ func (r *run) modelStep() (events.ModelResponse, []events.Event, *ResultError) {
 		resp.ToolCalls[i].Arguments = canon
 	}
 	ev, err = events.New(r.turn, path, &events.ModelCalled{Agent: ag.Name, LLM: ag.LLM, RequestHash: hash,
-		Parts: parts, NewItems: newItems, Response: resp.ModelResponse, Usage: resp.Usage, Policy: mergeMatches(policy)})
+		Parts: parts, NewItems: newItems, Response: resp.ModelResponse, Usage: resp.Usage, DurationMS: r.e.opts.Clock().Sub(clockBegan).Milliseconds(),
+		Policy: mergeMatches(policy)})
 	if err == nil {
 		err = events.StoreLimits.Check(ev.Data)
 	}

@@ -36,6 +36,7 @@ type TurnProgressed struct {
 	Session, Turn         string
 	ModelCalls, ToolCalls int
 	Usage                 events.Usage
+	ModelMS               int64 // the time its model calls took
 }
 
 // Add folds another progress of the same turn into p.
@@ -43,6 +44,7 @@ func (p TurnProgressed) Add(o TurnProgressed) TurnProgressed {
 	p.ModelCalls += o.ModelCalls
 	p.ToolCalls += o.ToolCalls
 	p.Usage = p.Usage.Add(o.Usage)
+	p.ModelMS += o.ModelMS
 	return p
 }
 
@@ -120,8 +122,9 @@ func Changes(ev events.Event) ([]Change, error) {
 			return nil, err
 		}
 		u := gjson.GetBytes(ev.Data, "usage")
-		return []Change{TurnProgressed{Session: ev.Session, Turn: ev.Turn, ModelCalls: 1,
-			Usage: events.Usage{InputTokens: u.Get("input_tokens").Int(), OutputTokens: u.Get("output_tokens").Int()}}}, nil
+		return []Change{TurnProgressed{Session: ev.Session, Turn: ev.Turn, ModelCalls: 1, ModelMS: gjson.GetBytes(ev.Data, "duration_ms").Int(),
+			Usage: events.Usage{InputTokens: u.Get("input_tokens").Int(), OutputTokens: u.Get("output_tokens").Int(),
+				CachedTokens: u.Get("cached_tokens").Int(), ReasoningTokens: u.Get("reasoning_tokens").Int()}}}, nil
 	case events.TypeToolResulted:
 		if err := known(ev); err != nil {
 			return nil, err

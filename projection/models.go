@@ -74,6 +74,7 @@ type Turn struct {
 	ModelCalls   int          `json:"model_calls"`
 	ToolCalls    int          `json:"tool_calls"`
 	Usage        events.Usage `json:"usage"`
+	ModelMS      int64        `json:"model_ms"` // the time its model calls took
 	ErrorCode    events.Code  `json:"error_code,omitempty"`
 	ErrorMessage string       `json:"error_message,omitempty"`
 	EndAgent     string       `json:"end_agent,omitempty"` // active agent after a committed turn

@@ -15,7 +15,7 @@ const (
 	qSessionMoved = `UPDATE proj_sessions SET active_agent = $1, turn_count = turn_count + 1, last_commit_seq = $2 WHERE id = $3`
 	qTurnOpen     = `INSERT INTO proj_turns (session_id, turn_id, start_seq, status, input, agent, started_at, agents) VALUES ($1, $2, $3, 'running', $4, $5, $6, jsonb_build_array($5::text))`
 	qTurnHandoff  = `UPDATE proj_turns SET agents = agents || jsonb_build_array($1::text) WHERE session_id = $2 AND turn_id = $3`
-	qTurnProgress = `UPDATE proj_turns SET model_calls = model_calls + $1, tool_calls = tool_calls + $2, input_tokens = input_tokens + $3, output_tokens = output_tokens + $4 WHERE session_id = $5 AND turn_id = $6`
+	qTurnProgress = `UPDATE proj_turns SET model_calls = model_calls + $1, tool_calls = tool_calls + $2, input_tokens = input_tokens + $3, output_tokens = output_tokens + $4, cached_tokens = cached_tokens + $5, reasoning_tokens = reasoning_tokens + $6, model_ms = model_ms + $7 WHERE session_id = $8 AND turn_id = $9`
 	qTurnClose    = `UPDATE proj_turns SET status = $1, end_seq = $2, ended_at = $3, error_code = nullif($4, ''), error_message = nullif($5, ''), end_agent = nullif($6, '') WHERE session_id = $7 AND turn_id = $8`
 	qInterruptAdd = `INSERT INTO proj_interrupts (session_id, interrupt_id, turn_id, kind, path, call_id, tool, arguments, reason, status, requested_seq, requested_at, policy) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'pending', $10, $11, $12)`
 	qInterruptSet = `UPDATE proj_interrupts SET status = $1, resolved_seq = $2, resolved_at = $3, answered_by = $6,
@@ -47,7 +47,8 @@ func applyChanges(ctx context.Context, tx execer, changes []projection.Change) e
 		case projection.TurnHandedOff:
 			_, err = tx.ExecContext(ctx, qTurnHandoff, c.Agent, c.Session, c.Turn)
 		case projection.TurnProgressed:
-			_, err = tx.ExecContext(ctx, qTurnProgress, c.ModelCalls, c.ToolCalls, c.Usage.InputTokens, c.Usage.OutputTokens, c.Session, c.Turn)
+			_, err = tx.ExecContext(ctx, qTurnProgress, c.ModelCalls, c.ToolCalls, c.Usage.InputTokens, c.Usage.OutputTokens,
+				c.Usage.CachedTokens, c.Usage.ReasoningTokens, c.ModelMS, c.Session, c.Turn)
 		case projection.TurnClosed:
 			_, err = tx.ExecContext(ctx, qTurnClose, string(c.Status), c.Seq, sqlrows.FormatTime(c.At),
 				string(c.ErrorCode), c.ErrorMessage, c.EndAgent, c.Session, c.Turn)

@@ -115,7 +115,8 @@ func (w *writer) writeProgress(ctx context.Context, k turnKey) error {
 	if d == (projection.TurnProgressed{}) {
 		return nil
 	}
-	_, err := w.turnProgress.ExecContext(ctx, d.ModelCalls, d.ToolCalls, d.Usage.InputTokens, d.Usage.OutputTokens, k.session, k.turn)
+	_, err := w.turnProgress.ExecContext(ctx, d.ModelCalls, d.ToolCalls, d.Usage.InputTokens, d.Usage.OutputTokens,
+		d.Usage.CachedTokens, d.Usage.ReasoningTokens, d.ModelMS, k.session, k.turn)
 	if err != nil {
 		return fmt.Errorf("write the progress of turn %s/%s: %w", k.session, k.turn, err)
 	}
@@ -202,6 +203,7 @@ func (s *Store) withProgress(read func() ([]projection.Turn, error)) ([]projecti
 			turns[i].ModelCalls += d.ModelCalls
 			turns[i].ToolCalls += d.ToolCalls
 			turns[i].Usage = turns[i].Usage.Add(d.Usage)
+			turns[i].ModelMS += d.ModelMS
 		}
 	}
 	return turns, nil
@@ -251,7 +253,8 @@ func (s *Store) HealTurnProgress(ctx context.Context, session, turn string) erro
 		k := turnKey{session, turn}
 		w.progress.flushed[k] = true // what memory held is in sum
 		delete(w.progress.tx, k)
-		_, err := w.conn.ExecContext(ctx, qTurnProgressSet, sum.ModelCalls, sum.ToolCalls, sum.Usage.InputTokens, sum.Usage.OutputTokens, session, turn)
+		_, err := w.conn.ExecContext(ctx, qTurnProgressSet, sum.ModelCalls, sum.ToolCalls, sum.Usage.InputTokens, sum.Usage.OutputTokens,
+			sum.Usage.CachedTokens, sum.Usage.ReasoningTokens, sum.ModelMS, session, turn)
 		return err
 	})
 }

@@ -24,7 +24,7 @@ func (w *writer) applyChanges(ctx context.Context, changes []projection.Change) 
 			_, err = w.turnHandoff.ExecContext(ctx, c.Agent, c.Session, c.Turn)
 		case projection.TurnProgressed:
 			_, err = w.turnProgress.ExecContext(ctx, c.ModelCalls, c.ToolCalls,
-				c.Usage.InputTokens, c.Usage.OutputTokens, c.Session, c.Turn)
+				c.Usage.InputTokens, c.Usage.OutputTokens, c.Usage.CachedTokens, c.Usage.ReasoningTokens, c.ModelMS, c.Session, c.Turn)
 		case projection.TurnClosed:
 			_, err = w.turnClose.ExecContext(ctx, string(c.Status), c.Seq, sqlrows.FormatTime(c.At),
 				string(c.ErrorCode), c.ErrorMessage, c.EndAgent, c.Session, c.Turn)

@@ -16,8 +16,8 @@ const (
 	qSessionMoved    = `UPDATE proj_sessions SET active_agent = ?, turn_count = turn_count + 1, last_commit_seq = ? WHERE id = ?`
 	qTurnOpen        = `INSERT INTO proj_turns (session_id, turn_id, start_seq, status, input, agent, started_at, agents) VALUES (?1, ?2, ?3, 'running', ?4, ?5, ?6, json_array(?5))`
 	qTurnHandoff     = `UPDATE proj_turns SET agents = json_insert(agents, '$[#]', ?) WHERE session_id = ? AND turn_id = ?`
-	qTurnProgress    = `UPDATE proj_turns SET model_calls = model_calls + ?, tool_calls = tool_calls + ?, input_tokens = input_tokens + ?, output_tokens = output_tokens + ? WHERE session_id = ? AND turn_id = ?`
-	qTurnProgressSet = `UPDATE proj_turns SET model_calls = ?, tool_calls = ?, input_tokens = ?, output_tokens = ? WHERE session_id = ? AND turn_id = ?`
+	qTurnProgress    = `UPDATE proj_turns SET model_calls = model_calls + ?, tool_calls = tool_calls + ?, input_tokens = input_tokens + ?, output_tokens = output_tokens + ?, cached_tokens = cached_tokens + ?, reasoning_tokens = reasoning_tokens + ?, model_ms = model_ms + ? WHERE session_id = ? AND turn_id = ?`
+	qTurnProgressSet = `UPDATE proj_turns SET model_calls = ?, tool_calls = ?, input_tokens = ?, output_tokens = ?, cached_tokens = ?, reasoning_tokens = ?, model_ms = ? WHERE session_id = ? AND turn_id = ?`
 	qTurnClose       = `UPDATE proj_turns SET status = ?, end_seq = ?, ended_at = ?, error_code = nullif(?, ''), error_message = nullif(?, ''), end_agent = nullif(?, '') WHERE session_id = ? AND turn_id = ?`
 	qInterruptAdd    = `INSERT INTO proj_interrupts (session_id, interrupt_id, turn_id, kind, path, call_id, tool, arguments, reason, status, requested_seq, requested_at, policy) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?)`
 	qInterruptSet    = `UPDATE proj_interrupts SET status = ?1, resolved_seq = ?2, resolved_at = ?3, answered_by = ?6, edited_arguments = iif(?1 = 'approved' AND ?7 IS NOT arguments, ?7, NULL) WHERE session_id = ?4 AND interrupt_id = ?5`
@@ -55,7 +55,7 @@ const (
 LEFT JOIN proj_interrupts i ON h.item ->> '$.type' = 'function_call' AND i.session_id = h.session_id AND i.turn_id = h.turn_id
      AND i.path = (h.item ->> '$.agent') || '/tool/' || (h.item ->> '$.call_id') || '/approval' AND i.edited_arguments IS NOT NULL
 ORDER BY l.depth DESC, h.seq, h.idx`
-	qTurnCols     = `SELECT session_id, turn_id, status, agent, input, start_seq, end_seq, started_at, ended_at, model_calls, tool_calls, input_tokens, output_tokens, error_code, error_message, end_agent, agents FROM proj_turns`
+	qTurnCols     = `SELECT session_id, turn_id, status, agent, input, start_seq, end_seq, started_at, ended_at, model_calls, tool_calls, input_tokens, output_tokens, cached_tokens, reasoning_tokens, model_ms, error_code, error_message, end_agent, agents FROM proj_turns`
 	qTurns        = qTurnCols + ` WHERE session_id = ? ORDER BY start_seq`
 	qTurn         = qTurnCols + ` WHERE session_id = ? AND turn_id = ?`
 	qTurnEndingAt = qTurnCols + ` WHERE session_id = ? AND end_seq = ?`

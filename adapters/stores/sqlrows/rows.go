@@ -165,7 +165,8 @@ func ScanTurn(sc Scanner) (projection.Turn, error) {
 		agents               string
 	)
 	if err := sc.Scan(&t.Session, &t.ID, &t.Status, &t.Agent, &t.Input, &t.StartSeq, &endSeq, &started, &ended,
-		&t.ModelCalls, &t.ToolCalls, &t.Usage.InputTokens, &t.Usage.OutputTokens, &code, &message, &endAgent, &agents); err != nil {
+		&t.ModelCalls, &t.ToolCalls, &t.Usage.InputTokens, &t.Usage.OutputTokens, &t.Usage.CachedTokens, &t.Usage.ReasoningTokens, &t.ModelMS,
+		&code, &message, &endAgent, &agents); err != nil {
 		return t, err
 	}
 	if err := json.Unmarshal([]byte(agents), &t.Agents); err != nil {
