@@ -60,7 +60,7 @@ const fixtureAppYAML = `apps:
         base_url: http://user:pass@127.0.0.1:9/v1/
     tools:
       refund:
-        url: URL
+        url: URL?key=query-s3cr3t
         description: Refund an order.
         parameters: schemas/refund.json
         secret_env: SHOP_TOOL_SECRET

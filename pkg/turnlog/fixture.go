@@ -43,8 +43,8 @@ type FixtureExport struct {
 
 // WriteFixture writes recorded (a session's recording, fsm.Recording) as a fixture in
 // dir, which must not exist or be empty: the app's config as opts names it, without
-// its secrets (header values, values given to MCP servers, credentials in base
-// URLs) and webhooks; tool schemas as the apps build them now (MCP servers are
+// its secrets (header values, values given to MCP servers, user information and query
+// values of URLs) and webhooks; tool schemas as the apps build them now (MCP servers are
 // connected to list theirs); the skill folders. Then it replays the fixture as
 // ReplayFixture would, and says how that went: a divergence means the config or the
 // code changed since the recording.
@@ -190,9 +190,10 @@ func exportConfig(src []byte, base, app string) ([]byte, []string, error) {
 	one = without(one, "webhooks")
 	var skills []string
 	for _, llm := range entries(get(one, "llms")) {
-		scrubURL(llm)
+		scrubURL(llm, "base_url")
 	}
 	for _, tool := range entries(get(one, "tools")) {
+		scrubURL(tool, "url")
 		if headers, ok := get(*tool, "headers").(yaml.MapSlice); ok {
 			for i := range headers {
 				headers[i].Value = removed
@@ -208,6 +209,7 @@ func exportConfig(src []byte, base, app string) ([]byte, []string, error) {
 	}
 	if mcp, ok := get(one, "mcp").(yaml.MapSlice); ok {
 		for _, server := range entries(get(mcp, "servers")) {
+			scrubURL(server, "url")
 			if env, ok := get(*server, "env").([]any); ok {
 				for i, v := range env {
 					if s, ok := v.(string); ok && strings.Contains(s, "=") {
@@ -221,7 +223,7 @@ func exportConfig(src []byte, base, app string) ([]byte, []string, error) {
 	for _, agent := range entries(get(one, "agents")) {
 		if mem, ok := get(*agent, "memory").(yaml.MapSlice); ok {
 			if emb, ok := get(mem, "embeddings").(yaml.MapSlice); ok {
-				scrubURL(&emb)
+				scrubURL(&emb, "base_url")
 			}
 		}
 		if list, ok := get(*agent, "skills").([]any); ok {
@@ -261,16 +263,27 @@ func schemaFile(base, p string) (any, error) {
 	return v, nil
 }
 
-// scrubURL removes credentials from a mapping's base_url.
-func scrubURL(m *yaml.MapSlice) {
-	raw, ok := get(*m, "base_url").(string)
+// scrubURL removes what may be a credential from a mapping's URL: its user
+// information and the values of its query.
+func scrubURL(m *yaml.MapSlice, key string) {
+	raw, ok := get(*m, key).(string)
 	if !ok {
 		return
 	}
-	if u, err := url.Parse(raw); err == nil && u.User != nil {
-		u.User = nil
-		set(m, "base_url", u.String())
+	u, err := url.Parse(raw)
+	if err != nil {
+		set(m, key, removed)
+		return
 	}
+	q := u.Query()
+	for k := range q {
+		q.Set(k, removed)
+	}
+	if u.User == nil && len(q) == 0 {
+		return
+	}
+	u.User, u.RawQuery = nil, q.Encode()
+	set(m, key, u.String())
 }
 
 func get(m yaml.MapSlice, key string) any {
