@@ -60,7 +60,7 @@ const fixtureAppYAML = `apps:
         base_url: http://user:pass@127.0.0.1:9/v1/
     tools:
       refund:
-        url: URL?key=query-s3cr3t
+        url: URL/path-s3cr3t?key=query-s3cr3t
         description: Refund an order.
         parameters: schemas/refund.json
         secret_env: SHOP_TOOL_SECRET
@@ -70,7 +70,7 @@ const fixtureAppYAML = `apps:
     mcp:
       servers:
         everything:
-          command: [node, node_modules/@modelcontextprotocol/server-everything/dist/index.js, stdio]
+          command: [node, node_modules/@modelcontextprotocol/server-everything/dist/index.js, stdio, --api-key=arg-s3cr3t]
           dir: JSDIR
           allowed_tools: [get-sum]
           env: ["GREETING=hush-s3cr3t"]
@@ -111,6 +111,7 @@ func TestAnExportedFixtureReplaysWithoutSecretsOrServers(t *testing.T) {
 	os.MkdirAll(filepath.Join(dir, "app", "skills", "refunds"), 0o755)
 	os.WriteFile(filepath.Join(dir, "app", "schemas", "refund.json"), []byte(`{"type": "object", "properties": {"order_id": {"type": "integer"}}, "required": ["order_id"]}`), 0o644)
 	os.WriteFile(filepath.Join(dir, "app", "skills", "refunds", "SKILL.md"), []byte("---\nname: refunds\ndescription: How refunds are paid.\n---\nRefunds go back to the card.\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "app", "skills", "refunds", ".env"), []byte("TOKEN=file-s3cr3t\n"), 0o644) // beside a skill: not the skill's
 	os.WriteFile(cfg, []byte(strings.NewReplacer("URL", receiver.URL+"/refund", "JSDIR", js).Replace(fixtureAppYAML)), 0o644)
 	db := filepath.Join(dir, "turnlog.db")
 	exporting := Wiring{Functions: demo.Functions()}
@@ -152,6 +153,14 @@ func TestAnExportedFixtureReplaysWithoutSecretsOrServers(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(fixture, "skills", "refunds", "SKILL.md")); err != nil {
 		t.Errorf("the skills were not copied: %v", err)
 	}
+	filepath.WalkDir(fixture, func(p string, d os.DirEntry, err error) error { // no secret anywhere in the fixture
+		if err == nil && !d.IsDir() {
+			if data, _ := os.ReadFile(p); strings.Contains(string(data), "s3cr3t") {
+				t.Errorf("%s holds a secret", p)
+			}
+		}
+		return nil
+	})
 
 	// Elsewhere: no secret, no node, no house_rules function; nothing is called.
 	for _, k := range []string{"SHOP_OPENAI_KEY", "SHOP_TOOL_SECRET", "SHOP_TOKEN", "SHOP_HOOK_SECRET"} {

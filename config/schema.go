@@ -187,6 +187,9 @@ func describe(inst any, ve, parent *validator.ValidationError, p *message.Printe
 		}
 	case *kind.Type:
 		msg = fmt.Sprintf("is %s, want %s", article(k.Got), strings.Join(mapStrings(k.Want, article), " or "))
+		if k.Got == "null" {
+			msg = fmt.Sprintf("has no value: give it %s, or leave the key out", strings.Join(mapStrings(k.Want, article), " or "))
+		}
 		if strings.Contains(ve.SchemaURL, "/$defs/duration") {
 			msg = fmt.Sprintf("is %s, want a duration with its unit, such as 30s, 10m or 1h30m", article(k.Got))
 		}

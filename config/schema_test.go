@@ -452,9 +452,9 @@ type mutation struct {
 // model's settings).
 var freeForm = []string{"parameters", "settings", "examples"}
 
-// mutations change v in one place each, always for the worse: an unknown key added
-// to a mapping (or, to a mapping of names, an entry that is no section), or a value
-// swapped for one of another type.
+// mutations change v in one place each: an unknown key added to a mapping (or, to a
+// mapping of names, an entry that is no section), or a value swapped for one of
+// another type — wrong, but for a string an argument or header value may be.
 func mutations(v any) []mutation {
 	var out []mutation
 	var walk func(path []any)
@@ -480,7 +480,9 @@ func mutations(v any) []mutation {
 				walk(append(slices.Clone(path), i))
 			}
 		case string:
-			out = append(out, mutation{fmt.Sprintf("%v string → number", path), with(v, path, 12345), true})
+			// An argument or a header value takes a number as its text: the verdicts are
+			// compared, whatever they are.
+			out = append(out, mutation{fmt.Sprintf("%v string → number", path), with(v, path, 12345), false})
 		case bool:
 			out = append(out, mutation{fmt.Sprintf("%v boolean → string", path), with(v, path, "maybe"), true})
 		case int, int64, uint64, float64:
@@ -552,5 +554,30 @@ func TestMistakesGetAHint(t *testing.T) {
 		if !strings.Contains(err.Error()+"\n", want+"\n") {
 			t.Errorf("the problems do not say %q:\n%v", want, err)
 		}
+	}
+}
+
+// TestWhatYAMLReadsAsNumbersIsText: an argument or a header value YAML reads as a
+// number or a boolean is taken as its text (as the loader always took it); an empty
+// key is told it has no value.
+func TestWhatYAMLReadsAsNumbersIsText(t *testing.T) {
+	t.Parallel()
+	good := `apps:
+  a:
+    start_agent: x
+    agents: {x: {llm: m}}
+    tools:
+      wait: {command: [sleep, 5], description: waits, env: [LANG]}
+      api: {url: "http://127.0.0.1:1/", description: calls, headers: {X-Api-Version: 2, X-Beta: true}}
+    mcp:
+      servers:
+        s: {command: [node, srv.js, --port, 3000], timeout: 5s, timeout_seconds: 0}
+`
+	if _, err := config.Decode("agent.yaml", []byte(good)); err != nil {
+		t.Fatal(err)
+	}
+	empty := "apps:\n  a:\n    start_agent: x\n    agents: {x: {llm: m, handoffs: }}\n"
+	if _, err := config.Decode("agent.yaml", []byte(empty)); err == nil || !strings.Contains(err.Error(), "apps.a.agents.x.handoffs: has no value: give it a list, or leave the key out") {
+		t.Fatalf("an empty key: %v", err)
 	}
 }

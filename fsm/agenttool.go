@@ -137,7 +137,7 @@ func (r *run) driveNested() (string, *nestedStop) {
 			return "", stop
 		}
 		if len(resp.ToolCalls) == 0 {
-			ev, again := r.checkEvidence(resp.Text)
+			ev, again := r.checkEvidence()
 			if ev != nil {
 				called = append(called, *ev)
 			}

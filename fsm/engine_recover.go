@@ -130,18 +130,19 @@ func (e *Engine) recoverTurn(ctx context.Context, t projection.Turn) (*Result, e
 	if err != nil {
 		return nil, err
 	}
-	// The crash is a fact of the log: which run this is, and what becomes of the
-	// calls that were in flight.
-	recovered, err := e.appendEvents(ctx, t.Session, evs[len(evs)-1].Seq, []events.Event{turnRecovered(evs)}, false)
-	if err != nil {
-		return nil, fmt.Errorf("record the recovery of turn %s: %w", t.ID, err)
-	}
-	evs = append(evs, recovered...)
 	conv, err := e.conversation(ctx, s)
 	if err != nil {
 		return nil, err
 	}
-	seq := evs[len(evs)-1].Seq
+	// The crash is a fact of the log: which run this is, and what becomes of the
+	// calls that were in flight. Recorded once the run can begin, past any input
+	// queued meanwhile.
+	recovered, err := e.appendPastQueue(ctx, t.Session, evs[len(evs)-1].Seq, []events.Event{turnRecovered(evs)}, false)
+	if err != nil {
+		return nil, fmt.Errorf("record the recovery of turn %s: %w", t.ID, err)
+	}
+	evs = append(evs, recovered...)
+	seq := recovered[len(recovered)-1].Seq
 	app, ok := e.apps[s.App]
 	var agent *Agent
 	if ok {

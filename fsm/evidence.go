@@ -2,24 +2,24 @@ package fsm
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/turnlog/turnlog/events"
 )
 
 // EvidenceRule is an agent's require_evidence: an answer given in a turn in which no
-// tool ran — none of Tools, when it names some — goes back to the model once with
-// Note; the second such answer stands, marked by an AnswerWithoutEvidence event.
-// Calls the policy denied or a person rejected, handoffs and skill loads do not count
-// as run: they fetched nothing.
+// tool brought anything back — none of Tools, when it names some — is held back and
+// the model told Note, once; the second such answer stands, marked by an
+// AnswerWithoutEvidence event. Only a call that succeeded and acts on something
+// counts: a failed call (denied, rejected, invalid, timed out, an unknown tool), a
+// handoff, a skill load and a call that acts on nothing (update_plan) fetched nothing.
 type EvidenceRule struct {
 	Tools []string
 	Note  string // "": DefaultEvidenceNote
 }
 
 // DefaultEvidenceNote is what the model is told of an answer without evidence.
-const DefaultEvidenceNote = "turnlog: you answered without calling a tool in this turn, so nothing in your answer rests on data you fetched. Call a tool to get what the question needs, then answer from its output."
+const DefaultEvidenceNote = "turnlog: your answer was held back: you answered without calling a tool in this turn, so nothing in it rests on data you fetched. Call a tool to get what the question needs, then answer from its output."
 
 // note is what the model is told.
 func (e *EvidenceRule) note() string {
@@ -32,13 +32,11 @@ func (e *EvidenceRule) note() string {
 	return DefaultEvidenceNote
 }
 
-// noEvidenceKinds are the results of calls that fetched nothing.
-var noEvidenceKinds = []string{ToolDeniedKind, "rejected", ToolErrReplayOnly}
-
-// countEvidence notes the calls of a response that ran and so may back an answer.
+// countEvidence notes the calls of a response that brought something back and so may
+// back an answer.
 func (r *run) countEvidence(slots []*toolSlot) {
 	for _, s := range slots {
-		if s.derived || s.result == nil || (s.result.IsError && slices.Contains(noEvidenceKinds, s.result.ErrorKind)) {
+		if s.derived || s.result == nil || s.result.IsError || actsOnNothing(s) {
 			continue
 		}
 		if r.evidence == nil {
@@ -46,6 +44,17 @@ func (r *run) countEvidence(slots []*toolSlot) {
 		}
 		r.evidence[s.call.Name] = true
 	}
+}
+
+// actsOnNothing says a call tells the policy it touches nothing: it can have fetched
+// nothing either (update_plan).
+func actsOnNothing(s *toolSlot) bool {
+	pt, ok := s.tool.(PolicyTarget)
+	if !ok {
+		return false
+	}
+	pc := pt.PolicyCall(s.args)
+	return pc.Shell == "" && pc.Level == 0 && len(pc.Actions) == 0 && len(pc.Resources) == 0
 }
 
 // hasEvidence says whether a tool that counts for rule ran in this run.
@@ -61,11 +70,11 @@ func (r *run) hasEvidence(rule *EvidenceRule) bool {
 	return false
 }
 
-// checkEvidence decides the agent's answer text under its require_evidence: nil when
-// it stands unmarked; else the AnswerWithoutEvidence to record, and whether the answer
-// goes back to the model (the agent's first such answer in the run: then the answer
-// and the note have joined the conversation).
-func (r *run) checkEvidence(text string) (*events.Event, bool) {
+// checkEvidence decides the agent's answer under its require_evidence: nil when it
+// stands unmarked; else the AnswerWithoutEvidence to record, and whether the answer is
+// held back and the model called again (the agent's first such answer in the run:
+// then the note has joined the conversation).
+func (r *run) checkEvidence() (*events.Event, bool) {
 	rule := r.agent.RequireEvidence
 	if rule == nil || r.hasEvidence(rule) {
 		return nil, false
@@ -79,8 +88,10 @@ func (r *run) checkEvidence(text string) (*events.Event, bool) {
 	p := &events.AnswerWithoutEvidence{Agent: r.agent.Name, Action: events.EvidenceStood, Tools: rule.Tools}
 	again := n == 1
 	if again {
+		// The answer is held back (its ModelCalled keeps it): it joins no
+		// conversation, so no later request or history carries what no output
+		// guardrail saw; the model is told why.
 		p.Action, p.Note = events.EvidenceSentBack, rule.note()
-		r.conv.append(events.AssistantMessage(r.agent.Name, text))
 		r.conv.append(events.Item{Type: events.ItemMessage, Role: "system", Content: p.Note})
 	}
 	ev := events.MustNew(r.turn, path, p)

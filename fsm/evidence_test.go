@@ -1,6 +1,7 @@
 package fsm_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"sync/atomic"
@@ -31,9 +32,9 @@ func evidenceTrail(t *testing.T, b testBundle, session string) []string {
 }
 
 // TestAnAnswerWithoutEvidenceGoesBackOnce: an agent with require_evidence that answers
-// without calling a tool hears the note once; a model that then calls a tool answers
-// from it, unmarked; one that answers again without one has its answer stand, marked.
-// Each replays without a model call.
+// without calling a tool has its answer held back (in no history) and hears the note
+// once; a model that then calls a tool answers from it, unmarked; one that answers
+// again without one has its answer stand, marked. Each replays without a model call.
 func TestAnAnswerWithoutEvidenceGoesBackOnce(t *testing.T) {
 	t.Parallel()
 	obeys := func(note string) fsm.Model {
@@ -84,8 +85,8 @@ func TestAnAnswerWithoutEvidenceGoesBackOnce(t *testing.T) {
 				for _, it := range hist {
 					said = append(said, it.Role+":"+it.Content)
 				}
-				if !strings.Contains(strings.Join(said, "|"), "assistant:order 42 is shipped|system:") {
-					t.Errorf("the history does not keep the answer sent back and the note: %v", said)
+				if !strings.HasPrefix(strings.Join(said, "|"), "user:where is order 42?|system:"+map[bool]string{true: "look it up", false: "turnlog: your answer was held back"}[tc.rule.Note != ""]) {
+					t.Errorf("the history does not hold the note right after the question (the answer held back joins nothing): %v", said)
 				}
 			}
 			b.replayFresh(t, sid)
@@ -161,5 +162,35 @@ func TestAnAnswerThatMustRestOnEvidenceDoesNotStreamFirst(t *testing.T) {
 	}
 	if fmt.Sprint(streamed) != "[false false true]" {
 		t.Errorf("streamed per model call: %v, want [false false true] (held until a tool ran)", streamed)
+	}
+}
+
+// nothingTool is a tool that acts on nothing (as update_plan tells the policy).
+type nothingTool struct{ fsm.Tool }
+
+func (nothingTool) PolicyCall(json.RawMessage) fsm.PolicyCall { return fsm.PolicyCall{} }
+
+// TestAFailedCallOrOneThatActsOnNothingIsNoEvidence: a call that failed (an unknown
+// tool here) or one that acts on nothing brought nothing back.
+func TestAFailedCallOrOneThatActsOnNothingIsNoEvidence(t *testing.T) {
+	t.Parallel()
+	for name, call := range map[string]string{"an unknown tool": "nope", "a tool that acts on nothing": "echo"} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			model := modelFunc(func(r fsm.ModelRequest) (fsm.ModelResponse, error) {
+				if last := r.Items[len(r.Items)-1]; last.Role == "user" {
+					return fsm.ModelResponse{ModelResponse: events.ModelResponse{ToolCalls: []events.ToolCall{{ID: "c1", Name: call, Arguments: []byte(`{"n":1}`)}}}}, nil
+				}
+				return fsm.ModelResponse{ModelResponse: events.ModelResponse{Text: "done"}}, nil
+			})
+			b := setup(t, &fsm.Agent{Name: "a", LLM: "m", Model: model, Tools: []fsm.Tool{nothingTool{echoTool()}}, RequireEvidence: &fsm.EvidenceRule{}})
+			res, sid := b.turn(t, "go")
+			if res.Status != fsm.StatusCompleted {
+				t.Fatalf("result = %+v %v", res, res.Error)
+			}
+			if got := strings.Join(evidenceTrail(t, b, sid), " "); !strings.Contains(got, "a/evidence/1 sent_back") {
+				t.Errorf("the log: %s", got)
+			}
+		})
 	}
 }

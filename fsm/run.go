@@ -285,7 +285,7 @@ func (r *run) drive() (*Result, error) {
 			return res, err
 		}
 		if len(resp.ToolCalls) == 0 {
-			ev, again := r.checkEvidence(resp.Text)
+			ev, again := r.checkEvidence()
 			if ev != nil {
 				called = append(called, *ev)
 			}

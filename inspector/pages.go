@@ -306,7 +306,7 @@ func (s *Server) sessionPageWith(c echo.Context, status int, refused error, form
 	}
 	plan, err := s.cfg.Reader.Plan(ctx, sess.ID)
 	if err != nil {
-		return err
+		plan = nil // the page shows the rest; the plan's own route says what is wrong
 	}
 	waitingInput := ""
 	if st == "waiting" && len(turns) > 0 {

@@ -1,6 +1,8 @@
 -- A turn's usage in full: cached input and reasoning output tokens as the provider
 -- reports them, and the time its model calls took (ModelCalled.duration_ms; 0 for calls
--- recorded before it was kept). A rebuild counts them from the events.
+-- recorded before it was kept). Existing turns are counted from their events here,
+-- except calls whose event is kept as a blob (over 64 KiB), which count 0 until a
+-- rebuild (turnlog rebuild) counts every event.
 ALTER TABLE proj_turns ADD COLUMN cached_tokens INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE proj_turns ADD COLUMN reasoning_tokens INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE proj_turns ADD COLUMN model_ms INTEGER NOT NULL DEFAULT 0;

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -15,6 +14,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/fsm"
+	"github.com/turnlog/turnlog/skills"
 )
 
 // A fixture is a folder a recorded session replays from anywhere: events.jsonl (the
@@ -90,7 +90,7 @@ func WriteFixture(ctx context.Context, opts Options, recorded []events.Event, di
 			out.Outside = append(out.Outside, sd)
 			continue
 		}
-		if err := copyTree(filepath.Join(base, sd), filepath.Join(dir, sd)); err != nil {
+		if err := copySkills(filepath.Join(base, sd), filepath.Join(dir, sd)); err != nil {
 			return nil, fmt.Errorf("copy skills %s: %w", sd, err)
 		}
 		out.Skills = append(out.Skills, sd)
@@ -194,9 +194,12 @@ func exportConfig(src []byte, base, app string) ([]byte, []string, error) {
 	}
 	for _, tool := range entries(get(one, "tools")) {
 		scrubURL(tool, "url")
-		if headers, ok := get(*tool, "headers").(yaml.MapSlice); ok {
-			for i := range headers {
-				headers[i].Value = removed
+		scrubArgs(*tool)
+		for _, it := range *tool {
+			if headers, ok := it.Value.(yaml.MapSlice); ok && it.Key == "headers" {
+				for i := range headers {
+					headers[i].Value = removed
+				}
 			}
 		}
 		if p, ok := get(*tool, "parameters").(string); ok {
@@ -210,6 +213,7 @@ func exportConfig(src []byte, base, app string) ([]byte, []string, error) {
 	if mcp, ok := get(one, "mcp").(yaml.MapSlice); ok {
 		for _, server := range entries(get(mcp, "servers")) {
 			scrubURL(server, "url")
+			scrubArgs(*server)
 			if env, ok := get(*server, "env").([]any); ok {
 				for i, v := range env {
 					if s, ok := v.(string); ok && strings.Contains(s, "=") {
@@ -263,27 +267,32 @@ func schemaFile(base, p string) (any, error) {
 	return v, nil
 }
 
-// scrubURL removes what may be a credential from a mapping's URL: its user
-// information and the values of its query.
+// scrubURL keeps of a mapping's URL its scheme and host: a path, a query, a fragment
+// or user information may hold a credential (a bot token, a hook's secret path).
 func scrubURL(m *yaml.MapSlice, key string) {
 	raw, ok := get(*m, key).(string)
 	if !ok {
 		return
 	}
 	u, err := url.Parse(raw)
-	if err != nil {
+	if err != nil || u.Host == "" {
 		set(m, key, removed)
 		return
 	}
-	q := u.Query()
-	for k := range q {
-		q.Set(k, removed)
+	kept := url.URL{Scheme: u.Scheme, Host: u.Host}
+	if u.Path != "" && u.Path != "/" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		kept.Path = "/" + removed
 	}
-	if u.User == nil && len(q) == 0 {
-		return
+	set(m, key, kept.String())
+}
+
+// scrubArgs keeps of a program's command its name: its arguments may hold a key.
+func scrubArgs(m yaml.MapSlice) {
+	if argv, ok := get(m, "command").([]any); ok {
+		for i := 1; i < len(argv); i++ {
+			argv[i] = removed
+		}
 	}
-	u.User, u.RawQuery = nil, q.Encode()
-	set(m, key, u.String())
 }
 
 func get(m yaml.MapSlice, key string) any {
@@ -295,12 +304,12 @@ func get(m yaml.MapSlice, key string) any {
 	return nil
 }
 
-// set changes the value of a key m has (in place, so the document sees it).
+// set changes the value of a key m has, every time it holds it (in place, so the
+// document sees it).
 func set(m *yaml.MapSlice, key string, v any) {
 	for i, it := range *m {
 		if k, ok := it.Key.(string); ok && k == key {
 			(*m)[i].Value = v
-			return
 		}
 	}
 }
@@ -316,7 +325,9 @@ func without(m yaml.MapSlice, key string) yaml.MapSlice {
 }
 
 // entries are the mappings a mapping of names holds. A MapSlice shares its items
-// with the document, so a change to an existing key (set) changes the document.
+// with the document, so a change to an existing key (set) changes the document. YAML
+// merge keys (<<) arrive resolved: a merged key is a key of the mapping like any
+// other, and one given twice is changed wherever it stands.
 func entries(v any) []*yaml.MapSlice {
 	m, ok := v.(yaml.MapSlice)
 	if !ok {
@@ -345,27 +356,30 @@ func emptyDir(dir string) (created bool, err error) {
 	return false, nil
 }
 
-// copyTree copies a folder's regular files and folders.
-func copyTree(from, to string) error {
-	return filepath.WalkDir(from, func(p string, d fs.DirEntry, err error) error {
+// copySkills copies the skills of a skills folder: each <name>/SKILL.md, which is all
+// turnlog reads of a skill (nothing else of the folder travels).
+func copySkills(from, to string) error {
+	list, err := os.ReadDir(from)
+	if err != nil {
+		return err
+	}
+	for _, e := range list {
+		if !e.IsDir() {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(from, e.Name(), skills.File))
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
 		if err != nil {
 			return err
 		}
-		rel, err := filepath.Rel(from, p)
-		if err != nil {
+		if err := os.MkdirAll(filepath.Join(to, e.Name()), 0o755); err != nil {
 			return err
 		}
-		target := filepath.Join(to, rel)
-		switch {
-		case d.IsDir():
-			return os.MkdirAll(target, 0o755)
-		case d.Type().IsRegular():
-			data, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			return os.WriteFile(target, data, 0o644)
+		if err := os.WriteFile(filepath.Join(to, e.Name(), skills.File), data, 0o644); err != nil {
+			return err
 		}
-		return nil // links and devices stay behind
-	})
+	}
+	return nil
 }

@@ -201,6 +201,9 @@ func (b builder) app(name string, c config.App, policy *fsm.GuardrailPolicy) (*f
 	}
 	tools := map[string]fsm.Tool{}
 	for _, tn := range config.SortedKeys(c.Tools) {
+		if tn == plan.ToolName {
+			return nil, b.doc.ErrAt(at+".tools."+tn, "is turnlog's plan tool: list it in an agent's tools, do not declare it")
+		}
 		if b.builtinSettings(tn, c.Tools[tn]) {
 			continue // settings of a built-in tool: builtinTools applies them
 		}
@@ -226,7 +229,7 @@ func (b builder) app(name string, c config.App, policy *fsm.GuardrailPolicy) (*f
 	if err := b.builtinTools(at, c, access, tools); err != nil {
 		return nil, err
 	}
-	if _, declared := tools[plan.ToolName]; !declared && slices.Contains(listed, plan.ToolName) {
+	if slices.Contains(listed, plan.ToolName) {
 		tools[plan.ToolName] = plan.New() // offered only to the agents that list it
 	}
 	if err := b.foldersOutsideWorkspace(at, access); err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/fsm"
 	"github.com/turnlog/turnlog/pkg/turnlog"
+	"github.com/turnlog/turnlog/pkg/turnlog/turnlogtest"
 	"github.com/turnlog/turnlog/projection"
 )
 
@@ -155,4 +156,14 @@ func specNames(ag *fsm.Agent) string {
 		names = append(names, t.Spec().Name)
 	}
 	return strings.Join(names, ",")
+}
+
+// TestUpdatePlanIsTurnlogs: an app may not declare a tool of that name.
+func TestUpdatePlanIsTurnlogs(t *testing.T) {
+	t.Parallel()
+	bad := strings.Replace(planConfig, "    agents:\n", "    tools:\n      update_plan: {function: ping}\n    agents:\n", 1)
+	if _, err := turnlogtest.LoadApps(t, "agent.yaml", []byte(bad), turnlog.Options{Functions: functions()}); err == nil ||
+		!strings.Contains(err.Error(), "apps.work.tools.update_plan: is turnlog's plan tool") {
+		t.Fatalf("an app's own update_plan: %v", err)
+	}
 }

@@ -114,10 +114,30 @@ func (s *Store) notify(ctx context.Context, dsn string) {
 		}
 		select {
 		case <-ctx.Done():
+			s.lastNotify(dsn) // closing before a connection held: what waits still goes out
 			return
 		case <-time.After(wait):
 		}
 		wait = min(2*wait, 5*time.Second)
+	}
+}
+
+// lastNotify sends what is pending on a connection of its own, once, within
+// sendPatience: for a store that closes before its notifier's connection was made.
+func (s *Store) lastNotify(dsn string) {
+	batch := s.notes.take(s.scope)
+	if len(batch) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), sendPatience)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(ctx, notifyBatch, commitsChannel, batch); err == nil {
+		s.notes.sent.Add(1)
 	}
 }
 

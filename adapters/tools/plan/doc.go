@@ -3,8 +3,9 @@
 // plan each time it changes. The plan is the call's output, so the log holds every
 // version and the latest is a read model (the plan view, GET /v1/sessions/{id}/plan).
 //
-// A plan is bounded (50 steps of 500 characters, a goal of 500) so that it is always
-// held in its event's row, where the plan view and its index read it.
+// A plan is bounded (30 steps of 300 characters, a goal of 300: under 64 KiB as the
+// event's data even in four-byte characters escaped twice) so that it is always held
+// in its event's row, never in a blob, where the plan view and its index read it.
 //
 // It must never touch anything outside the log: no file, no network, no store.
 package plan

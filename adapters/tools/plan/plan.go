@@ -22,14 +22,14 @@ const (
 
 // Item is one step of a plan.
 type Item struct {
-	Text   string `json:"text" jsonschema:"minLength=1,maxLength=500,description=What the step does"`
+	Text   string `json:"text" jsonschema:"minLength=1,maxLength=300,description=What the step does"`
 	Status string `json:"status" jsonschema:"enum=pending,enum=in_progress,enum=done,description=pending / in_progress / done"`
 }
 
 // Plan is what the agent is doing: a goal line and its steps.
 type Plan struct {
-	Goal  string `json:"goal,omitempty" jsonschema:"maxLength=500,description=The task's goal in one line"`
-	Items []Item `json:"items" jsonschema:"minItems=1,maxItems=50,description=Every step of the plan in order: send the whole plan each time"`
+	Goal  string `json:"goal,omitempty" jsonschema:"maxLength=300,description=The task's goal in one line"`
+	Items []Item `json:"items" jsonschema:"minItems=1,maxItems=30,description=Every step of the plan in order: send the whole plan each time"`
 }
 
 const description = "Keep your plan for this task where the user can see it: a goal line and every step with its status (pending, in_progress, done). Call it when you start a task of several steps and whenever a step's status changes, sending the whole plan each time."
