@@ -152,8 +152,13 @@ func newFlagSet(c *cliContext, name string, common *commonFlags, withConfig bool
 	fs.SetOutput(c.stderr)
 	cmd := commands()[name]
 	fs.Usage = func() {
-		fmt.Fprintf(c.stderr, "usage: turnlog %s\n\n%s\n\nflags:\n", cmd.usage, cmd.summary)
-		fs.PrintDefaults()
+		fmt.Fprintf(c.stderr, "usage: turnlog %s\n\n%s\n", cmd.usage, cmd.summary)
+		has := false
+		fs.VisitAll(func(*flag.Flag) { has = true })
+		if has {
+			fmt.Fprint(c.stderr, "\nflags:\n")
+			fs.PrintDefaults()
+		}
 	}
 	if common != nil {
 		fs.StringVar(&common.db, "db", envOr("TURNLOG_DB", "turnlog.db"), "SQLite database file, or a postgres:// URL (env TURNLOG_DB)")
