@@ -9,7 +9,8 @@ import (
 )
 
 // TestConfigCheckReportsEveryProblemWithItsLine: shape problems all at once, then the
-// loader's, one per app, each FILE:LINE: PATH; a good file is ok; exit status 1.
+// loader's — of every app, every agent — each FILE:LINE: PATH; a good file is ok;
+// exit status 1.
 func TestConfigCheckReportsEveryProblemWithItsLine(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -30,7 +31,7 @@ func TestConfigCheckReportsEveryProblemWithItsLine(t *testing.T) {
   a:
     start_agent: nobody
     llms: {m: {provider: scripted, rules: [{reply: hi}]}}
-    agents: {x: {llm: m}}
+    agents: {x: {llm: m}, z: {llm: m, tools: [missing]}}
   b:
     start_agent: y
     llms: {m: {provider: scripted, rules: [{reply: hi}]}}
@@ -45,6 +46,7 @@ func TestConfigCheckReportsEveryProblemWithItsLine(t *testing.T) {
 		shape + ":9: apps.shop.agents.clerk.max_turns: is a string, want an integer",
 		shape + `:10: apps.shop.retention: must be a positive duration such as 30s, 10m or 1h30m, got "soon"`,
 		refs + `:3: apps.a.start_agent: names no agent of this app ("nobody")`,
+		refs + `:5: apps.a.agents.z.tools[0]: names no tool of this app ("missing")`,
 		refs + `:9: apps.b.agents.y.llm: names no registered llm ("gone")`,
 		"examples/demo/agent.yaml: ok (1 apps)",
 	}

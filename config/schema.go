@@ -52,6 +52,34 @@ func (es Errors) Error() string {
 	return strings.Join(lines, "\n")
 }
 
+// Add adds err to es when it is a config problem (an *Error, or Errors) and says
+// whether it was; nil adds nothing and is no problem.
+func (es *Errors) Add(err error) bool {
+	switch e := err.(type) {
+	case Errors:
+		*es = append(*es, e...)
+		return true
+	case *Error:
+		*es = append(*es, e)
+		return true
+	}
+	return false
+}
+
+// Err is the problems as one error, in the order of the file: nil for none, the
+// *Error for one.
+func (es Errors) Err() error {
+	switch len(es) {
+	case 0:
+		return nil
+	case 1:
+		return es[0]
+	}
+	sorted := append(Errors{}, es...)
+	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].Line < sorted[j].Line })
+	return sorted
+}
+
 // Unwrap lets errors.As find the first *Error.
 func (es Errors) Unwrap() []error {
 	out := make([]error, len(es))

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -110,9 +109,7 @@ func LoadApps(ctx context.Context, opts Options) (*Apps, error) {
 		if err == nil && !opts.IgnoreWebhooks && !opts.ReplayOnly && !opts.ReadOnly {
 			hooks, err = b.webhooks("apps."+name, name, doc.Apps[name].Webhooks)
 		}
-		var ce *config.Error
-		if err != nil && errors.As(err, &ce) && err == error(ce) {
-			problems = append(problems, ce)
+		if problems.Add(err) {
 			continue
 		}
 		if err != nil {
@@ -121,15 +118,9 @@ func LoadApps(ctx context.Context, opts Options) (*Apps, error) {
 		}
 		apps.List, apps.Webhooks = append(apps.List, a), append(apps.Webhooks, hooks...)
 	}
-	switch len(problems) {
-	case 0:
-	case 1:
+	if err := problems.Err(); err != nil {
 		apps.Close()
-		return nil, problems[0]
-	default:
-		apps.Close()
-		sort.SliceStable(problems, func(i, j int) bool { return problems[i].Line < problems[j].Line })
-		return nil, problems
+		return nil, err
 	}
 	if *b.sandboxed {
 		if err := ownFilesUnreadable(doc.Name, opts.Protected, sandbox.SystemDirs); err != nil {
@@ -188,10 +179,16 @@ type sandboxFolder struct{ at, dir, what string }
 func (b builder) app(name string, c config.App, policy *fsm.GuardrailPolicy) (*fsm.App, error) {
 	at := "apps." + name
 	b.folders = &[]sandboxFolder{}
+	// The models and the tools are each checked whole, every problem told; the
+	// agents, which name them, only once they all built.
+	var problems config.Errors
 	models := map[string]fsm.Model{}
 	for _, id := range config.SortedKeys(c.LLMs) {
 		m, err := b.model(at+".llms."+id, c.LLMs[id])
 		if err != nil {
+			if problems.Add(err) {
+				continue
+			}
 			return nil, err
 		}
 		if b.opts.WrapModel != nil {
@@ -202,16 +199,23 @@ func (b builder) app(name string, c config.App, policy *fsm.GuardrailPolicy) (*f
 	tools := map[string]fsm.Tool{}
 	for _, tn := range config.SortedKeys(c.Tools) {
 		if tn == plan.ToolName {
-			return nil, b.doc.ErrAt(at+".tools."+tn, "is turnlog's plan tool: list it in an agent's tools, do not declare it")
+			problems.Add(b.doc.ErrAt(at+".tools."+tn, "is turnlog's plan tool: list it in an agent's tools, do not declare it"))
+			continue
 		}
 		if b.builtinSettings(tn, c.Tools[tn]) {
 			continue // settings of a built-in tool: builtinTools applies them
 		}
 		t, err := b.tool(at+".tools."+tn, tn, c.Tools[tn], c)
 		if err != nil {
+			if problems.Add(err) {
+				continue
+			}
 			return nil, err
 		}
 		tools[tn] = t
+	}
+	if err := problems.Err(); err != nil {
+		return nil, err
 	}
 	access, err := b.doc.Access(at+".policy", c.Policy, b.opts.Workspace)
 	if err != nil {
@@ -276,12 +280,18 @@ func (b builder) app(name string, c config.App, policy *fsm.GuardrailPolicy) (*f
 			}
 		}
 		if err != nil {
+			if problems.Add(err) {
+				continue
+			}
 			return nil, err
 		}
 		app.Agents[an] = ag
 	}
-	if _, ok := app.Agents[c.StartAgent]; !ok {
-		return nil, b.doc.ErrAt(at+".start_agent", "names no agent of this app (%q)", c.StartAgent)
+	if _, ok := c.Agents[c.StartAgent]; !ok {
+		problems.Add(b.doc.ErrAt(at+".start_agent", "names no agent of this app (%q)", c.StartAgent))
+	}
+	if err := problems.Err(); err != nil {
+		return nil, err
 	}
 	if err := app.Validate(); err != nil {
 		var oe *fsm.OfferError
