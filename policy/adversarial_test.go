@@ -1,9 +1,7 @@
 package policy
 
 import (
-	"bufio"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 )
@@ -31,21 +29,11 @@ var decisionLetters = map[byte]Decision{'A': Allow, 'Q': RequireApproval, 'D': D
 
 func readAdversarial(tb testing.TB) []adversarialCase {
 	tb.Helper()
-	f, err := os.Open("testdata/adversarial.tsv")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer f.Close()
 	var out []adversarialCase
-	sc := bufio.NewScanner(f)
-	for line := 1; sc.Scan(); line++ {
-		text := sc.Text()
-		if strings.TrimSpace(text) == "" || strings.HasPrefix(text, "#") {
-			continue
-		}
-		cols := strings.SplitN(text, "\t", 4)
-		if len(cols) != 4 || len(cols[2]) != len(Modes) {
-			tb.Fatalf("line %d: want class, rules, %d letters and a command, tab-separated: %q", line, len(Modes), text)
+	for _, r := range tsvRows(tb, "testdata/adversarial.tsv") {
+		line, cols := r.line, r.cols
+		if len(cols[2]) != len(Modes) {
+			tb.Fatalf("line %d: want class, rules, %d letters and a command: %q", line, len(Modes), strings.Join(cols, "\t"))
 		}
 		if _, ok := adversarialRules[cols[1]]; !ok {
 			tb.Fatalf("line %d: no rule set %q", line, cols[1])

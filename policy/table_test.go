@@ -20,12 +20,29 @@ type tableCase struct {
 // readTable reads testdata/commands.tsv.
 func readTable(tb testing.TB) []tableCase {
 	tb.Helper()
-	f, err := os.Open("testdata/commands.tsv")
+	var out []tableCase
+	for _, r := range tsvRows(tb, "testdata/commands.tsv") {
+		out = append(out, tableCase{line: r.line, mode: Mode(r.cols[0]), want: Decision(r.cols[1]), class: r.cols[2], command: r.cols[3]})
+	}
+	return out
+}
+
+// tsvRow is a line of a test table: its number and its four tab-separated columns.
+type tsvRow struct {
+	line int
+	cols []string
+}
+
+// tsvRows reads a test table's lines, skipping blank ones and # comments; each has
+// four columns, the last of which may hold tabs.
+func tsvRows(tb testing.TB, path string) []tsvRow {
+	tb.Helper()
+	f, err := os.Open(path)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	defer f.Close()
-	var out []tableCase
+	var out []tsvRow
 	sc := bufio.NewScanner(f)
 	for line := 1; sc.Scan(); line++ {
 		text := sc.Text()
@@ -34,9 +51,12 @@ func readTable(tb testing.TB) []tableCase {
 		}
 		cols := strings.SplitN(text, "\t", 4)
 		if len(cols) != 4 {
-			tb.Fatalf("line %d: want 4 tab-separated columns: %q", line, text)
+			tb.Fatalf("%s line %d: want 4 tab-separated columns: %q", path, line, text)
 		}
-		out = append(out, tableCase{line: line, mode: Mode(cols[0]), want: Decision(cols[1]), class: cols[2], command: cols[3]})
+		out = append(out, tsvRow{line, cols})
+	}
+	if err := sc.Err(); err != nil {
+		tb.Fatal(err)
 	}
 	return out
 }
