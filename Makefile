@@ -32,8 +32,8 @@ vet: ## gofmt and go vet
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))" || { gofmt -l .; echo "gofmt needed"; exit 1; }
 	$(GO) vet ./...
 
-bench: helper ## the benchmarks: engine step, storage, rebuild, appends/s (SQLite and PostgreSQL), engine step and HTTP turns/s by store and nodes, branch, history read, HTTP turns, sandbox overhead (by step) and the apply beside cp -a, the undo log (recording overhead, a revert beside cp -a, bytes per edit), the policy's decisions, context build and token counting, HTTP and command tools, cancel latency, the inspector's session page, serve's resident memory, turns under hostile clients
-	$(GO) test -run '^$$' -bench 'EngineStep|Rebuild' -benchtime 1x -p 1 -timeout 30m ./fsm ./adapters/stores/sqlite
+bench: helper ## the benchmarks: engine step, storage, rebuild, what budget checks add to a step, appends/s (SQLite and PostgreSQL), engine step and HTTP turns/s by store and nodes, branch, history read, HTTP turns, sandbox overhead (by step) and the apply beside cp -a, the undo log (recording overhead, a revert beside cp -a, bytes per edit), the policy's decisions, context build and token counting, HTTP and command tools, cancel latency, the inspector's session page, serve's resident memory, turns under hostile clients
+	$(GO) test -run '^$$' -bench 'EngineStep|Rebuild|BudgetCheck' -benchtime 1x -p 1 -timeout 30m ./fsm ./adapters/stores/sqlite
 	$(GO) test -run '^$$' -bench 'AppendConcurrent' -benchtime 20000x -timeout 30m ./adapters/stores/sqlite
 	$(GO) test -run '^$$' -bench 'AppendVsRawInsert' -benchtime 20000x -timeout 30m ./adapters/stores/sqlite
 	$(GO) test -run '^$$' -bench 'AppendConcurrent' -benchtime 5000x -timeout 30m ./adapters/stores/postgres # with TURNLOG_TEST_POSTGRES set (.ci/start-postgres); skipped without

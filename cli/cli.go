@@ -47,7 +47,7 @@ func commands() map[string]command {
 		"sessions": {"list a user's sessions: id, app, status, committed turns, first input", "sessions [--user NAME] [--app NAME] [--db FILE | --server URL [--key KEY]]", cmdSessions},
 		"show":     {"print a session's turns, its last answer and what waits for a person (exit 5 when something does)", "show [--db FILE | --server URL [--key KEY]] SESSION_ID", cmdShow},
 		"resume": {"answer the questions a session's turn waits on and drive it on (exit 5 when it waits again)",
-			"resume [--db FILE [--by NAME] | --server URL [--key KEY]] (--answer ID=yes|no|no:MESSAGE|session|approve|reject)... [--all ANSWER] SESSION_ID", cmdResume},
+			"resume [--db FILE [--by NAME] | --server URL [--key KEY]] (--answer ID=yes|no|no:MESSAGE|session|approve|reject|stop|extend:FIELD=N,...)... [--all ANSWER] SESSION_ID", cmdResume},
 		"config": {"print agent.yaml's JSON Schema or its reference, or check config files, every problem with its line",
 			"config schema  |  config reference  |  config check FILE...", cmdConfig},
 		"version": {"print the version", "version", cmdVersion},

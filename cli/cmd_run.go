@@ -91,6 +91,10 @@ func report(c *cliContext, res *fsm.Result) error {
 				fmt.Fprintf(c.stderr, "turn %s is suspended: interrupt %s holds the response %s for review (rule %s); answer {\"decision\": \"approve\"} or {\"decision\": \"reject\"}\n", res.TurnID, i.ID, i.Arguments, i.Rule)
 				continue
 			}
+			if i.Kind == events.InterruptBudget {
+				fmt.Fprintf(c.stderr, "turn %s is suspended: interrupt %s holds a model call at a budget: %s %s; answer {\"extend\": {\"output_tokens\": N, …}} (resume --answer %s=extend:output_tokens=N) or {\"decision\": \"stop\"}\n", res.TurnID, i.ID, i.Reason, i.Arguments, i.ID)
+				continue
+			}
 			fmt.Fprintf(c.stderr, "turn %s is suspended: interrupt %s waits for approval of %s %s; answer {\"confirmed\": true} or {\"confirmed\": false}\n", res.TurnID, i.ID, i.Tool, i.Arguments)
 		}
 		fmt.Fprintf(c.stderr, "answer them with turnlog resume %s (or one POST /v1/sessions/{id}/turns {\"resume_map\": {\"<interrupt id>\": <answer>, ...}} on turnlog serve)\n", res.Session)
@@ -98,6 +102,10 @@ func report(c *cliContext, res *fsm.Result) error {
 	}
 	if res.Status == fsm.StatusFailed {
 		fmt.Fprintf(c.stderr, "turn %s failed: %s: %s\n", res.TurnID, res.Error.Code, res.Error.Message)
+		return ErrSilentExit
+	}
+	if res.Status == fsm.StatusCanceled && res.Error != nil {
+		fmt.Fprintf(c.stderr, "turn %s was canceled: %s\n", res.TurnID, res.Error.Message)
 		return ErrSilentExit
 	}
 	_, err := fmt.Fprintln(c.stdout, res.Output)

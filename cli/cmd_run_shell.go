@@ -105,6 +105,15 @@ func describe(ev events.Event) string {
 
 // ask puts one question to the person at the terminal; anything but y is no.
 func ask(c *cliContext, answers *bufio.Reader, i fsm.Interrupt) fsm.Answer {
+	if i.Kind == events.InterruptBudget {
+		fmt.Fprintf(c.stderr, "%s\nextend the budget by (e.g. output_tokens=2000,cost=0.5; empty: stop the turn)? ", i.Reason)
+		line, _ := answers.ReadString('\n')
+		if a, err := budgetAnswerFrom(i.ID, "extend:"+strings.TrimSpace(line)); err == nil && strings.TrimSpace(line) != "" {
+			return a
+		}
+		stop := events.BudgetStop
+		return fsm.Answer{Decision: &stop}
+	}
 	if i.Kind == events.InterruptGuardrailReview {
 		fmt.Fprintf(c.stderr, "review (rule %s): %s\nrelease it? [y/N] ", i.Rule, i.Arguments)
 	} else {

@@ -149,8 +149,8 @@ func cmdShow(ctx context.Context, c *cliContext, args []string) error {
 
 // question is one question a session waits on, as the terminal shows and answers it.
 type question struct {
-	ID, Kind, Tool, Rule, Level, Grant string
-	Arguments                          json.RawMessage
+	ID, Kind, Tool, Rule, Level, Grant, Reason string
+	Arguments                                  json.RawMessage
 }
 
 // localQuestions are a session's waiting questions on the database.
@@ -161,7 +161,7 @@ func localQuestions(ctx context.Context, tl *turnlog.Turnlog, app, id string) ([
 	}
 	out := make([]question, len(pending))
 	for i, p := range pending {
-		out[i] = question{ID: p.ID, Kind: p.Kind, Tool: p.Tool, Rule: p.Rule, Level: p.Level, Arguments: p.Arguments}
+		out[i] = question{ID: p.ID, Kind: p.Kind, Tool: p.Tool, Rule: p.Rule, Level: p.Level, Reason: p.Reason, Arguments: p.Arguments}
 		if p.Kind == events.InterruptToolApproval && p.Rule != "" {
 			out[i].Grant, _ = tl.Engine.SuggestedGrant(app, p.Path, p.Tool, p.Arguments)
 		}
@@ -177,6 +177,10 @@ func printQuestions(c *cliContext, qs []question) {
 			fmt.Fprintf(c.stdout, "waiting: %s  review of a held response (rule %s): %s  — answer approve or reject\n", q.ID, q.Rule, q.Arguments)
 			continue
 		}
+		if q.Kind == events.InterruptBudget {
+			fmt.Fprintf(c.stdout, "waiting: %s  budget: %s  %s  — answer extend:FIELD=N,… or stop\n", q.ID, q.Reason, q.Arguments)
+			continue
+		}
 		line := fmt.Sprintf("waiting: %s  approve %s %s", q.ID, q.Tool, q.Arguments)
 		if q.Rule != "" {
 			line += fmt.Sprintf("  (rule %s, %s)", q.Rule, q.Level)
@@ -190,14 +194,15 @@ func printQuestions(c *cliContext, qs []question) {
 
 // cmdResume answers the questions a session's suspended turn waits on, then drives it
 // on and prints how it ended (exit 5 when it waits again). Each --answer is ID=yes,
-// ID=no, ID=no:MESSAGE, ID=session (yes, and for the rest of the session) or, for a
-// review, ID=approve / ID=reject; --all gives one answer to every question. On a
+// ID=no, ID=no:MESSAGE, ID=session (yes, and for the rest of the session), for a
+// review ID=approve / ID=reject, for a budget ID=extend:output_tokens=1000,cost=0.5 /
+// ID=stop; --all gives one answer to every question. On a
 // SQLite database a running serve holds, it refuses: answer through the server.
 func cmdResume(ctx context.Context, c *cliContext, args []string) error {
 	var f commonFlags
 	fs := newFlagSet(c, "resume", &f, true)
 	var given multiFlag
-	fs.Var(&given, "answer", "ID=yes|no|no:MESSAGE|session|approve|reject (repeatable)")
+	fs.Var(&given, "answer", "ID=yes|no|no:MESSAGE|session|approve|reject|stop|extend:FIELD=N,… (repeatable)")
 	all := fs.String("all", "", "one answer to every question: yes, no, session, approve or reject")
 	askFlag := fs.Bool("ask", false, "ask each question without an answer on the terminal (the default when no answer is given and stdin is a terminal)")
 	by := fs.String("by", envOr("TURNLOG_USER", "local"), "who answers, as the log records it (env TURNLOG_USER; through --server, the key's user)")
@@ -307,8 +312,11 @@ func answersFor(c *cliContext, id string, qs []question, given []string, all str
 func askFor(c *cliContext, q question) (fsm.Answer, error) {
 	printQuestions(c, []question{q})
 	prompt := "answer yes, no, no:MESSAGE or session: "
-	if q.Kind == events.InterruptGuardrailReview {
+	switch q.Kind {
+	case events.InterruptGuardrailReview:
 		prompt = "answer approve or reject: "
+	case events.InterruptBudget:
+		prompt = "answer extend:FIELD=N,… (input_tokens, output_tokens, total_tokens, cost) or stop: "
 	}
 	for {
 		fmt.Fprint(c.stderr, prompt)
@@ -338,6 +346,9 @@ func askFor(c *cliContext, q question) (fsm.Answer, error) {
 // answerFrom reads one answer of resume's flags.
 func answerFrom(p question, v string) (fsm.Answer, error) {
 	yes, no := true, false
+	if p.Kind == events.InterruptBudget {
+		return budgetAnswerFrom(p.ID, v)
+	}
 	if p.Kind == events.InterruptGuardrailReview {
 		if v != events.DecisionApprove && v != events.DecisionReject {
 			return fsm.Answer{}, events.FieldError(events.CodeInvalid, "answer", "question %s is a review: approve or reject, not %q", p.ID, v)

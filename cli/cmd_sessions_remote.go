@@ -57,7 +57,7 @@ func remoteQuestions(ctx context.Context, cl *client.Client, id string) ([]quest
 	}
 	out := make([]question, len(pending))
 	for i, p := range pending {
-		out[i] = question{ID: p.ID, Kind: p.Kind, Tool: p.Tool, Rule: p.Rule, Level: p.Level, Grant: p.Grant, Arguments: p.Arguments}
+		out[i] = question{ID: p.ID, Kind: p.Kind, Tool: p.Tool, Rule: p.Rule, Level: p.Level, Grant: p.Grant, Reason: p.Reason, Arguments: p.Arguments}
 	}
 	return out, nil
 }
@@ -131,6 +131,9 @@ func clientAnswer(a fsm.Answer) client.Answer {
 	}
 	if a.Grant != nil {
 		out.Grant = &client.GrantPattern{Command: a.Grant.Command, Prefix: a.Grant.Prefix}
+	}
+	if x := a.Extend; x != nil {
+		out.Extend = &client.BudgetAmounts{InputTokens: x.InputTokens, OutputTokens: x.OutputTokens, TotalTokens: x.TotalTokens, Cost: x.Cost}
 	}
 	return out
 }

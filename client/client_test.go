@@ -353,6 +353,14 @@ func TestEveryRoute(t *testing.T) {
 	if p, err := c.Plan(ctx, ask.ID); err != nil || p != nil {
 		t.Fatalf("the plan of a session whose agents keep none: %+v %v", p, err)
 	}
+	sp, err := c.Spend(ctx, ask.ID)
+	calls := int64(0)
+	for _, f := range sp.Session {
+		calls += f.Calls
+	}
+	if err != nil || len(sp.Budgets) != 0 || calls == 0 || len(sp.Turn) == 0 {
+		t.Fatalf("the spend of a session without budgets: %+v %v", sp, err)
+	}
 	grants, err := c.Grants(ctx, ask.ID)
 	if err != nil || len(grants) != 1 || grants[0].Command != "rm" || grants[0].By != "alice" || !grants[0].Holds {
 		t.Fatalf("grants: %+v %v", grants, err)

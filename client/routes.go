@@ -216,6 +216,13 @@ func (c *Client) Plan(ctx context.Context, id string) (*Plan, error) {
 	return out.Plan, err
 }
 
+// Spend is what a session's model calls spent and its budgets against it.
+func (c *Client) Spend(ctx context.Context, id string) (*Spend, error) {
+	var out Spend
+	_, err := c.call(ctx, http.MethodGet, sessionPath(id, "spend"), nil, &out, nil)
+	return &out, err
+}
+
 // RevokeGrant ends a grant for the rest of the session.
 func (c *Client) RevokeGrant(ctx context.Context, id, grant string) (Grant, error) {
 	var out Grant

@@ -103,6 +103,18 @@ type Answer struct {
 	// Grant, with a yes to a question the tool policy asked, says yes for the rest of
 	// the session to the commands its pattern names.
 	Grant *GrantPattern `json:"grant,omitempty"`
+	// Extend answers a budget question: the amounts the budget grows by (Decision
+	// "stop" ends the turn instead).
+	Extend *BudgetAmounts `json:"extend,omitempty"`
+}
+
+// BudgetAmounts are tokens and cost: a budget's limit, what was spent, or an
+// extension.
+type BudgetAmounts struct {
+	InputTokens  int64   `json:"input_tokens,omitempty"`
+	OutputTokens int64   `json:"output_tokens,omitempty"`
+	TotalTokens  int64   `json:"total_tokens,omitempty"`
+	Cost         float64 `json:"cost,omitempty"`
 }
 
 // GrantPattern names what a grant covers: Command, an argv prefix word by word
@@ -111,6 +123,34 @@ type Answer struct {
 type GrantPattern struct {
 	Command string `json:"command,omitempty"`
 	Prefix  string `json:"prefix,omitempty"`
+}
+
+// Spend is what a session's model calls spent, by agent — in the session, its latest
+// turn, and its owner's day in the app — and each budget of its app against it.
+type Spend struct {
+	Session map[string]SpendFigures `json:"session"`
+	Turn    map[string]SpendFigures `json:"turn"`
+	Day     string                  `json:"day"`
+	UserDay map[string]SpendFigures `json:"user_day"`
+	Budgets []BudgetStatus          `json:"budgets"`
+}
+
+// SpendFigures are what model calls spent: how many, their usage, their cost.
+type SpendFigures struct {
+	Calls int64   `json:"calls"`
+	Usage Usage   `json:"usage"`
+	Cost  float64 `json:"cost"`
+}
+
+// BudgetStatus is one budget against its spend: scope (turn, session, user_day),
+// level (app, agent), the limit with the extensions given, what its scope spent.
+type BudgetStatus struct {
+	Scope string        `json:"scope"`
+	Level string        `json:"level"`
+	Agent string        `json:"agent,omitempty"`
+	Day   string        `json:"day,omitempty"`
+	Limit BudgetAmounts `json:"limit"`
+	Spent BudgetAmounts `json:"spent"`
 }
 
 // Plan is an agent's plan (update_plan): a goal and steps, and the call that set it.
@@ -154,6 +194,12 @@ type GrantRevoke struct {
 
 // Approve, Reject and Edit are the answers to a tool approval.
 func Approve() Answer { t := true; return Answer{Confirmed: &t} }
+
+// Extend answers a budget question: the budget grows by a.
+func Extend(a BudgetAmounts) Answer { return Answer{Extend: &a} }
+
+// StopAtBudget answers a budget question: the turn ends canceled.
+func StopAtBudget() Answer { return Answer{Decision: "stop"} }
 
 // ApproveForSession approves the call and, for the rest of the session, the calls
 // the pattern names (the zero pattern: the call's program and subcommand).

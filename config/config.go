@@ -37,6 +37,8 @@ type App struct {
 	// Retention erases the app's sessions idle (no event) for longer than it, e.g.
 	// 720h; unset keeps them until they are erased by request.
 	Retention string `yaml:"retention"`
+	// Budgets bound what the app's model calls spend, per turn, session and user day.
+	Budgets *AppBudgets `yaml:"budgets"`
 }
 
 // LLM registers a model under an llm_id.
@@ -57,6 +59,8 @@ type LLM struct {
 	Store              *bool  `yaml:"store"`
 	PreviousResponseID string `yaml:"previous_response_id"`
 	Conversation       string `yaml:"conversation"`
+	// Price is what the llm's tokens cost, per million (budgets count cost with it).
+	Price *Price `yaml:"price"`
 }
 
 // ScriptedRule is one behaviour of the scripted provider: when all of When's
@@ -105,6 +109,8 @@ type Agent struct {
 	// RequireEvidence sends an answer given in a turn in which no tool ran back to the
 	// model once (true, or a mapping with the tools that count and the note).
 	RequireEvidence *Evidence `yaml:"require_evidence"`
+	// Budgets bound what the agent's own model calls spend.
+	Budgets *Budgets `yaml:"budgets"`
 }
 
 // ToolRef is one entry of an agent's tools: the name of a tool of the app, or

@@ -31,7 +31,7 @@ type node struct {
 }
 
 // Sections are the schema's definitions in the order the reference shows them.
-var Sections = []string{"app", "llm", "scripted_rule", "tool", "agent", "tool_ref", "handoff", "guardrail", "context",
+var Sections = []string{"app", "app_budgets", "llm", "price", "scripted_rule", "tool", "agent", "budgets", "budget_limit", "tool_ref", "handoff", "guardrail", "context",
 	"embeddings", "policy", "policy_rule", "mcp", "mcp_server", "webhook", "guardrail_policy_rule"}
 
 // parseSchema reads Schema with every object's properties in the file's order.
@@ -147,6 +147,8 @@ var sectionPlaces = map[string]string{
 	"context": "apps.NAME.agents.NAME.context", "embeddings": "apps.NAME.agents.NAME.memory.embeddings", "policy": "apps.NAME.policy",
 	"policy_rule": "apps.NAME.policy.rules[]", "mcp": "apps.NAME.mcp", "mcp_server": "apps.NAME.mcp.servers.NAME",
 	"webhook": "apps.NAME.webhooks.NAME", "guardrail_policy_rule": "guardrail_policy[]",
+	"app_budgets": "apps.NAME.budgets", "price": "apps.NAME.llms.ID.price", "budgets": "apps.NAME.agents.NAME.budgets",
+	"budget_limit": "apps.NAME.budgets.turn, .session, .user_day (and an agent's)",
 }
 
 func writeSection(b *strings.Builder, root *node, anchor, title string, n *node) {

@@ -57,7 +57,11 @@ func typeKeys(prefix string, t reflect.Type, out map[string]bool) {
 	case reflect.Struct:
 		for i := range t.NumField() {
 			f := t.Field(i)
-			name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+			name, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+			if name == "" && opts == "inline" { // its keys are the struct's own
+				typeKeys(prefix, f.Type, out)
+				continue
+			}
 			if name == "" || name == "-" {
 				continue
 			}

@@ -145,6 +145,10 @@ func newPayload(typ string, v int) Payload {
 		return &TurnRecovered{}
 	case typ == TypeAnswerWithoutEvidence && v == 1:
 		return &AnswerWithoutEvidence{}
+	case typ == TypeBudgetReached && v == 1:
+		return &BudgetReached{}
+	case typ == TypeBudgetResolved && v == 1:
+		return &BudgetResolved{}
 	case typ == TypeGrantGiven && v == 1:
 		return &GrantGiven{}
 	case typ == TypeGrantRevoked && v == 1:
@@ -165,5 +169,5 @@ func Types() []string {
 	return []string{TypeSessionCreated, TypeSessionBranched, TypeTurnStarted, TypeModelCalled, TypeToolScheduled,
 		TypeToolResulted, TypeFilesChanged, TypeWorkspaceReverted, TypeApprovalRequested, TypeApprovalResolved, TypeReviewRequested, TypeReviewResolved,
 		TypeTurnSuspended, TypeTurnResumed, TypeGuardrailChecked, TypeGuardrailTripped, TypeLoopDetected, TypeAnswerWithoutEvidence, TypeHandoffOccurred, TypePolicyDecided, TypeContextCompacted, TypeSkillLoaded, TypeTurnCommitted, TypeTurnFailed, TypeTurnCanceled, TypeTurnRecovered,
-		TypeInputQueued, TypeQueuedInputDropped, TypeGrantGiven, TypeGrantRevoked}
+		TypeBudgetReached, TypeBudgetResolved, TypeInputQueued, TypeQueuedInputDropped, TypeGrantGiven, TypeGrantRevoked}
 }

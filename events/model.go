@@ -19,6 +19,12 @@ type ModelCalled struct {
 	// DurationMS is how long the call took, by the engine's clock (absent in events
 	// recorded before it was kept).
 	DurationMS int64 `json:"duration_ms,omitempty"`
+	// Cost is what the call cost by the app's price table for its llm when it ran
+	// (absent without a price); Day the budget day it counts to, when the app's
+	// budgets keep days in a time zone other than UTC (absent: the UTC day of the
+	// event's time).
+	Cost float64 `json:"cost,omitempty"`
+	Day  string  `json:"day,omitempty"`
 	// Policy lists the guardrail policy rules that logged or redacted the response
 	// (its text and tool call arguments) before it was recorded.
 	Policy []PolicyMatch `json:"policy,omitempty"`

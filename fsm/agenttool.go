@@ -121,7 +121,17 @@ func (r *run) driveNested() (string, *nestedStop) {
 		if err := r.fire(TriggerCallModel); err != nil {
 			return "", failed(events.CodeInternal, "", err.Error())
 		}
-		resp, called, failure := r.modelStep()
+		resp, called, hold, failure := r.modelStep()
+		if hold != nil && hold.waiting != nil {
+			res, err := r.suspend([]*Interrupt{hold.waiting}, called...)
+			return "", r.nestedOutcome(res, err)
+		}
+		if hold != nil { // a person stopped the turn at a budget: the caller's call fails
+			if err := r.emit(called...); err != nil {
+				return "", failed(events.CodeInternal, "", err.Error())
+			}
+			return "", failed(events.CodeCanceled, "", hold.stopped)
+		}
 		if failure != nil {
 			if err := r.emit(called...); err != nil {
 				return "", failed(events.CodeInternal, "", err.Error())

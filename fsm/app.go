@@ -55,6 +55,16 @@ type App struct {
 	// UndoCaps bound what the undo log keeps of a turn's and a session's file
 	// contents (zero: DefaultUndoCaps; a negative cap: none).
 	UndoCaps UndoCaps
+	// Budgets bound what the app's model calls spend (nil: none); Prices are what
+	// each llm's tokens cost, by llm id (a budget's cost counts with them);
+	// BudgetZone is the time zone of a user_day (nil: UTC).
+	Budgets    *Budgets
+	Prices     map[string]Price
+	BudgetZone *time.Location
+
+	budgeted    bool // a budget applies to some agent (set by Validate)
+	budgetsRead bool // ... one of a session or a user day, which a run reads the store for
+	dayBudgets  bool // ... one of a user day
 }
 
 // Agent is one agent of an app with its model, tools and limits.
@@ -91,12 +101,19 @@ type Agent struct {
 	// RequireEvidence, when set, sends an answer given in a turn in which no tool ran
 	// back to the model once (see EvidenceRule).
 	RequireEvidence *EvidenceRule
+	// Budgets bound what this agent's own model calls spend (nil: none; the app's
+	// apply as well).
+	Budgets *Budgets
 
 	// specs are the tools the model is offered: the agent's tools, then its handoffs.
 	specs []ToolSpec
 
 	// hashes of the request parts that never change for this agent, set by Validate.
 	toolsHash, settingsHash string
+	// outputCap is the most output a call may produce, as a budget check takes it
+	// (0: not computed; the agent is under no budget).
+	outputCap int64
+
 	// faces are what its requests carry in each request shape (see requestShape):
 	// [0] the instructions alone, [1] with the tool policy's permissions section (nil
 	// in an app without a tool policy).
@@ -109,6 +126,11 @@ type Agent struct {
 type agentFace struct {
 	rules, instructionsHash string
 	ctxm                    *contextmgr.Manager
+	// counter counts a request's tokens for a budget check when there is no context
+	// manager (nil: no budget applies, or ctxm counts); fixedTokens is what the
+	// instructions and tool schemas cost.
+	counter     *contextmgr.Counter
+	fixedTokens int64
 }
 
 // face is what the agent's requests carry in a turn of this request shape.
@@ -139,6 +161,7 @@ func (a *App) Validate() error {
 			return fmt.Errorf("app %s: %w", a.Name, err)
 		}
 	}
+	a.budgeted, a.budgetsRead, a.dayBudgets = a.hasBudgets()
 	for name, ag := range a.Agents {
 		if ag.Name != name {
 			return fmt.Errorf("app %s: agent %q is listed as %q", a.Name, ag.Name, name)
@@ -216,6 +239,9 @@ func (a *App) Validate() error {
 				}
 			}
 			ag.faces[RequestShapePermissions] = f
+		}
+		if err := a.countForBudgets(ag, specs); err != nil {
+			return fmt.Errorf("app %s: agent %s: %w", a.Name, name, err)
 		}
 	}
 	return nil

@@ -352,3 +352,50 @@ func refundingModel(orders ...int) fsm.Model {
 		return fsm.ModelResponse{ModelResponse: events.ModelResponse{ToolCalls: calls}}, nil
 	})
 }
+
+// TestATurnThatAsksAgainAfterAResumeWaitsAgain: a turn resumed after one approval
+// that meets a second one in a later step records a suspension of its own (the log
+// and the read models say it waits), and goes on when that is answered too.
+func TestATurnThatAsksAgainAfterAResumeWaitsAgain(t *testing.T) {
+	t.Parallel()
+	var refunds atomic.Int64
+	refund := functool.MustNew("refund", "refunds an order", func(_ context.Context, a refundArgs) (any, error) {
+		refunds.Add(1)
+		return map[string]any{"refunded": a.OrderID}, nil
+	})
+	model := modelFunc(func(r fsm.ModelRequest) (fsm.ModelResponse, error) {
+		n := 0
+		for _, it := range r.Items {
+			if it.Type == events.ItemFunctionCallOutput {
+				n++
+			}
+		}
+		if n < 2 {
+			return fsm.ModelResponse{ModelResponse: events.ModelResponse{ToolCalls: []events.ToolCall{
+				{ID: fmt.Sprint("c", n+1), Name: "refund", Arguments: json.RawMessage(fmt.Sprintf(`{"order_id":%d}`, n+1))}}}}, nil
+		}
+		return fsm.ModelResponse{ModelResponse: events.ModelResponse{Text: "both refunded"}}, nil
+	})
+	b := setup(t, &fsm.Agent{Name: "a", LLM: "m", Model: model, Tools: []fsm.Tool{&approval{refund}}})
+	res, sid := b.turn(t, "refund both")
+	for round := 1; round <= 2; round++ {
+		if res.Status != fsm.StatusSuspended || len(res.Interrupts) != 1 {
+			t.Fatalf("round %d: %+v %v, want suspended", round, res, res.Error)
+		}
+		turn, err := b.store.LastTurn(b.ctx, sid)
+		if err != nil || turn.Status != projection.TurnSuspended {
+			t.Fatalf("round %d: the read model says %q, %v", round, turn.Status, err)
+		}
+		st, err := b.engine.Resume(b.ctx, sid, "r", map[string]fsm.Answer{res.Interrupts[0].ID: {Confirmed: yes()}})
+		if err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		if res, err = st.Wait(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if res.Status != fsm.StatusCompleted || refunds.Load() != 2 {
+		t.Fatalf("%+v %v after %d refunds", res, res.Error, refunds.Load())
+	}
+	b.replayFresh(t, sid)
+}

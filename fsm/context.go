@@ -34,33 +34,33 @@ func (c *conversation) view(m *contextmgr.Manager) *contextmgr.Prepared {
 // When they do not fit without leaving items out and older history is not summarised
 // yet, it compacts first (a recorded activity at `<agent>/compact/<n>`, returned to
 // be committed with the model call) and builds again.
-func (r *run) contextItems(n int) ([]events.Item, [][32]byte, []events.Event, *ResultError) {
+func (r *run) contextItems(n int) ([]events.Item, [][32]byte, int64, []events.Event, *ResultError) {
 	ag := r.agent
 	view := r.conv.view(r.face(ag).ctxm)
 	path := r.prefix + fmt.Sprintf("%s/model/%d", ag.Name, n)
 	req, err := view.Build(r.base)
 	if err != nil {
-		return nil, nil, nil, &ResultError{Code: events.CodeContextOverflow, Path: path, Message: err.Error()}
+		return nil, nil, 0, nil, &ResultError{Code: events.CodeContextOverflow, Path: path, Message: err.Error()}
 	}
 	if req.Compact == nil {
-		return req.Items, req.Hashes, nil, nil
+		return req.Items, req.Hashes, int64(req.Tokens), nil, nil
 	}
 	cpath := r.prefix + fmt.Sprintf("%s/compact/%d", ag.Name, n)
 	cc, fail := r.compaction(view, *req.Compact, cpath)
 	if fail != nil {
-		return nil, nil, nil, fail
+		return nil, nil, 0, nil, fail
 	}
 	cc.TokensBefore = req.Needed
 	r.conv.append(summaryItem(ag.Name, cc))
 	if req, err = view.Build(r.base); err != nil {
-		return nil, nil, nil, &ResultError{Code: events.CodeContextOverflow, Path: path, Message: err.Error()}
+		return nil, nil, 0, nil, &ResultError{Code: events.CodeContextOverflow, Path: path, Message: err.Error()}
 	}
 	cc.TokensAfter = req.Tokens
 	ev, err := events.New(r.turn, cpath, cc)
 	if err != nil {
-		return nil, nil, nil, &ResultError{Code: events.CodeInternal, Path: cpath, Message: err.Error()}
+		return nil, nil, 0, nil, &ResultError{Code: events.CodeInternal, Path: cpath, Message: err.Error()}
 	}
-	return req.Items, req.Hashes, []events.Event{ev}, nil
+	return req.Items, req.Hashes, int64(req.Tokens), []events.Event{ev}, nil
 }
 
 // compaction summarises span: the recorded summary at path when there is one (a

@@ -64,6 +64,8 @@ type Engine struct {
 
 	filesMade   sync.Map // branch sessions whose workspace this process made or found made
 	filesMaking filesMaking
+
+	days dayTally // the spend this engine's calls added to each user's day
 }
 
 // LeaseTTL is how long this engine's session leases last unrenewed.

@@ -83,6 +83,14 @@ func expired(evs []events.Event, now time.Time) (map[string]Answer, int) {
 			if a, err := events.DecodeAs[*events.ReviewResolved](ev); err == nil {
 				answered[a.InterruptID] = true
 			}
+		case events.TypeBudgetReached: // never expires, but is pending
+			if q, err := events.DecodeAs[*events.BudgetReached](ev); err == nil {
+				asked[q.InterruptID] = ev
+			}
+		case events.TypeBudgetResolved:
+			if a, err := events.DecodeAs[*events.BudgetResolved](ev); err == nil {
+				answered[a.InterruptID] = true
+			}
 		}
 	}
 	due := map[string]Answer{}

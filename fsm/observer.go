@@ -25,6 +25,9 @@ type Observer interface {
 	// AnswerWithoutEvidence reports an answer require_evidence sent back (stood false)
 	// or let stand, marked (stood true).
 	AnswerWithoutEvidence(app, agent string, stood bool)
+	// BudgetReached reports a turn held at a budget of scope (turn, session,
+	// user_day) before agent's next model call.
+	BudgetReached(app, agent, scope string)
 }
 
 // TurnBreak is a turn that could not be recorded, and why.
@@ -36,7 +39,10 @@ type TurnBreak struct {
 
 // ModelCall is one live model call.
 type ModelCall struct {
-	LLM    string
+	App, Agent string
+	LLM        string
+	// Cost is what the call cost by the app's price table (0 without a price).
+	Cost   float64
 	Took   time.Duration
 	Failed bool
 	Usage  events.Usage
@@ -64,6 +70,7 @@ func (noObserver) ToolCalled(string, time.Duration, bool)     {}
 func (noObserver) TurnEnded(TurnEnd)                          {}
 func (noObserver) TurnBroke(TurnBreak)                        {}
 func (noObserver) AnswerWithoutEvidence(string, string, bool) {}
+func (noObserver) BudgetReached(string, string, string)       {}
 
 // ended tells the observer how this run's turn ended.
 func (r *run) ended(status string, code events.Code, msg string) {
@@ -73,6 +80,7 @@ func (r *run) ended(status string, code events.Code, msg string) {
 		end.App = r.app.Name
 	}
 	r.e.opts.Observer.TurnEnded(end)
+	r.keepSpend()
 	if r.endSpan != nil {
 		r.endSpan(SpanEnd{Status: status, Code: code, Seq: r.log.last()})
 		r.endSpan = nil

@@ -140,6 +140,10 @@ type Store interface {
 	// Watch wakes its channel after each commit that touches session, until the
 	// returned function is called.
 	Watch(session string) (<-chan struct{}, func())
+	// Spend reads what budget checks count for q (projection.Spend): the session's
+	// spend, its owner's that day in the app, and the extensions given to either, at
+	// a cost that does not grow with the logs.
+	Spend(ctx context.Context, q projection.SpendQuery) (projection.Spend, error)
 	// HealTurnProgress counts a crashed turn's calls and tokens again from its events,
 	// for a store that kept them in memory (a store that writes them at every step has
 	// nothing to heal).
@@ -165,6 +169,14 @@ type Cluster interface {
 	// append (0 once given up). The engine makes every append of a run on a cluster
 	// with it.
 	AppendLeased(ctx context.Context, lease Lease, after int64, evs []events.Event, unsynced bool) ([]events.Event, int64, error)
+}
+
+// DaySpendFeed is a store of several nodes that has a session's appends read its
+// owner's day spend in their own transaction (no round trip of its own), so that a
+// run's budget checks see other nodes' calls as of its latest append. latest is what
+// the newest append read (false: none since following began); stop ends it.
+type DaySpendFeed interface {
+	FollowDaySpend(session, day string) (latest func() (map[string]projection.SpendFigures, bool), stop func())
 }
 
 // Lease is a session's lease as an append carries it.

@@ -37,6 +37,24 @@ func (r *recording) has(typ, path string) bool {
 	return ok
 }
 
+// holds says whether ev is in the recording already, so that emit skips it. A
+// turn's suspension is one only while the turn still waits: once a TurnResumed
+// follows it, the turn's next suspension is a new one.
+func (r *recording) holds(ev events.Event) bool {
+	if ev.Type != events.TypeTurnSuspended {
+		return r.has(ev.Type, ev.Path)
+	}
+	if r == nil {
+		return false
+	}
+	s, ok := r.byKey[events.TypeTurnSuspended+"\x00"]
+	if !ok {
+		return false
+	}
+	resumed, ok := r.byKey[events.TypeTurnResumed+"\x00"]
+	return !ok || resumed < s
+}
+
 // requestItems rebuilds the conversation a recorded model call at path carried:
 // the committed history, then the new items of each recorded call up to path.
 func (r *recording) requestItems(history []events.Item, path string) ([]events.Item, error) {

@@ -198,7 +198,7 @@ func (e *Engine) replayTurn(ctx context.Context, rec []events.Event) error {
 		// given, then re-drive the turn as a resume does.
 		i := int(r.log.last() - start.Seq + 1)
 		j := i
-		for j < len(rec) && (rec[j].Type == events.TypeApprovalResolved || rec[j].Type == events.TypeGrantGiven || rec[j].Type == events.TypeReviewResolved || rec[j].Type == events.TypeTurnResumed || betweenTurns(rec[j])) {
+		for j < len(rec) && (rec[j].Type == events.TypeApprovalResolved || rec[j].Type == events.TypeGrantGiven || rec[j].Type == events.TypeReviewResolved || rec[j].Type == events.TypeBudgetResolved || rec[j].Type == events.TypeTurnResumed || betweenTurns(rec[j])) {
 			j++
 		}
 		if j == i || rec[j-1].Type != events.TypeTurnResumed {

@@ -37,6 +37,10 @@ type conversation struct {
 	// undo journals noteSkill's changes, newest last, to take back those of the
 	// items truncate drops.
 	undo []undoChange
+	// tallies are the items counted for budget checks, by counter; spend is what
+	// the session's last run on this engine counted for them.
+	tallies map[*contextmgr.Counter]*tokenTally
+	spend   *spendSnapshot
 }
 
 // skillInContext says whether a skill's body is in the conversation after what the
@@ -129,6 +133,7 @@ func (c *conversation) truncate(n int) {
 		c.undo = c.undo[:len(c.undo)-1]
 	}
 	c.items, c.chain = c.items[:n], c.chain[:n]
+	c.truncateTallies(n)
 	for _, v := range c.views {
 		v.Truncate(n)
 	}

@@ -24,6 +24,9 @@ type Answer struct {
 	// Grant, with a yes to a question the tool policy asked, says yes for the rest of
 	// the session to the commands its pattern names.
 	Grant *GrantAnswer `json:"grant,omitempty"`
+	// Extend answers a budget question: the amounts the budget grows by (decision
+	// extend, which may be left out); decision stop ends the turn instead.
+	Extend *events.BudgetAmounts `json:"extend,omitempty"`
 }
 
 // Resume answers a suspended turn's interrupts and drives it on in the background.
@@ -71,16 +74,21 @@ type askedQuestion struct {
 	review   *events.ReviewRequested
 	reviewed *events.ReviewResolved
 	granted  *events.GrantGiven
+	budget   *events.BudgetReached
+	budgeted *events.BudgetResolved
 }
 
-func (q *askedQuestion) answered() bool { return q.approved != nil || q.reviewed != nil }
+func (q *askedQuestion) answered() bool {
+	return q.approved != nil || q.reviewed != nil || q.budgeted != nil
+}
 
 // askedIn collects a turn's questions and the answers already given.
 func askedIn(evs []events.Event) (map[string]*askedQuestion, error) {
 	asked := map[string]*askedQuestion{}
 	for _, ev := range evs {
 		switch ev.Type {
-		case events.TypeApprovalRequested, events.TypeReviewRequested, events.TypeApprovalResolved, events.TypeReviewResolved, events.TypeGrantGiven:
+		case events.TypeApprovalRequested, events.TypeReviewRequested, events.TypeApprovalResolved, events.TypeReviewResolved, events.TypeGrantGiven,
+			events.TypeBudgetReached, events.TypeBudgetResolved:
 		default:
 			continue
 		}
@@ -104,6 +112,12 @@ func askedIn(evs []events.Event) (map[string]*askedQuestion, error) {
 		case *events.GrantGiven:
 			if q := asked[v.InterruptID]; q != nil {
 				q.granted = v
+			}
+		case *events.BudgetReached:
+			asked[v.InterruptID] = &askedQuestion{id: v.InterruptID, path: ev.Path, budget: v}
+		case *events.BudgetResolved:
+			if q := asked[v.InterruptID]; q != nil {
+				q.budgeted = v
 			}
 		}
 	}
@@ -206,6 +220,12 @@ func (e *Engine) prepareResume(ctx context.Context, session, user string, answer
 
 // resolve checks one answer and turns it into the event that records it.
 func (e *Engine) resolve(app *App, q *askedQuestion, a Answer, user, field string) (events.Payload, error) {
+	if q.budget != nil {
+		return resolveBudget(q, a, user, field)
+	}
+	if a.Extend != nil {
+		return nil, events.FieldError(events.CodeInvalid, field+".extend", "answers a budget question; this interrupt is a %s", q.kind())
+	}
 	if q.review != nil {
 		return resolveReview(q, a, user, field)
 	}
@@ -277,6 +297,9 @@ func (q *askedQuestion) sameAnswer(p events.Payload) bool {
 	case *events.ReviewResolved:
 		a := q.reviewed
 		return a != nil && a.Decision == b.Decision && a.ReviewerNotes == b.ReviewerNotes
+	case *events.BudgetResolved:
+		a := q.budgeted
+		return a != nil && a.Decision == b.Decision && a.Extend == b.Extend
 	}
 	return false
 }

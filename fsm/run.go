@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/projection"
 )
 
 // run is one execution of a turn: it holds the turn's state in memory and appends
@@ -76,6 +77,8 @@ type turnLog struct {
 	grants turnGrants
 	// shape is the turn's request shape (TurnStarted's request_shape).
 	shape int
+	// budget is what the turn's budget checks count (nil: the app has no budgets).
+	budget *turnBudget
 }
 
 func (l *turnLog) last() int64 {
@@ -139,10 +142,14 @@ func (r *run) cancelReason() string {
 
 // cancelTurn ends the turn as canceled, recording what is pending first.
 func (r *run) cancelTurn(pending ...events.Event) (*Result, error) {
+	return r.cancelBecause(r.cancelReason(), pending...)
+}
+
+// cancelBecause ends the turn as canceled for reason, recording what is pending first.
+func (r *run) cancelBecause(reason string, pending ...events.Event) (*Result, error) {
 	if err := r.fire(TriggerCancel); err != nil {
 		return nil, err
 	}
-	reason := r.cancelReason()
 	ev, err := events.New(r.turn, "", &events.TurnCanceled{Reason: reason, Usage: r.usage})
 	if err != nil {
 		return nil, err
@@ -195,7 +202,7 @@ func (r *run) appendBatch(evs []events.Event) ([]*recordedHooks, error) {
 	batch := make([]events.Event, 0, len(r.log.deferred)+len(evs))
 	batch = append(batch, r.log.deferred...)
 	for _, ev := range evs {
-		if r.logged.has(ev.Type, ev.Path) {
+		if r.logged.holds(ev) {
 			continue
 		}
 		batch = append(batch, ev)
@@ -250,6 +257,10 @@ func (r *run) drive() (*Result, error) {
 		}
 		r.log.settleDeferred(false) // results still deferred never reached the log
 	}()
+	if err := r.loadBudget(); err != nil {
+		return nil, err
+	}
+	defer r.unfollowDay()
 	if err := r.fire(TriggerGuardInput); err != nil {
 		return nil, err
 	}
@@ -272,7 +283,10 @@ func (r *run) drive() (*Result, error) {
 		if err := r.fire(TriggerCallModel); err != nil {
 			return nil, err
 		}
-		resp, called, failure := r.modelStep()
+		resp, called, hold, failure := r.modelStep()
+		if hold != nil {
+			return r.heldAtBudget(hold, called)
+		}
 		if failure != nil && r.canceled() {
 			return r.cancelTurn(called...)
 		}
@@ -311,12 +325,12 @@ func (r *run) drive() (*Result, error) {
 
 // modelStep makes (or replays) the agent's next model call. The ModelCalled event is
 // returned, not appended: it shares a transaction with what follows it.
-func (r *run) modelStep() (events.ModelResponse, []events.Event, *ResultError) {
+func (r *run) modelStep() (events.ModelResponse, []events.Event, *budgetHold, *ResultError) {
 	ag := r.agent
 	n := r.modelCalls[ag.Name] + 1
 	path := r.prefix + fmt.Sprintf("%s/model/%d", ag.Name, n)
 	if n > ag.MaxTurns {
-		return events.ModelResponse{}, nil, &ResultError{Code: events.CodeMaxTurns, Path: path,
+		return events.ModelResponse{}, nil, nil, &ResultError{Code: events.CodeMaxTurns, Path: path,
 			Message: fmt.Sprintf("agent %s reached max_turns (%d model calls in one turn)", ag.Name, ag.MaxTurns)}
 	}
 	r.modelCalls[ag.Name] = n
@@ -325,13 +339,14 @@ func (r *run) modelStep() (events.ModelResponse, []events.Event, *ResultError) {
 	items := r.conv.items
 	var compacted []events.Event
 	var itemHashes [][32]byte
+	var tokens int64                           // the request's, counted by the context manager
 	if f.ctxm == nil && r.conv.summaries > 0 { // another agent's summaries: this one sends the whole conversation
 		items = withoutSummaries(items)
 	}
 	if f.ctxm != nil {
 		var fail *ResultError
-		if items, itemHashes, compacted, fail = r.contextItems(n); fail != nil {
-			return events.ModelResponse{}, nil, fail
+		if items, itemHashes, tokens, compacted, fail = r.contextItems(n); fail != nil {
+			return events.ModelResponse{}, nil, nil, fail
 		}
 		parts.Items = len(items)
 	}
@@ -345,23 +360,42 @@ func (r *run) modelStep() (events.ModelResponse, []events.Event, *ResultError) {
 		see(path, ModelRequest{LLM: ag.LLM, Agent: ag.Name, Instructions: f.rules, Tools: ag.specs, Settings: ag.Settings, Items: items})
 	}
 
+	// The budget questions this call met are recorded before it: they decide first.
+	asked, k, hold, fail := r.recordedBudget(path)
+	compacted = append(compacted, asked...)
+	if hold != nil || fail != nil {
+		return events.ModelResponse{}, compacted, hold, fail
+	}
 	mc, ev, found, fail := replayed[*events.ModelCalled](r, events.TypeModelCalled, path,
 		fmt.Sprintf("the recording has no response of model %s here, and a replay-only engine calls no model", ag.LLM))
 	if fail != nil {
-		return events.ModelResponse{}, nil, fail
+		return events.ModelResponse{}, nil, nil, fail
 	}
 	if found {
 		if mc.RequestHash != hash {
 			recItems, err := r.rec.requestItems(r.conv.items[:r.base], path)
 			if err != nil {
-				return events.ModelResponse{}, nil, &ResultError{Code: events.CodeCorruptLog, Path: path, Message: err.Error()}
+				return events.ModelResponse{}, nil, nil, &ResultError{Code: events.CodeCorruptLog, Path: path, Message: err.Error()}
 			}
 			nd := explainMismatch(path, ag.LLM, mc, parts, recItems, r.conv.items)
-			return events.ModelResponse{}, nil, &ResultError{Code: events.CodeNondeterminism, Path: path, Message: nd.Error()}
+			return events.ModelResponse{}, nil, nil, &ResultError{Code: events.CodeNondeterminism, Path: path, Message: nd.Error()}
 		}
 		r.usage = r.usage.Add(mc.Usage)
+		r.noteSpend(ag.Name, mc.Usage, mc.Cost, projection.DayOf(mc.Day, ev.At), r.logged.has(events.TypeModelCalled, path))
 		r.claimCallIDs(&mc.Response, false)
-		return mc.Response, append(compacted, ev), nil
+		return mc.Response, append(compacted, ev), nil, nil
+	}
+	if r.log.budget != nil {
+		if f.ctxm == nil {
+			tokens = f.fixedTokens + r.conv.tokens(f.counter)
+		}
+		reached, hold, fail := r.checkBudget(ag, path, k, tokens)
+		if hold != nil || fail != nil {
+			if reached != nil {
+				compacted = append(compacted, *reached)
+			}
+			return events.ModelResponse{}, compacted, hold, fail
+		}
 	}
 	callCtx, stop := r.cancelContext()
 	defer stop()
@@ -370,10 +404,11 @@ func (r *run) modelStep() (events.ModelResponse, []events.Event, *ResultError) {
 	resp, err := ag.Model.Call(callCtx, ModelRequest{LLM: ag.LLM, Agent: ag.Name, Instructions: f.rules,
 		Tools: ag.specs, Settings: ag.Settings, Items: items,
 		OnText: r.onText(path)})
-	r.e.opts.Observer.ModelCalled(ModelCall{LLM: ag.LLM, Took: time.Since(began), Failed: err != nil, Usage: resp.Usage})
+	cost, calledAt := r.app.costOf(ag.LLM, resp.Usage), r.e.opts.Clock()
+	r.e.opts.Observer.ModelCalled(ModelCall{App: r.app.Name, Agent: ag.Name, LLM: ag.LLM, Took: time.Since(began), Failed: err != nil, Usage: resp.Usage, Cost: cost})
 	endSpan(modelSpanEnd(resp.Usage, err))
 	if err != nil {
-		return events.ModelResponse{}, nil, &ResultError{Code: events.CodeModelFailed, Path: path,
+		return events.ModelResponse{}, nil, nil, &ResultError{Code: events.CodeModelFailed, Path: path,
 			Message: fmt.Sprintf("model %s failed: %v", ag.LLM, err)}
 	}
 	var policy []events.PolicyMatch
@@ -394,22 +429,23 @@ func (r *run) modelStep() (events.ModelResponse, []events.Event, *ResultError) {
 			}
 		}
 		if canon, policy, err = r.app.GuardrailPolicy.transformJSON(TargetToolInput, canon, policy); err != nil {
-			return events.ModelResponse{}, nil, &ResultError{Code: events.CodeInternal, Path: path, Message: err.Error()}
+			return events.ModelResponse{}, nil, nil, &ResultError{Code: events.CodeInternal, Path: path, Message: err.Error()}
 		}
 		resp.ToolCalls[i].Arguments = canon
 	}
 	ev, err = events.New(r.turn, path, &events.ModelCalled{Agent: ag.Name, LLM: ag.LLM, RequestHash: hash,
-		Parts: parts, NewItems: newItems, Response: resp.ModelResponse, Usage: resp.Usage, DurationMS: r.e.opts.Clock().Sub(clockBegan).Milliseconds(),
-		Policy: mergeMatches(policy)})
+		Parts: parts, NewItems: newItems, Response: resp.ModelResponse, Usage: resp.Usage, DurationMS: calledAt.Sub(clockBegan).Milliseconds(),
+		Cost: cost, Day: r.app.recordedDay(calledAt), Policy: mergeMatches(policy)})
 	if err == nil {
 		err = events.StoreLimits.Check(ev.Data)
 	}
 	if err != nil {
-		return events.ModelResponse{}, nil, &ResultError{Code: events.CodeInvalidModelOutput, Path: path,
+		return events.ModelResponse{}, nil, nil, &ResultError{Code: events.CodeInvalidModelOutput, Path: path,
 			Message: fmt.Sprintf("model %s answered what turnlog's log cannot keep: %v", ag.LLM, err)}
 	}
 	r.usage = r.usage.Add(resp.Usage)
-	return resp.ModelResponse, append(compacted, ev), nil
+	r.noteSpend(ag.Name, resp.Usage, cost, r.app.budgetDay(calledAt), false)
+	return resp.ModelResponse, append(compacted, ev), nil, nil
 }
 
 // claimCallIDs keeps tool call ids unique within the run: a live response's id that

@@ -12,6 +12,7 @@ import (
 	"github.com/labstack/gommon/bytes"
 	"github.com/rs/zerolog"
 	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/fsm"
 	"github.com/turnlog/turnlog/projection"
 	"github.com/turnlog/turnlog/turns"
 )
@@ -34,6 +35,8 @@ type Engine interface {
 	// EraseSession and EraseUser erase (see fsm.Engine.EraseSession, EraseUser).
 	EraseSession(ctx context.Context, session, by string, cascade bool) (projection.ErasureReceipt, error)
 	EraseUser(ctx context.Context, user, by string) (projection.ErasureReceipt, error)
+	// Spend reports a session's spend and its budgets (see fsm.Engine.Spend).
+	Spend(ctx context.Context, session string) (*fsm.SessionSpend, error)
 }
 
 // Config configures a Server.
@@ -151,6 +154,7 @@ func New(cfg Config) *Server {
 	v1.GET("/sessions/:id/audit", s.audit)
 	v1.GET("/sessions/:id/grants", s.grants)
 	v1.GET("/sessions/:id/plan", s.plan)
+	v1.GET("/sessions/:id/spend", s.spend)
 	v1.DELETE("/sessions/:id/grants/:grant_id", s.revokeGrant)
 	v1.GET("/sessions/:id/events", s.events)
 	v1.GET("/sessions/:id/branch-points", s.branchPoints)

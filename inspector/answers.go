@@ -77,6 +77,9 @@ func answerOf(form url.Values, id, kind string, limits events.Limits) (fsm.Answe
 	choice := form.Get("choice." + id)
 	field := func(name string) string { return "answer " + id + ": " + name }
 	yes, no := true, false
+	if kind == events.InterruptBudget {
+		return budgetAnswer(form, id)
+	}
 	if kind == events.InterruptGuardrailReview {
 		notes := strings.TrimSpace(form.Get("notes." + id))
 		switch choice {

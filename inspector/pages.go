@@ -13,6 +13,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/fsm"
 	"github.com/turnlog/turnlog/projection"
 	"github.com/turnlog/turnlog/turns"
 )
@@ -250,6 +251,10 @@ func (s *Server) sessionPageWith(c echo.Context, status int, refused error, form
 	for i, p := range pending {
 		questions[i] = question{Interrupt: p, Choice: form.Get("choice." + p.ID), Message: form.Get("message." + p.ID),
 			Notes: form.Get("notes." + p.ID), Edit: form.Get("arguments." + p.ID)}
+		if p.Kind == events.InterruptBudget {
+			budgetQuestion(&questions[i], form)
+			continue
+		}
 		if questions[i].Edit == "" && len(p.Arguments) > 0 {
 			questions[i].Edit = indentJSON(p.Arguments)
 		}
@@ -308,11 +313,17 @@ func (s *Server) sessionPageWith(c echo.Context, status int, refused error, form
 	if err != nil {
 		plan = nil // the page shows the rest; the plan's own route says what is wrong
 	}
+	var spend *fsm.SessionSpend
+	if sr, ok := s.cfg.Engine.(spendReporter); ok {
+		if spend, err = sr.Spend(ctx, sess.ID); err != nil {
+			spend = nil // the page shows the rest; the spend route says what is wrong
+		}
+	}
 	waitingInput := ""
 	if st == "waiting" && len(turns) > 0 {
 		waitingInput = turns[len(turns)-1].Input
 	}
-	data := map[string]any{"Plan": plan, "WaitingInput": waitingInput, "Grants": grants, "Session": sess, "Status": st, "Items": items, "Pages": pages, "LastSeq": lastSeq, "LiveAfter": liveAfter, "Turns": turns, "Pending": questions, "Message": notices[c.QueryParam("done")], "Branches": mine,
+	data := map[string]any{"Spend": spend, "Plan": plan, "WaitingInput": waitingInput, "Grants": grants, "Session": sess, "Status": st, "Items": items, "Pages": pages, "LastSeq": lastSeq, "LiveAfter": liveAfter, "Turns": turns, "Pending": questions, "Message": notices[c.QueryParam("done")], "Branches": mine,
 		"Ancestors": ancestors, "BranchedAt": branchedAt}
 	if refused != nil {
 		data["Refused"] = publicText(refused)
@@ -351,6 +362,10 @@ type question struct {
 	// Schema is the tool's arguments schema (JSON), which the page checks an edit
 	// against before sending it; the server checks it again.
 	Schema string
+	// Budget is a budget question's figures, Extend its extension as the form
+	// shows it, by field.
+	Budget *projection.BudgetFigures
+	Extend map[string]string
 }
 
 // toolSchemas is an engine that knows the schema of an approval's tool.

@@ -200,6 +200,13 @@ func stepOf(ev events.Event, start time.Time) step {
 		}
 	case events.TypeReviewResolved:
 		st.Title, st.Detail = fmt.Sprintf("review by %s: %s", d.Get("by").String(), d.Get("decision").String()), d.Get("reviewer_notes").String()
+	case events.TypeBudgetReached:
+		st.Title, st.Detail = "held at a budget: "+d.Get("scope").String(), d.Get("reason").String()
+	case events.TypeBudgetResolved:
+		st.Title = fmt.Sprintf("budget answered by %s: %s", d.Get("by").String(), d.Get("decision").String())
+		if x := d.Get("extend"); x.Exists() {
+			st.Detail = "extended by " + x.Raw
+		}
 	case events.TypeGuardrailTripped:
 		st.Title, st.Detail = "guardrail tripped: "+d.Get("name").String(), d.Get("stage").String()+": "+d.Get("reason").String()
 	case events.TypeTurnFailed:

@@ -121,10 +121,13 @@ func Changes(ev events.Event) ([]Change, error) {
 		if err := known(ev); err != nil {
 			return nil, err
 		}
-		u := gjson.GetBytes(ev.Data, "usage")
-		return []Change{TurnProgressed{Session: ev.Session, Turn: ev.Turn, ModelCalls: 1, ModelMS: gjson.GetBytes(ev.Data, "duration_ms").Int(),
-			Usage: events.Usage{InputTokens: u.Get("input_tokens").Int(), OutputTokens: u.Get("output_tokens").Int(),
-				CachedTokens: u.Get("cached_tokens").Int(), ReasoningTokens: u.Get("reasoning_tokens").Int()}}}, nil
+		f := gjson.GetManyBytes(ev.Data, "usage", "duration_ms", "agent", "llm", "cost", "day")
+		u := f[0]
+		usage := events.Usage{InputTokens: u.Get("input_tokens").Int(), OutputTokens: u.Get("output_tokens").Int(),
+			CachedTokens: u.Get("cached_tokens").Int(), ReasoningTokens: u.Get("reasoning_tokens").Int()}
+		return []Change{TurnProgressed{Session: ev.Session, Turn: ev.Turn, ModelCalls: 1, ModelMS: f[1].Int(), Usage: usage},
+			SpendAdded{Session: ev.Session, Agent: f[2].String(), LLM: f[3].String(), Usage: usage, Cost: f[4].Float(),
+				Day: DayOf(f[5].String(), ev.At)}}, nil
 	case events.TypeToolResulted:
 		if err := known(ev); err != nil {
 			return nil, err
@@ -202,6 +205,28 @@ func Changes(ev events.Event) ([]Change, error) {
 			status = InterruptRejected
 		}
 		return []Change{InterruptResolved{Session: ev.Session, ID: e.InterruptID, Status: status, Seq: ev.Seq, At: ev.At, By: e.By}}, nil
+	case *events.BudgetReached:
+		figures, err := events.Marshal(BudgetFigures{Scope: e.Scope, Level: e.Level, Agent: e.Agent, LLM: e.LLM, Day: e.Day,
+			Limit: e.Limit, Spent: e.Spent, Request: e.Request, Exceeded: e.Exceeded})
+		if err != nil {
+			return nil, err
+		}
+		return []Change{InterruptOpened{Seq: ev.Seq, Interrupt: Interrupt{Session: ev.Session, Turn: ev.Turn, ID: e.InterruptID,
+			Kind: events.InterruptBudget, Path: ev.Path, Arguments: figures, Reason: e.Reason, Status: InterruptPending, RequestedAt: ev.At}}}, nil
+	case *events.BudgetResolved:
+		status := InterruptApproved
+		if e.Decision != events.BudgetExtend {
+			status = InterruptRejected
+		}
+		out := []Change{InterruptResolved{Session: ev.Session, ID: e.InterruptID, Status: status, Seq: ev.Seq, At: ev.At, By: e.By}}
+		if e.Decision == events.BudgetExtend && e.Scope != events.BudgetTurn {
+			x := BudgetExtension{Scope: e.Scope, Level: e.Level, Day: e.Day, Amounts: e.Extend}
+			if e.Level == events.BudgetOfAgent {
+				x.Agent = e.Agent
+			}
+			out = append(out, BudgetExtended{Session: ev.Session, Seq: ev.Seq, Extension: x})
+		}
+		return out, nil
 	case *events.TurnSuspended:
 		return []Change{TurnPaused{Session: ev.Session, Turn: ev.Turn, Status: TurnSuspended}}, nil
 	case *events.TurnResumed:

@@ -262,6 +262,18 @@ func (b builder) app(name string, c config.App, policy *fsm.GuardrailPolicy) (*f
 			return nil, err
 		}
 	}
+	if c.Budgets != nil {
+		if app.Budgets, err = b.doc.Budgets(at+".budgets", &c.Budgets.Budgets); err != nil {
+			return nil, err
+		}
+	}
+	if app.BudgetZone, err = b.doc.BudgetZone(at+".budgets", c.Budgets); err != nil {
+		return nil, err
+	}
+	app.Prices = b.doc.Prices(c.LLMs)
+	if err := b.doc.CheckPrices(at, c); err != nil {
+		return nil, err
+	}
 	if len(c.Agents) == 0 {
 		return nil, b.doc.ErrAt(at+".agents", "at least one agent is required")
 	}
@@ -361,6 +373,9 @@ func (b builder) agent(at, name string, c config.Agent, models map[string]fsm.Mo
 		return nil, err
 	}
 	ag.Tools = append(ag.Tools, mem...)
+	if ag.Budgets, err = b.doc.Budgets(at+".budgets", c.Budgets); err != nil {
+		return nil, err
+	}
 	if ag.RequireEvidence, err = b.evidence(at+".require_evidence", c, ag); err != nil {
 		return nil, err
 	}

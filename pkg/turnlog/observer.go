@@ -42,6 +42,12 @@ func (m multiObserver) AnswerWithoutEvidence(app, agent string, stood bool) {
 	}
 }
 
+func (m multiObserver) BudgetReached(app, agent, scope string) {
+	for _, o := range m {
+		o.BudgetReached(app, agent, scope)
+	}
+}
+
 // turnLogger logs every turn that fails, is canceled or cannot be recorded, with its
 // session, turn and code: a turn run in the background (queued, resumed by an
 // expiry, recovered) has nobody else to tell.
@@ -50,6 +56,7 @@ type turnLogger struct{ log *zerolog.Logger }
 func (turnLogger) ModelCalled(fsm.ModelCall)                  {}
 func (turnLogger) ToolCalled(string, time.Duration, bool)     {}
 func (turnLogger) AnswerWithoutEvidence(string, string, bool) {}
+func (turnLogger) BudgetReached(string, string, string)       {}
 
 func (l turnLogger) TurnEnded(e fsm.TurnEnd) {
 	if e.Status != fsm.StatusFailed && e.Status != fsm.StatusCanceled {

@@ -23,6 +23,9 @@ type Metrics struct {
 	noEvidence   *prometheus.CounterVec
 	modelCalls   *prometheus.HistogramVec
 	tokens       *prometheus.CounterVec
+	spendTokens  *prometheus.CounterVec
+	spendCost    *prometheus.CounterVec
+	budgetHeld   *prometheus.CounterVec
 	toolCalls    *prometheus.HistogramVec
 	appended     prometheus.Counter
 	commits      prometheus.Counter
@@ -56,6 +59,12 @@ func New() *Metrics {
 			Help: "Latency of live model calls.", Buckets: prometheus.ExponentialBuckets(0.0005, 4, 10)}, []string{"llm", "outcome"}),
 		tokens: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "turnlog_model_tokens_total",
 			Help: "Tokens of live model calls, by model and kind (input, output, and of those cached input and reasoning output)."}, []string{"llm", "kind"}),
+		spendTokens: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "turnlog_spend_tokens_total",
+			Help: "Tokens live model calls spent, by app, agent, model and kind (input, output)."}, []string{"app", "agent", "llm", "kind"}),
+		spendCost: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "turnlog_spend_cost_total",
+			Help: "What live model calls cost by the config's price table, by app, agent and model (a model without a price adds nothing)."}, []string{"app", "agent", "llm"}),
+		budgetHeld: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "turnlog_budget_reached_total",
+			Help: "Times a turn was held at a budget before a model call, by app, agent and scope (turn, session, user_day)."}, []string{"app", "agent", "scope"}),
 		toolCalls: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "turnlog_tool_call_seconds",
 			Help: "Latency of live tool calls.", Buckets: prometheus.ExponentialBuckets(0.0001, 4, 10)}, []string{"tool", "outcome"}),
 		appended: prometheus.NewCounter(prometheus.CounterOpts{Name: "turnlog_events_appended_total",
@@ -71,7 +80,7 @@ func New() *Metrics {
 		requests: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "turnlog_http_request_seconds",
 			Help: "HTTP requests by route and status (a path no route matches is route \"unmatched\").", Buckets: prometheus.DefBuckets}, []string{"method", "route", "status"}),
 	}
-	m.reg.MustRegister(m.turns, m.turnSeconds, m.turnFailures, m.suspensions, m.brokenTurns, m.noEvidence, m.modelCalls, m.tokens, m.toolCalls,
+	m.reg.MustRegister(m.turns, m.turnSeconds, m.turnFailures, m.suspensions, m.brokenTurns, m.noEvidence, m.modelCalls, m.tokens, m.spendTokens, m.spendCost, m.budgetHeld, m.toolCalls,
 		m.appended, m.commits, m.batchEvents, m.commitTime, m.sseClients, m.requests,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.reg.MustRegister(m.conns.collectors()...)
@@ -92,6 +101,17 @@ func outcome(failed bool) string {
 func (m *Metrics) ModelCalled(c fsm.ModelCall) {
 	m.modelCalls.WithLabelValues(c.LLM, outcome(c.Failed)).Observe(c.Took.Seconds())
 	m.addTokens(c.LLM, c.Usage)
+	if c.Failed {
+		return
+	}
+	m.spendTokens.WithLabelValues(c.App, c.Agent, c.LLM, "input").Add(float64(c.Usage.InputTokens))
+	m.spendTokens.WithLabelValues(c.App, c.Agent, c.LLM, "output").Add(float64(c.Usage.OutputTokens))
+	m.spendCost.WithLabelValues(c.App, c.Agent, c.LLM).Add(c.Cost)
+}
+
+// BudgetReached implements fsm.Observer.
+func (m *Metrics) BudgetReached(app, agent, scope string) {
+	m.budgetHeld.WithLabelValues(app, agent, scope).Inc()
 }
 
 func (m *Metrics) addTokens(llm string, u events.Usage) {

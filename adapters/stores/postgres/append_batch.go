@@ -34,6 +34,8 @@ import (
 type appendStep struct {
 	what string
 	ev   *events.Event // the event the step writes (nil: the check, the notify)
+	// rows, when set, reads the step's rows (a read in the append's transaction).
+	rows func(pgx.Rows) error
 }
 
 // pipeline is an append's statements to session as they are queued.
@@ -91,9 +93,11 @@ func (s *Store) appendPipelined(ctx context.Context, lease fsm.Lease, after int6
 		}
 		s.queueWebhooks(p, ev, app)
 	}
+	publish := s.queueDaySpend(p)
 	if err := s.run(ctx, p); err != nil {
 		return nil, 0, err
 	}
+	publish()
 	if learned {
 		s.apps.Store(session, app) // known once the session is in the log
 	}
@@ -241,9 +245,12 @@ func (s *Store) run(ctx context.Context, p *pipeline) error {
 		br := pc.SendBatch(ctx, &p.b)
 		for i := range p.steps {
 			var err error
-			if i == 0 {
+			switch {
+			case i == 0:
 				err = br.QueryRow().Scan(&p.token)
-			} else {
+			case p.steps[i].rows != nil:
+				err = readRows(br, p.steps[i].rows)
+			default:
 				_, err = br.Exec()
 			}
 			if err != nil {

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"testing"
+	"time"
 
 	"github.com/turnlog/turnlog/adapters/stores/storetest"
 )
@@ -19,4 +20,9 @@ func TestTheRecoveriesAreAudited(t *testing.T) {
 func TestThePlanIsTheLatestUpdatePlan(t *testing.T) {
 	t.Parallel()
 	storetest.CheckPlan(t, MustOpen(t, Options{MaxConns: 2}))
+}
+
+func TestSpendIsCountedBySessionAndDay(t *testing.T) {
+	t.Parallel()
+	storetest.CheckSpend(t, MustOpen(t, Options{MaxConns: 2}), time.Now())
 }

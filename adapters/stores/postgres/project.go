@@ -24,6 +24,24 @@ const (
 	qQueueAdd     = `INSERT INTO proj_queue (session_id, turn_id, input, by_user, status, queued_seq, queued_at) VALUES ($1, $2, $3, $4, 'queued', $5, $6)`
 	qQueueEnd     = `UPDATE proj_queue SET status = $1, ended_seq = $2 WHERE session_id = $3 AND turn_id = $4 AND status = 'queued'`
 	qTurnPause    = `UPDATE proj_turns SET status = $1 WHERE session_id = $2 AND turn_id = $3`
+	qSpendAdd     = `INSERT INTO proj_spend AS p (session_id, app, owner, day, agent, llm, calls, input_tokens, cached_tokens, output_tokens, reasoning_tokens, cost)
+		SELECT $1, app, owner, $2, $3, $4, 1, $5, $6, $7, $8, $9 FROM proj_sessions WHERE id = $1
+		ON CONFLICT (session_id, agent, llm, day) DO UPDATE SET calls = p.calls + 1, input_tokens = p.input_tokens + excluded.input_tokens,
+		cached_tokens = p.cached_tokens + excluded.cached_tokens, output_tokens = p.output_tokens + excluded.output_tokens,
+		reasoning_tokens = p.reasoning_tokens + excluded.reasoning_tokens, cost = p.cost + excluded.cost`
+	qBudgetExtend = `INSERT INTO proj_budget_extensions (session_id, seq, app, owner, scope, level, agent, day, input_tokens, output_tokens, total_tokens, cost)
+		SELECT $1, $2, app, owner, $3, $4, $5, $6, $7, $8, $9, $10 FROM proj_sessions WHERE id = $1`
+	qSpend = `SELECT 's', agent, '', '', '', sum(calls)::bigint, sum(input_tokens)::bigint, sum(cached_tokens)::bigint, sum(output_tokens)::bigint,
+		sum(reasoning_tokens)::bigint, 0::bigint, sum(cost)::double precision FROM proj_spend WHERE session_id = $1 GROUP BY agent
+		UNION ALL
+		SELECT 'd', agent, '', '', '', sum(calls)::bigint, sum(input_tokens)::bigint, sum(cached_tokens)::bigint, sum(output_tokens)::bigint,
+		sum(reasoning_tokens)::bigint, 0::bigint, sum(cost)::double precision FROM proj_spend WHERE app = $2 AND owner = $3 AND day = $4 GROUP BY agent
+		UNION ALL
+		SELECT 'x', agent, scope, level, day, 0::bigint, input_tokens, 0::bigint, output_tokens, 0::bigint, total_tokens, cost
+		FROM proj_budget_extensions WHERE session_id = $1 AND scope = 'session'
+		UNION ALL
+		SELECT 'x', agent, scope, level, day, 0::bigint, input_tokens, 0::bigint, output_tokens, 0::bigint, total_tokens, cost
+		FROM proj_budget_extensions WHERE app = $2 AND owner = $3 AND day = $4 AND scope = 'user_day'`
 	// One statement adds every item of a commit, numbered from 0 in order; each keeps
 	// its canonical bytes (json keeps text as it is given).
 	qHistoryAdd = `INSERT INTO proj_history (session_id, seq, idx, turn_id, item) SELECT $1, $2, t.ord - 1, $3, t.item::json FROM unnest($4::text[]) WITH ORDINALITY AS t(item, ord)`
@@ -79,6 +97,13 @@ func applyChanges(ctx context.Context, tx execer, changes []projection.Change) e
 			if err == nil {
 				_, err = tx.ExecContext(ctx, qSessionMoved, c.Agent, c.Seq, c.Session)
 			}
+		case projection.SpendAdded:
+			_, err = tx.ExecContext(ctx, qSpendAdd, c.Session, c.Day, c.Agent, c.LLM, c.Usage.InputTokens, c.Usage.CachedTokens,
+				c.Usage.OutputTokens, c.Usage.ReasoningTokens, c.Cost)
+		case projection.BudgetExtended:
+			x := c.Extension
+			_, err = tx.ExecContext(ctx, qBudgetExtend, c.Session, c.Seq, x.Scope, x.Level, x.Agent, x.Day,
+				x.Amounts.InputTokens, x.Amounts.OutputTokens, x.Amounts.TotalTokens, x.Amounts.Cost)
 		default:
 			err = fmt.Errorf("unknown projection change %T", c)
 		}

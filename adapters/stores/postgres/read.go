@@ -67,6 +67,13 @@ func (s *Store) GrantEvents(ctx context.Context, session string, upto int64) ([]
 	return sqlrows.All(rows, sqlrows.ScanEvent)
 }
 
+// Spend reads what budget checks count for q in one round trip: the session's
+// spend, the owner's day, and the extensions given to either.
+func (s *Store) Spend(ctx context.Context, q projection.SpendQuery) (projection.Spend, error) {
+	rows, err := s.db.QueryContext(ctx, qSpend, q.Session, q.App, q.Owner, q.Day)
+	return sqlrows.ReadSpend(rows, err)
+}
+
 // Plan returns a session's plan: its latest update_plan that succeeded, or the one it
 // brought from the sessions it was branched from (nil: none).
 func (s *Store) Plan(ctx context.Context, session string) (*projection.Plan, error) {

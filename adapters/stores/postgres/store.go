@@ -50,6 +50,7 @@ type Store struct {
 	router    atomic.Pointer[projection.WebhookRouter]           // which webhooks hear of an event
 	trips     *roundTrips                                        // what the pool sends the database
 	apps      sync.Map                                           // session → app, for webhook routing (an app never changes)
+	follows   sync.Map                                           // session → *dayFollow: its appends read its owner's day spend
 }
 
 var _ events.Log = (*Store)(nil)

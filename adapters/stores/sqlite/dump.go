@@ -16,6 +16,10 @@ func projectionOrder(table string) string {
 		return "session_id, turn_id"
 	case "proj_interrupts":
 		return "session_id, interrupt_id"
+	case "proj_spend":
+		return "session_id, agent, llm, day"
+	case "proj_budget_extensions":
+		return "session_id, seq"
 	case "proj_queue":
 		return "session_id, turn_id"
 	}

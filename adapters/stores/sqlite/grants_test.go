@@ -2,6 +2,7 @@ package sqlite_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/turnlog/turnlog/adapters/stores/sqlite"
 	"github.com/turnlog/turnlog/adapters/stores/storetest"
@@ -23,4 +24,10 @@ func TestThePlanIsTheLatestUpdatePlan(t *testing.T) {
 	t.Parallel()
 	store, _ := sqlite.MustOpen(t, sqlite.Options{Synchronous: "OFF"})
 	storetest.CheckPlan(t, store)
+}
+
+func TestSpendIsCountedBySessionAndDay(t *testing.T) {
+	t.Parallel()
+	store, _ := sqlite.MustOpen(t, sqlite.Options{Synchronous: "OFF"})
+	storetest.CheckSpend(t, store, time.Now())
 }

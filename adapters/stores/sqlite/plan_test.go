@@ -23,6 +23,7 @@ func TestStepQueriesSeek(t *testing.T) {
 		"qInterruptSet": qInterruptSet, "qInterruptEnd": qInterruptEnd, "qPending": qPending,
 		"qSession": qSession, "qSessionHead": qSessionHead, "qTurn": qTurn, "qLastTurn": qLastTurn, "qTurnEndingAt": qTurnEndingAt,
 		"qRunningTurns": qRunningTurns, "qSuspended": qSuspended, "qGrantEvents": qGrantEvents, "qFirstTurn": qFirstTurn,
+		"qSpend": qSpend, "qSpendAdd": qSpendAdd, "qBudgetExtend": qBudgetExtend,
 	} {
 		args := make([]any, max(strings.Count(q, "?"), strings.Count(q, "?2")*2)) // unbound parameters plan as NULLs
 		rows, err := s.read.Query("EXPLAIN QUERY PLAN "+q, args...)

@@ -52,6 +52,13 @@ func (w *writer) applyChanges(ctx context.Context, changes []projection.Change) 
 			if err == nil {
 				_, err = w.sessMoved.ExecContext(ctx, c.Agent, c.Seq, c.Session)
 			}
+		case projection.SpendAdded:
+			_, err = w.spendAdd.ExecContext(ctx, c.Session, c.Day, c.Agent, c.LLM, c.Usage.InputTokens, c.Usage.CachedTokens,
+				c.Usage.OutputTokens, c.Usage.ReasoningTokens, c.Cost)
+		case projection.BudgetExtended:
+			x := c.Extension
+			_, err = w.budgetExtend.ExecContext(ctx, c.Session, c.Seq, x.Scope, x.Level, x.Agent, x.Day,
+				x.Amounts.InputTokens, x.Amounts.OutputTokens, x.Amounts.TotalTokens, x.Amounts.Cost)
 		default:
 			err = fmt.Errorf("unknown projection change %T", c)
 		}

@@ -64,10 +64,29 @@ ORDER BY l.depth DESC, h.seq, h.idx`
 	qRunningTurns = qTurnCols + ` INDEXED BY proj_turns_running WHERE status = 'running' ORDER BY session_id, start_seq`
 	qSuspended    = qTurnCols + ` INDEXED BY proj_turns_suspended WHERE status = 'suspended' ORDER BY session_id, start_seq`
 
+	qSpendAdd = `INSERT INTO proj_spend (session_id, app, owner, day, agent, llm, calls, input_tokens, cached_tokens, output_tokens, reasoning_tokens, cost)
+		SELECT ?1, app, owner, ?2, ?3, ?4, 1, ?5, ?6, ?7, ?8, ?9 FROM proj_sessions WHERE id = ?1
+		ON CONFLICT (session_id, agent, llm, day) DO UPDATE SET calls = calls + 1, input_tokens = input_tokens + excluded.input_tokens,
+		cached_tokens = cached_tokens + excluded.cached_tokens, output_tokens = output_tokens + excluded.output_tokens,
+		reasoning_tokens = reasoning_tokens + excluded.reasoning_tokens, cost = cost + excluded.cost`
+	qBudgetExtend = `INSERT INTO proj_budget_extensions (session_id, seq, app, owner, scope, level, agent, day, input_tokens, output_tokens, total_tokens, cost)
+		SELECT ?1, ?2, app, owner, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10 FROM proj_sessions WHERE id = ?1`
+	qSpend = `SELECT 's', agent, '', '', '', sum(calls), sum(input_tokens), sum(cached_tokens), sum(output_tokens), sum(reasoning_tokens), 0, sum(cost)
+		FROM proj_spend WHERE session_id = ?1 GROUP BY agent
+		UNION ALL
+		SELECT 'd', agent, '', '', '', sum(calls), sum(input_tokens), sum(cached_tokens), sum(output_tokens), sum(reasoning_tokens), 0, sum(cost)
+		FROM proj_spend WHERE app = ?2 AND owner = ?3 AND day = ?4 GROUP BY agent
+		UNION ALL
+		SELECT 'x', agent, scope, level, day, 0, input_tokens, 0, output_tokens, 0, total_tokens, cost
+		FROM proj_budget_extensions WHERE session_id = ?1 AND scope = 'session'
+		UNION ALL
+		SELECT 'x', agent, scope, level, day, 0, input_tokens, 0, output_tokens, 0, total_tokens, cost
+		FROM proj_budget_extensions WHERE app = ?2 AND owner = ?3 AND day = ?4 AND scope = 'user_day'`
+
 	qCreateMigrations = `CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL) STRICT`
 	qMaxMigration     = `SELECT coalesce(max(version), 0) FROM schema_migrations`
 	qRecordMigration  = `INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`
 )
 
 // projectionTables are emptied by rebuild, children first.
-var projectionTables = [...]string{"proj_interrupts", "proj_history", "proj_turns", "proj_sessions", "proj_queue"}
+var projectionTables = [...]string{"proj_interrupts", "proj_history", "proj_turns", "proj_spend", "proj_budget_extensions", "proj_sessions", "proj_queue"}

@@ -49,6 +49,13 @@ func (s *Store) latestPlan(ctx context.Context, session string, upto int64) ([]e
 	return sqlrows.All(rows, sqlrows.ScanEvent)
 }
 
+// Spend reads what budget checks count for q: a seek of the session's spend, one of
+// the owner's day, and of the extensions given to either.
+func (s *Store) Spend(ctx context.Context, q projection.SpendQuery) (projection.Spend, error) {
+	rows, err := s.query(ctx, qSpend, q.Session, q.App, q.Owner, q.Day)
+	return sqlrows.ReadSpend(rows, err)
+}
+
 // LastSeq returns the seq of the newest event of session (0 if it has none).
 func (s *Store) LastSeq(ctx context.Context, session string) (int64, error) {
 	var last int64

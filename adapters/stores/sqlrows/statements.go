@@ -106,7 +106,7 @@ type EraseStep struct {
 // before their blobs, which each store removes its own way — counted into c: first
 // the file contents and chunks only they hold, then their references to them.
 func SessionEraseSteps(c *projection.ErasureCounts) []EraseStep {
-	var refs int
+	var refs, spend int
 	return []EraseStep{
 		{&c.FileContents, "file contents", `DELETE FROM contents WHERE hash IN (SELECT hash FROM content_refs WHERE ` + ErasingSessions + `)
 			AND NOT EXISTS (SELECT 1 FROM content_refs r WHERE r.hash = contents.hash AND r.session_id NOT IN (SELECT session_id FROM erasing))`},
@@ -121,6 +121,8 @@ func SessionEraseSteps(c *projection.ErasureCounts) []EraseStep {
 		{&c.QueuedInputs, "queued inputs", `DELETE FROM proj_queue WHERE ` + ErasingSessions},
 		{&c.IdempotencyKeys, "idempotency keys", `DELETE FROM idempotency_keys WHERE ` + ErasingSessions},
 		{&c.Deliveries, "webhook deliveries", `DELETE FROM webhook_outbox WHERE ` + ErasingSessions},
+		{&spend, "spend", `DELETE FROM proj_spend WHERE ` + ErasingSessions},
+		{&spend, "budget extensions", `DELETE FROM proj_budget_extensions WHERE ` + ErasingSessions},
 	}
 }
 
