@@ -33,7 +33,7 @@ func runInteractive(ctx context.Context, c *cliContext, store turnlog.Store, eng
 		for _, i := range res.Interrupts {
 			resume[i.ID] = ask(c, answers, i)
 		}
-		st, err = engine.Resume(ctx, session, "local", resume)
+		st, err = engine.Resume(fsm.AsOperator(ctx), session, "local", resume) // the shell's own user: an operator
 	}
 }
 
@@ -106,13 +106,23 @@ func describe(ev events.Event) string {
 // ask puts one question to the person at the terminal; anything but y is no.
 func ask(c *cliContext, answers *bufio.Reader, i fsm.Interrupt) fsm.Answer {
 	if i.Kind == events.InterruptBudget {
-		fmt.Fprintf(c.stderr, "%s\nextend the budget by (e.g. output_tokens=2000,cost=0.5; empty: stop the turn)? ", i.Reason)
-		line, _ := answers.ReadString('\n')
-		if a, err := budgetAnswerFrom(i.ID, "extend:"+strings.TrimSpace(line)); err == nil && strings.TrimSpace(line) != "" {
-			return a
+		fmt.Fprintln(c.stderr, i.Reason)
+		for {
+			fmt.Fprint(c.stderr, "extend the budget by (e.g. output_tokens=2000,cost=0.5; empty: stop the turn)? ")
+			line, err := answers.ReadString('\n')
+			if v := strings.TrimSpace(line); v != "" {
+				a, perr := budgetAnswerFrom(i.ID, "extend:"+v)
+				if perr == nil {
+					return a
+				}
+				fmt.Fprintln(c.stderr, perr)
+				if err == nil {
+					continue // ask again: a mistyped amount is no answer
+				}
+			}
+			stop := events.BudgetStop
+			return fsm.Answer{Decision: &stop}
 		}
-		stop := events.BudgetStop
-		return fsm.Answer{Decision: &stop}
 	}
 	if i.Kind == events.InterruptGuardrailReview {
 		fmt.Fprintf(c.stderr, "review (rule %s): %s\nrelease it? [y/N] ", i.Rule, i.Arguments)

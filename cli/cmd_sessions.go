@@ -246,7 +246,7 @@ func cmdResume(ctx context.Context, c *cliContext, args []string) error {
 	if err != nil {
 		return err
 	}
-	st, err := tl.Engine.Resume(ctx, id, *by, answers)
+	st, err := tl.Engine.Resume(fsm.AsOperator(ctx), id, *by, answers) // on the database: an operator
 	if err != nil {
 		return err
 	}

@@ -21,6 +21,9 @@ type Budgets struct {
 type AppBudgets struct {
 	Budgets  `yaml:",inline"`
 	TimeZone string `yaml:"timezone"`
+	// ExtendBy is who may extend the app's budgets: owner (whoever may answer the
+	// session's questions) or operator.
+	ExtendBy string `yaml:"extend_by"`
 }
 
 // BudgetLimit is one scope's limit: tokens and cost (a field left out has none).

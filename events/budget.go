@@ -77,14 +77,14 @@ func (*BudgetReached) SchemaVersion() int { return 1 }
 // owner's day, as the budget counts) or stop (the turn is canceled). Scope, Level,
 // Agent and Day repeat the BudgetReached's, so the read models know what grew.
 type BudgetResolved struct {
-	InterruptID string        `json:"interrupt_id"`
-	Decision    string        `json:"decision"`
-	Extend      BudgetAmounts `json:"extend,omitempty"`
-	Scope       string        `json:"scope"`
-	Level       string        `json:"level"`
-	Agent       string        `json:"agent"`
-	Day         string        `json:"day,omitempty"`
-	By          string        `json:"by"`
+	InterruptID string         `json:"interrupt_id"`
+	Decision    string         `json:"decision"`
+	Extend      *BudgetAmounts `json:"extend,omitempty"`
+	Scope       string         `json:"scope"`
+	Level       string         `json:"level"`
+	Agent       string         `json:"agent"`
+	Day         string         `json:"day,omitempty"`
+	By          string         `json:"by"`
 }
 
 func (*BudgetResolved) EventType() string  { return TypeBudgetResolved }

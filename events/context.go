@@ -38,6 +38,10 @@ type ContextCompacted struct {
 	TokensBefore int      `json:"tokens_before"` // what the request needed, over the window
 	TokensAfter  int      `json:"tokens_after"`  // what it holds with the summary (within the window)
 	Usage        Usage    `json:"usage"`
+	// Cost and Day are as a ModelCalled's: what the summarising call cost by the
+	// price table, and the budget day it counts to (absent: the UTC day of its time).
+	Cost float64 `json:"cost,omitempty"`
+	Day  string  `json:"day,omitempty"`
 }
 
 func (*ContextCompacted) EventType() string  { return TypeContextCompacted }

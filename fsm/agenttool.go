@@ -104,6 +104,9 @@ func (r *run) runNested(s *toolSlot) (*events.ToolResulted, *nestedStop, events.
 type nestedStop struct {
 	failure *ResultError
 	waiting []*Interrupt
+	// atBudget: a person stopped the turn at a budget of the nested agent's: the
+	// whole turn ends canceled, as at one of its own.
+	atBudget bool
 }
 
 func failed(code events.Code, path, msg string) *nestedStop {
@@ -130,7 +133,9 @@ func (r *run) driveNested() (string, *nestedStop) {
 			if err := r.emit(called...); err != nil {
 				return "", failed(events.CodeInternal, "", err.Error())
 			}
-			return "", failed(events.CodeCanceled, "", hold.stopped)
+			stop := failed(events.CodeCanceled, "", hold.stopped)
+			stop.atBudget = true
+			return "", stop
 		}
 		if failure != nil {
 			if err := r.emit(called...); err != nil {
@@ -185,6 +190,8 @@ func (r *run) nestedOutcome(res *Result, err error) *nestedStop {
 			waiting[i] = &res.Interrupts[i]
 		}
 		return &nestedStop{waiting: waiting}
+	case res.Status == StatusCanceled && res.Error != nil: // stopped at a budget further down
+		return &nestedStop{failure: res.Error, atBudget: true}
 	case res.Error != nil:
 		return &nestedStop{failure: res.Error}
 	}

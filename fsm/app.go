@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/turnlog/turnlog/contextmgr"
@@ -61,10 +62,14 @@ type App struct {
 	Budgets    *Budgets
 	Prices     map[string]Price
 	BudgetZone *time.Location
+	// BudgetExtendBy is who may extend its budgets: ExtendByOwner ("" too) or
+	// ExtendByOperator. Anyone who may answer may stop a turn.
+	BudgetExtendBy string
 
 	budgeted    bool // a budget applies to some agent (set by Validate)
 	budgetsRead bool // ... one of a session or a user day, which a run reads the store for
 	dayBudgets  bool // ... one of a user day
+	dayWindow   atomic.Pointer[dayWindow]
 }
 
 // Agent is one agent of an app with its model, tools and limits.
@@ -104,6 +109,9 @@ type Agent struct {
 	// Budgets bound what this agent's own model calls spend (nil: none; the app's
 	// apply as well).
 	Budgets *Budgets
+	// ModelName is its llm's model as the provider names it: it picks the encoding a
+	// budget check counts tokens with ("": LLM).
+	ModelName string
 
 	// specs are the tools the model is offered: the agent's tools, then its handoffs.
 	specs []ToolSpec

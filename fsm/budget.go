@@ -88,13 +88,27 @@ func dayBefore(day string) string {
 	return t.AddDate(0, 0, -1).Format(time.DateOnly)
 }
 
-// budgetDay is the user_day a moment counts to, in the app's budget time zone.
+// budgetDay is the user_day a moment counts to, in the app's budget time zone. The
+// day last named is kept with its bounds: a check within it formats nothing.
 func (a *App) budgetDay(t time.Time) string {
+	if w := a.dayWindow.Load(); w != nil && !t.Before(w.from) && t.Before(w.to) {
+		return w.day
+	}
 	loc := a.BudgetZone
 	if loc == nil {
 		loc = time.UTC
 	}
-	return t.In(loc).Format(time.DateOnly)
+	y, m, d := t.In(loc).Date()
+	from := time.Date(y, m, d, 0, 0, 0, 0, loc)
+	w := &dayWindow{day: from.Format(time.DateOnly), from: from, to: from.AddDate(0, 0, 1)}
+	a.dayWindow.Store(w)
+	return w.day
+}
+
+// dayWindow is a budget day and when it begins and ends.
+type dayWindow struct {
+	day      string
+	from, to time.Time
 }
 
 // recordedDay is the Day a ModelCalled keeps: set only when the app's budget time

@@ -52,10 +52,10 @@ func (r *run) recordedBudget(call string) ([]events.Event, int, *budgetHold, *Re
 		if ans.Decision != events.BudgetExtend {
 			return out, k, &budgetHold{stopped: fmt.Sprintf("%s stopped the turn at its budget: %s", ans.By, br.Reason)}, nil
 		}
-		if b := r.log.budget; b != nil && ans.Scope == events.BudgetTurn {
+		if b := r.log.budget; b != nil && ans.Scope == events.BudgetTurn && ans.Extend != nil {
 			b.mu.Lock()
 			key := extKey(ans.Level, ans.Agent)
-			b.turnExt[key] = b.turnExt[key].Add(ans.Extend)
+			b.turnExt[key] = b.turnExt[key].Add(*ans.Extend)
 			b.mu.Unlock()
 		}
 	}

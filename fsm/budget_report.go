@@ -62,9 +62,9 @@ func (e *Engine) Spend(ctx context.Context, session string) (*SessionSpend, erro
 					out.Turn[mc.Agent] = out.Turn[mc.Agent].Add(projection.SpendFigures{Calls: 1, Usage: mc.Usage, Cost: mc.Cost})
 				}
 			case events.TypeBudgetResolved:
-				if a, err := events.DecodeAs[*events.BudgetResolved](ev); err == nil && a.Decision == events.BudgetExtend && a.Scope == events.BudgetTurn {
+				if a, err := events.DecodeAs[*events.BudgetResolved](ev); err == nil && a.Decision == events.BudgetExtend && a.Scope == events.BudgetTurn && a.Extend != nil {
 					k := extKey(a.Level, a.Agent)
-					turnExt[k] = turnExt[k].Add(a.Extend)
+					turnExt[k] = turnExt[k].Add(*a.Extend)
 				}
 			}
 		}

@@ -36,8 +36,8 @@ func (t *dayTally) add(k dayKey, agent string, a events.BudgetAmounts) {
 	}
 	m := t.spent[k]
 	if m == nil {
-		for old := range t.spent { // days two behind in every zone are done with
-			if old.day < dayBefore(k.day) {
+		for old := range t.spent { // the app's days two behind are done with
+			if old.app == k.app && old.day < dayBefore(k.day) {
 				delete(t.spent, old)
 			}
 		}
@@ -51,11 +51,18 @@ func (t *dayTally) add(k dayKey, agent string, a events.BudgetAmounts) {
 func (t *dayTally) read(k dayKey) map[string]events.BudgetAmounts {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	out := make(map[string]events.BudgetAmounts, len(t.spent[k]))
-	for a, v := range t.spent[k] {
-		out[a] = v
+	return maps.Clone(t.spent[k])
+}
+
+// since hands add what each agent's calls added to a day since base was read.
+func (t *dayTally) since(k dayKey, base map[string]events.BudgetAmounts, add func(agent string, a events.BudgetAmounts)) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for agent, a := range t.spent[k] {
+		b := base[agent]
+		add(agent, events.BudgetAmounts{InputTokens: a.InputTokens - b.InputTokens, OutputTokens: a.OutputTokens - b.OutputTokens,
+			TotalTokens: a.TotalTokens - b.TotalTokens, Cost: a.Cost - b.Cost})
 	}
-	return out
 }
 
 // turnBudget is what a turn's budget checks count, shared by the turn's run and the
@@ -70,8 +77,12 @@ type turnBudget struct {
 	turnExt map[string]events.BudgetAmounts // the turn's extensions, by level/agent
 	// fresh, on several nodes, is the day's spend as the session's latest append read
 	// it (DaySpendFeed); unfollow ends that.
-	fresh    func() (map[string]projection.SpendFigures, bool)
-	unfollow func()
+	unrecorded map[string]daySpend // calls noted whose append has not committed, by type and path
+	fresh      func() (map[string]projection.SpendFigures, bool)
+	unfollow   func()
+	// extensions is the engine's count of budget extensions when the store was read:
+	// a snapshot from before another was given is not reused (it lacks it).
+	extensions int64
 }
 
 // loadBudget gets what the turn's checks count (only in an app with budgets, once
@@ -89,8 +100,8 @@ func (r *run) loadBudget() error {
 	case !r.app.budgetsRead:
 		b.key = dayKey{app: r.app.Name, owner: r.owner, day: day}
 		return nil
-	case sn != nil && sn.seq == r.startSeq-1 && sn.key.day == day && r.e.opts.Cluster == nil:
-		b.key, b.stored, b.base = sn.key, sn.stored, sn.base
+	case sn != nil && sn.seq == r.startSeq-1 && sn.key.day == day && sn.extensions == r.e.extensions.Load() && r.e.opts.Cluster == nil:
+		b.key, b.stored, b.base, b.extensions = sn.key, sn.stored, sn.base, sn.extensions
 		maps.Copy(b.session, sn.session)
 		return nil
 	}
@@ -100,11 +111,12 @@ func (r *run) loadBudget() error {
 // spendSnapshot is what a session's last run on this engine counted, as of the seq
 // its run ended at.
 type spendSnapshot struct {
-	seq     int64
-	key     dayKey
-	stored  projection.Spend
-	base    map[string]events.BudgetAmounts
-	session map[string]events.BudgetAmounts
+	seq        int64
+	extensions int64 // the engine's count of budget extensions then
+	key        dayKey
+	stored     projection.Spend
+	base       map[string]events.BudgetAmounts
+	session    map[string]events.BudgetAmounts
 }
 
 // keepSpend leaves what the run counted with the session's conversation, for its
@@ -114,15 +126,17 @@ func (r *run) keepSpend() {
 	if b == nil || r.prefix != "" {
 		return
 	}
+	last := r.log.last() // before b.mu: an append holds the log's lock, then b.mu
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	r.conv.spend = &spendSnapshot{seq: r.log.last(), key: b.key, stored: b.stored, base: b.base, session: maps.Clone(b.session)}
+	r.conv.spend = &spendSnapshot{seq: last, extensions: b.extensions, key: b.key, stored: b.stored, base: b.base, session: maps.Clone(b.session)}
 }
 
 // readSpend (re)reads the store's figures for day (b.mu held, or b not shared yet).
 func (r *run) readSpend(b *turnBudget, day string) error {
 	k := dayKey{app: r.app.Name, owner: r.owner, day: day}
 	base := r.e.days.read(k) // before the read: a call counted in both is counted twice, never missed
+	b.extensions = r.e.extensions.Load()
 	s, err := r.e.store.Spend(r.ctx, projection.SpendQuery{Session: r.session, App: r.app.Name, Owner: r.owner, Day: day})
 	if err != nil {
 		return err
@@ -160,9 +174,12 @@ func (r *run) unfollowDay() {
 	}
 }
 
-// noteSpend counts one model call of agent ag (replayed or made) to the turn, and,
-// when the store did not have it when the run began, to the session and the day.
-func (r *run) noteSpend(agent string, u events.Usage, cost float64, day string, stored bool) {
+// noteSpend counts one model call at path of agent (replayed or made: the agent's
+// own, its compaction, a guardrail judge's under the guardrail's name) to the turn,
+// and, when the store did not have it when the run began, to the session; the
+// engine's day tally counts it once its append commits (countDay), to day (the Day
+// it records; "": the UTC day of the append).
+func (r *run) noteSpend(typ, path, agent string, u events.Usage, cost float64, day string, stored bool) {
 	b := r.log.budget
 	if b == nil {
 		return
@@ -175,7 +192,40 @@ func (r *run) noteSpend(agent string, u events.Usage, cost float64, day string, 
 		return
 	}
 	b.session[agent] = b.session[agent].Add(a)
-	r.e.days.add(dayKey{app: r.app.Name, owner: r.owner, day: day}, agent, a)
+	if r.app.dayBudgets {
+		if b.unrecorded == nil {
+			b.unrecorded = map[string]daySpend{}
+		}
+		b.unrecorded[typ+"\x00"+path] = daySpend{agent: agent, amounts: a, day: day}
+	}
+}
+
+// daySpend is a call's spend waiting for its append, and the day it records.
+type daySpend struct {
+	agent, day string
+	amounts    events.BudgetAmounts
+}
+
+// countDay adds the model calls an append committed to the engine's day tally, each
+// to the day the store counts it to: a call is in the store before any read of the
+// tally can miss it, and one whose append failed is in neither (r.log.mu held).
+func (r *run) countDay(appended []events.Event) {
+	b := r.log.budget
+	if b == nil || !r.app.dayBudgets {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, ev := range appended {
+		if ev.Type != events.TypeModelCalled && ev.Type != events.TypeContextCompacted {
+			continue
+		}
+		k := ev.Type + "\x00" + ev.Path
+		if p, ok := b.unrecorded[k]; ok {
+			delete(b.unrecorded, k)
+			r.e.days.add(dayKey{app: r.app.Name, owner: r.owner, day: projection.DayOf(p.day, ev.At)}, p.agent, p.amounts)
+		}
+	}
 }
 
 // spent is what scope has spent at level (for agent, at level agent) (b.mu held).
@@ -210,12 +260,7 @@ func (r *run) spent(b *turnBudget, scope, level, agent string) events.BudgetAmou
 		for by, f := range b.stored.Day {
 			add(by, spentAmounts(f.Usage, f.Cost))
 		}
-		now := r.e.days.read(b.key)
-		for by, a := range now {
-			base := b.base[by]
-			add(by, events.BudgetAmounts{InputTokens: a.InputTokens - base.InputTokens, OutputTokens: a.OutputTokens - base.OutputTokens,
-				TotalTokens: a.TotalTokens - base.TotalTokens, Cost: a.Cost - base.Cost})
-		}
+		r.e.days.since(b.key, b.base, add)
 	}
 	sum.Cost = roundCost(sum.Cost)
 	return sum

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -161,6 +162,10 @@ func TestBudgetAnswersAreChecked(t *testing.T) {
 		{fsm.Answer{Extend: &events.BudgetAmounts{OutputTokens: -5}}, "extend.output_tokens"},
 		{fsm.Answer{Decision: &approve}, "decision"},
 		{fsm.Answer{Decision: &odd, Extend: &events.BudgetAmounts{Cost: 1}}, "decision"},
+		{fsm.Answer{Extend: &events.BudgetAmounts{OutputTokens: 1e16}}, "extend.output_tokens"},
+		{fsm.Answer{Extend: &events.BudgetAmounts{InputTokens: 5}}, "extend.input_tokens"},
+		{fsm.Answer{Extend: &events.BudgetAmounts{OutputTokens: 5, Cost: 1e300}}, "extend.cost"},
+		{fsm.Answer{Extend: &events.BudgetAmounts{Cost: 1e-12}}, "extend"}, // below what a cost keeps: nothing
 	} {
 		_, err := b.engine.Resume(b.ctx, sid, "r", map[string]fsm.Answer{q.ID: tc.answer})
 		var ee *events.Error
@@ -325,5 +330,101 @@ func TestABudgetDayIsInItsTimeZone(t *testing.T) {
 	spend, err := b.store.Spend(b.ctx, projection.SpendQuery{Session: sid, App: "test", Owner: "alice", Day: "2026-01-01"})
 	if err != nil || spend.Day["a"].Calls != 1 {
 		t.Fatalf("the day's spend: %+v %v", spend, err)
+	}
+}
+
+// TestANestedAgentsBudgetHoldsTheTurn: a budget of an agent used as a tool holds the
+// whole turn at the nested call (its path under the caller's); an extension lets the
+// nested agent answer its caller, and a stop ends the turn canceled, as at a budget
+// of the turn's own agent. Both replay.
+func TestANestedAgentsBudgetHoldsTheTurn(t *testing.T) {
+	t.Parallel()
+	for _, stop := range []bool{false, true} {
+		ra := newResearchApp(0)
+		ra.app.Agents["lead"].AgentTools = []fsm.AgentTool{{Agent: "researcher", Name: "research"}}
+		ra.app.Agents["researcher"].Settings = json.RawMessage(`{"max_tokens":10}`)
+		ra.app.Agents["researcher"].Budgets = &fsm.Budgets{Turn: &events.BudgetAmounts{OutputTokens: 5}}
+		b := setupApp(t, ra.app)
+		res, sid := b.turn(t, "look into it")
+		if res.Status != fsm.StatusSuspended || len(res.Interrupts) != 2 {
+			t.Fatalf("result = %+v %v, want two budget questions (one per nested run)", res, res.Error)
+		}
+		answers := map[string]fsm.Answer{}
+		for _, q := range res.Interrupts {
+			if q.Kind != events.InterruptBudget || !strings.HasPrefix(q.Path, "lead/tool/r") || !strings.HasSuffix(q.Path, "/researcher/model/1/budget") {
+				t.Fatalf("question %+v", q)
+			}
+			decision := events.BudgetStop
+			answers[q.ID] = fsm.Answer{Decision: &decision}
+			if !stop {
+				answers[q.ID] = fsm.Answer{Extend: &events.BudgetAmounts{OutputTokens: 100}}
+			}
+		}
+		end := b.resumeWith(t, sid, answers)
+		switch {
+		case stop && (end.Status != fsm.StatusCanceled || !strings.Contains(end.Error.Message, "stopped the turn at its budget")):
+			t.Fatalf("stopped: %+v %v", end, end.Error)
+		case !stop && (end.Status != fsm.StatusCompleted || end.Output != "notes on topic A | notes on topic B"):
+			t.Fatalf("extended: %+v %v", end, end.Error)
+		}
+		b.replayFresh(t, sid)
+	}
+}
+
+// TestAJudgesCallsCountToTheBudget: a guardrail judge's model call costs like any
+// other: it records its cost, counts to the turn's budget (under the guardrail's
+// name) and to the spend read model.
+func TestAJudgesCallsCountToTheBudget(t *testing.T) {
+	t.Parallel()
+	var calls atomic.Int64
+	judge := modelFunc(func(fsm.ModelRequest) (fsm.ModelResponse, error) {
+		return fsm.ModelResponse{ModelResponse: events.ModelResponse{Text: "PASS"}, Usage: events.Usage{InputTokens: 10, OutputTokens: 40}}, nil
+	})
+	app := budgetApp(toolThenAnswer(1, events.Usage{OutputTokens: 20}, &calls), &fsm.Budgets{Turn: &events.BudgetAmounts{OutputTokens: 100}}, nil)
+	app.Agents["a"].InputGuardrails = []fsm.Guardrail{{Name: "topic", Kind: fsm.GuardrailLLMJudge, LLM: "m", Model: judge,
+		Instructions: "Say PASS", PassIf: regexp.MustCompile("^PASS")}}
+	b := setupApp(t, app)
+	// The judge spent 40: the first call fits (40 + 50), the second not (60 + 50 > 100).
+	res, sid := b.turn(t, "go")
+	_, f := budgetQuestion(t, res)
+	if f.Spent.OutputTokens != 60 || calls.Load() != 1 {
+		t.Fatalf("held with %+v after %d calls", f, calls.Load())
+	}
+	spend, err := b.store.Spend(b.ctx, projection.SpendQuery{Session: sid, App: "test", Owner: "alice", Day: "2026-01-02"})
+	if err != nil || spend.Session["topic"].Usage.OutputTokens != 40 || spend.Session["topic"].Cost != (10*2.5+40*10)/1e6 {
+		t.Fatalf("the judge's spend: %+v %v", spend.Session, err)
+	}
+}
+
+// TestErasingASessionKeepsItsSpendInTheDay: erasing a session takes its content but
+// not what it spent from its owner's day (an owner cannot reset a day budget by
+// erasing); erasing the user takes that too.
+func TestErasingASessionKeepsItsSpendInTheDay(t *testing.T) {
+	t.Parallel()
+	var calls atomic.Int64
+	b := setupApp(t, budgetApp(toolThenAnswer(0, events.Usage{OutputTokens: 20}, &calls), &fsm.Budgets{UserDay: &events.BudgetAmounts{OutputTokens: 1000}}, nil))
+	res, sid := b.turn(t, "go")
+	if res.Status != fsm.StatusCompleted {
+		t.Fatalf("%+v %v", res, res.Error)
+	}
+	day := func() int64 {
+		t.Helper()
+		sp, err := b.store.Spend(b.ctx, projection.SpendQuery{Session: "none", App: "test", Owner: "alice", Day: "2026-01-02"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sp.Day["a"].Usage.OutputTokens
+	}
+	if _, err := b.engine.EraseSession(b.ctx, sid, "alice", false); err != nil {
+		t.Fatal(err)
+	}
+	if got := day(); got != 20 {
+		t.Fatalf("after the session's erasure the day holds %d output tokens, want 20", got)
+	}
+	if _, err := b.engine.EraseUser(b.ctx, "alice", "admin"); err != nil {
+		t.Fatal(err)
+	}
+	if got := day(); got != 0 {
+		t.Fatalf("after the user's erasure the day holds %d output tokens, want 0", got)
 	}
 }

@@ -20,7 +20,11 @@ func (a *App) countForBudgets(ag *Agent, specs []byte) error {
 		if f == nil || f.ctxm != nil {
 			continue
 		}
-		c, err := contextmgr.NewCounter(contextmgr.EncodingFor(ag.LLM))
+		name := ag.ModelName
+		if name == "" {
+			name = ag.LLM
+		}
+		c, err := contextmgr.NewCounter(contextmgr.EncodingFor(name))
 		if err != nil {
 			return err
 		}

@@ -86,6 +86,7 @@ func (r *run) compaction(view *contextmgr.Prepared, span contextmgr.Span, path s
 				path, cc.From, cc.Covers, short(cc.RequestHash), span.From, span.Covers, short(hash))}
 		}
 		r.usage = r.usage.Add(cc.Usage)
+		r.noteSpend(events.TypeContextCompacted, path, ag.Name, cc.Usage, cc.Cost, cc.Day, r.logged.has(events.TypeContextCompacted, path))
 		out := *cc
 		return &out, nil
 	}
@@ -95,7 +96,8 @@ func (r *run) compaction(view *contextmgr.Prepared, span contextmgr.Span, path s
 	began := time.Now()
 	resp, err := model.Call(callCtx, ModelRequest{LLM: llm, Agent: ag.Name, Instructions: contextmgr.CompactionInstructions,
 		Items: items, Settings: []byte(`{}`), Purpose: PurposeCompaction})
-	r.e.opts.Observer.ModelCalled(ModelCall{LLM: llm, Took: time.Since(began), Failed: err != nil, Usage: resp.Usage})
+	cost := r.app.costOf(llm, resp.Usage)
+	r.e.opts.Observer.ModelCalled(ModelCall{App: r.app.Name, Agent: ag.Name, LLM: llm, Took: time.Since(began), Failed: err != nil, Usage: resp.Usage, Cost: cost})
 	endSpan(modelSpanEnd(resp.Usage, err))
 	if err != nil {
 		return nil, &ResultError{Code: events.CodeModelFailed, Path: path, Message: fmt.Sprintf("compaction by model %s failed: %v", llm, err)}
@@ -107,8 +109,10 @@ func (r *run) compaction(view *contextmgr.Prepared, span contextmgr.Span, path s
 	ids := view.Identifiers(span)
 	sections := contextmgr.KeepIdentifiers(contextmgr.ParseSummary(resp.Text), ids)
 	r.usage = r.usage.Add(resp.Usage)
+	day := r.app.recordedDay(r.e.opts.Clock())
+	r.noteSpend(events.TypeContextCompacted, path, ag.Name, resp.Usage, cost, day, false)
 	return &events.ContextCompacted{Agent: ag.Name, LLM: llm, RequestHash: hash, From: span.From, Covers: span.Covers,
-		Sections: sections, Identifiers: ids, Usage: resp.Usage}, nil
+		Sections: sections, Identifiers: ids, Usage: resp.Usage, Cost: cost, Day: day}, nil
 }
 
 func compactionHash(llm string, items []events.Item) string {

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/turnlog/turnlog/events"
@@ -65,7 +66,8 @@ type Engine struct {
 	filesMade   sync.Map // branch sessions whose workspace this process made or found made
 	filesMaking filesMaking
 
-	days dayTally // the spend this engine's calls added to each user's day
+	days       dayTally     // the spend this engine's calls added to each user's day
+	extensions atomic.Int64 // budget extensions this engine recorded
 }
 
 // LeaseTTL is how long this engine's session leases last unrenewed.

@@ -98,6 +98,7 @@ func (r *run) judge(g Guardrail, path, text string) (string, []events.Event, *Re
 			return "", nil, &ResultError{Code: events.CodeNondeterminism, Path: path, Message: nd.Error()}
 		}
 		r.usage = r.usage.Add(mc.Usage)
+		r.noteSpend(events.TypeModelCalled, path, g.Name, mc.Usage, mc.Cost, mc.Day, r.logged.has(events.TypeModelCalled, path))
 		return mc.Response.Text, []events.Event{ev}, nil
 	}
 	resp, err := g.Model.Call(r.ctx, ModelRequest{LLM: g.LLM, Agent: g.Name, Instructions: g.Instructions, Items: items})
@@ -105,8 +106,12 @@ func (r *run) judge(g Guardrail, path, text string) (string, []events.Event, *Re
 		return "", nil, &ResultError{Code: events.CodeModelFailed, Path: path, Message: fmt.Sprintf("judge %s failed: %v", g.Name, err)}
 	}
 	r.usage = r.usage.Add(resp.Usage)
+	cost := r.app.costOf(g.LLM, resp.Usage)
+	day := r.app.recordedDay(r.e.opts.Clock())
+	r.noteSpend(events.TypeModelCalled, path, g.Name, resp.Usage, cost, day, false)
 	ev = events.MustNew(r.turn, path, &events.ModelCalled{Agent: g.Name, LLM: g.LLM, RequestHash: hash,
-		Parts: events.RequestParts{Items: 1}, NewItems: items, Response: events.ModelResponse{Text: resp.Text}, Usage: resp.Usage})
+		Parts: events.RequestParts{Items: 1}, NewItems: items, Response: events.ModelResponse{Text: resp.Text}, Usage: resp.Usage,
+		Cost: cost, Day: day})
 	if err := events.StoreLimits.Check(ev.Data); err != nil {
 		return "", nil, &ResultError{Code: events.CodeInvalidModelOutput, Path: path,
 			Message: fmt.Sprintf("judge %s answered what turnlog's log cannot keep: %v", g.Name, err)}

@@ -155,7 +155,7 @@ func (e *Engine) prepareResume(ctx context.Context, session, user string, answer
 		case q == nil:
 			return nil, nil, events.FieldError(events.CodeInvalid, "resume_map."+events.ShownName(id), "is not an interrupt of turn %s", t.ID)
 		}
-		resolved, err := e.resolve(app, q, answers[id], user, "resume_map."+id)
+		resolved, err := e.resolve(ctx, app, q, answers[id], user, "resume_map."+id)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -172,7 +172,11 @@ func (e *Engine) prepareResume(ctx context.Context, session, user string, answer
 		if !suspended {
 			return nil, nil, events.Errorf(events.CodeConflict, "turn %s is %s, not suspended: there is nothing to resume", t.ID, t.Status)
 		}
-		fresh = append(fresh, events.MustNew(t.ID, q.path, resolved))
+		ev, err := events.New(t.ID, q.path, resolved)
+		if err != nil {
+			return nil, nil, events.FieldError(events.CodeInvalid, "resume_map."+id, "%v", err)
+		}
+		fresh = append(fresh, ev)
 		if grant != nil {
 			fresh = append(fresh, events.MustNew(t.ID, q.path+"/grant", grant))
 		}
@@ -202,6 +206,11 @@ func (e *Engine) prepareResume(ctx context.Context, session, user string, answer
 	if err != nil {
 		return nil, nil, fmt.Errorf("resume turn %s: %w", t.ID, err)
 	}
+	for _, ev := range fresh {
+		if ev.Type == events.TypeBudgetResolved {
+			e.extensions.Add(1) // a run's spend read before it lacks it
+		}
+	}
 	e.setRunningTurn(h, t.ID, out[0].Seq)
 	all := append(evs, out...)
 	conv, err := e.conversation(ctx, s)
@@ -219,9 +228,9 @@ func (e *Engine) prepareResume(ctx context.Context, session, user string, answer
 }
 
 // resolve checks one answer and turns it into the event that records it.
-func (e *Engine) resolve(app *App, q *askedQuestion, a Answer, user, field string) (events.Payload, error) {
+func (e *Engine) resolve(ctx context.Context, app *App, q *askedQuestion, a Answer, user, field string) (events.Payload, error) {
 	if q.budget != nil {
-		return resolveBudget(q, a, user, field)
+		return resolveBudget(q, a, user, field, app.BudgetExtendBy, isOperator(ctx))
 	}
 	if a.Extend != nil {
 		return nil, events.FieldError(events.CodeInvalid, field+".extend", "answers a budget question; this interrupt is a %s", q.kind())
@@ -299,7 +308,7 @@ func (q *askedQuestion) sameAnswer(p events.Payload) bool {
 		return a != nil && a.Decision == b.Decision && a.ReviewerNotes == b.ReviewerNotes
 	case *events.BudgetResolved:
 		a := q.budgeted
-		return a != nil && a.Decision == b.Decision && a.Extend == b.Extend
+		return a != nil && a.Decision == b.Decision && (a.Extend == nil) == (b.Extend == nil) && (a.Extend == nil || *a.Extend == *b.Extend)
 	}
 	return false
 }

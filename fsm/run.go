@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/turnlog/turnlog/events"
-	"github.com/turnlog/turnlog/projection"
 )
 
 // run is one execution of a turn: it holds the turn's state in memory and appends
@@ -233,6 +232,7 @@ func (r *run) appendBatch(evs []events.Event) ([]*recordedHooks, error) {
 		if err != nil {
 			return nil, fmt.Errorf("append to %s after %d: %w", r.session, r.log.seq, err)
 		}
+		r.countDay(out)
 		r.log.seq = out[len(out)-1].Seq
 		batch = batch[n:]
 	}
@@ -381,7 +381,7 @@ func (r *run) modelStep() (events.ModelResponse, []events.Event, *budgetHold, *R
 			return events.ModelResponse{}, nil, nil, &ResultError{Code: events.CodeNondeterminism, Path: path, Message: nd.Error()}
 		}
 		r.usage = r.usage.Add(mc.Usage)
-		r.noteSpend(ag.Name, mc.Usage, mc.Cost, projection.DayOf(mc.Day, ev.At), r.logged.has(events.TypeModelCalled, path))
+		r.noteSpend(events.TypeModelCalled, path, ag.Name, mc.Usage, mc.Cost, mc.Day, r.logged.has(events.TypeModelCalled, path))
 		r.claimCallIDs(&mc.Response, false)
 		return mc.Response, append(compacted, ev), nil, nil
 	}
@@ -405,6 +405,7 @@ func (r *run) modelStep() (events.ModelResponse, []events.Event, *budgetHold, *R
 		Tools: ag.specs, Settings: ag.Settings, Items: items,
 		OnText: r.onText(path)})
 	cost, calledAt := r.app.costOf(ag.LLM, resp.Usage), r.e.opts.Clock()
+	day := r.app.recordedDay(calledAt)
 	r.e.opts.Observer.ModelCalled(ModelCall{App: r.app.Name, Agent: ag.Name, LLM: ag.LLM, Took: time.Since(began), Failed: err != nil, Usage: resp.Usage, Cost: cost})
 	endSpan(modelSpanEnd(resp.Usage, err))
 	if err != nil {
@@ -435,7 +436,7 @@ func (r *run) modelStep() (events.ModelResponse, []events.Event, *budgetHold, *R
 	}
 	ev, err = events.New(r.turn, path, &events.ModelCalled{Agent: ag.Name, LLM: ag.LLM, RequestHash: hash,
 		Parts: parts, NewItems: newItems, Response: resp.ModelResponse, Usage: resp.Usage, DurationMS: calledAt.Sub(clockBegan).Milliseconds(),
-		Cost: cost, Day: r.app.recordedDay(calledAt), Policy: mergeMatches(policy)})
+		Cost: cost, Day: day, Policy: mergeMatches(policy)})
 	if err == nil {
 		err = events.StoreLimits.Check(ev.Data)
 	}
@@ -444,7 +445,7 @@ func (r *run) modelStep() (events.ModelResponse, []events.Event, *budgetHold, *R
 			Message: fmt.Sprintf("model %s answered what turnlog's log cannot keep: %v", ag.LLM, err)}
 	}
 	r.usage = r.usage.Add(resp.Usage)
-	r.noteSpend(ag.Name, resp.Usage, cost, r.app.budgetDay(calledAt), false)
+	r.noteSpend(events.TypeModelCalled, path, ag.Name, resp.Usage, cost, day, false)
 	return resp.ModelResponse, append(compacted, ev), nil, nil
 }
 

@@ -19,6 +19,12 @@ func (r *run) foldTools(resp events.ModelResponse, p *toolPlan) (*Result, error)
 				return r.cancelTurn()
 			}
 			f := s.stop.failure
+			if s.stop.atBudget {
+				if r.prefix != "" { // a nested caller: the turn's own run ends it
+					return &Result{Session: r.session, TurnID: r.turn, Status: StatusCanceled, Agent: ag.Name, Error: f}, nil
+				}
+				return r.cancelBecause(f.Message)
+			}
 			return r.fail(f.Code, fmt.Sprintf("agent tool %s (call %s) failed: %s", s.call.Name, s.call.ID, f.Message), f.Path)
 		}
 	}

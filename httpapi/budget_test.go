@@ -10,7 +10,14 @@ import (
 )
 
 // budgetedApp ("budget") answers at once, spending 40 output tokens a call of at
-// most 50; its turns may spend 60.
+// most 50; its sessions may spend 60. budgetedByOperators ("budget-ops") is the same,
+// its budgets extended by operators only.
+func budgetedByOperators() *fsm.App {
+	app := budgetedApp()
+	app.Name, app.BudgetExtendBy = "budget-ops", fsm.ExtendByOperator
+	return app
+}
+
 func budgetedApp() *fsm.App {
 	model := modelFunc(func(fsm.ModelRequest) (fsm.ModelResponse, error) {
 		return fsm.ModelResponse{ModelResponse: events.ModelResponse{Text: "answered"}, Usage: events.Usage{InputTokens: 100, OutputTokens: 40}}, nil
@@ -73,5 +80,40 @@ func TestABudgetOverHTTP(t *testing.T) {
 		if !strings.Contains(m.raw, want) {
 			t.Errorf("metrics lack %s", want)
 		}
+	}
+}
+
+// TestOnlyAnOperatorExtendsAnOperatorsBudget: an app whose budgets operators extend
+// refuses an extension from the session's owner (403 policy_denied, naming the field,
+// nothing recorded) and takes one from an admin key; the owner may still stop.
+func TestOnlyAnOperatorExtendsAnOperatorsBudget(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	held := func(key string) (string, string) {
+		id := b.newSession(t, key, "budget-ops")
+		turns := "/v1/sessions/" + id + "/turns"
+		b.do(t, "POST", turns, key, `{"input":"one"}`)
+		r := b.do(t, "POST", turns, key, `{"input":"two"}`)
+		payload, _ := r.body["suspend_payload"].(map[string]any)
+		if payload["kind"] != "budget" {
+			t.Fatalf("not held: %s", r.raw)
+		}
+		return turns, payload["id"].(string)
+	}
+	turns, interrupt := held("key-alice")
+	extend := `{"resume_map":{"` + interrupt + `":{"extend":{"output_tokens":100}}}}`
+	if r := b.do(t, "POST", turns, "key-alice", extend); r.status != 403 || !strings.Contains(r.raw, `"code":"policy_denied"`) ||
+		!strings.Contains(r.raw, "resume_map."+interrupt+".extend: this app's budgets are extended by an operator only") {
+		t.Fatalf("the owner extends: %d %s", r.status, r.raw)
+	}
+	if r := b.do(t, "GET", strings.TrimSuffix(turns, "/turns")+"/interrupts", "key-alice", ""); !strings.Contains(r.raw, `"kind":"budget"`) {
+		t.Fatalf("a refused extension changed the question: %s", r.raw)
+	}
+	if r := b.do(t, "POST", turns, "key-alice", `{"resume_map":{"`+interrupt+`":{"decision":"stop"}}}`); r.body["status"] != "canceled" {
+		t.Fatalf("the owner stops: %s", r.raw)
+	}
+	turns, interrupt = held("key-root")
+	if r := b.do(t, "POST", turns, "key-root", `{"resume_map":{"`+interrupt+`":{"extend":{"output_tokens":100}}}}`); r.body["status"] != "completed" {
+		t.Fatalf("an admin extends: %s", r.raw)
 	}
 }

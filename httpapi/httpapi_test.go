@@ -126,7 +126,7 @@ func setupReading(t *testing.T, wrap func(string, fsm.Model) fsm.Model, read fun
 	}
 	b := testBundle{release: make(chan struct{}), entered: make(chan struct{}, 4)}
 	b.researcherCalls = &atomic.Int64{}
-	apps = append(apps, gateApp(b.entered, b.release), nestedApp(b.researcherCalls), policyApp(), budgetedApp())
+	apps = append(apps, gateApp(b.entered, b.release), nestedApp(b.researcherCalls), policyApp(), budgetedApp(), budgetedByOperators())
 	var n atomic.Int64
 	m := metrics.New()
 	e, err := fsm.New(store, apps, fsm.Options{Clock: time.Now, NewID: func() string { return fmt.Sprintf("id%04d", n.Add(1)) }, Observer: m, CancelGrace: 50 * time.Millisecond})

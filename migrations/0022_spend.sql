@@ -1,5 +1,5 @@
 -- Spend: what each session's model calls spent, by agent, llm and budget day (the
--- usage and cost of its ModelCalled events; the day a call recorded, else the UTC day
+-- usage and cost of its ModelCalled and ContextCompacted events; the day a call recorded, else the UTC day
 -- of its time), and the extensions people gave session and user-day budgets. Budget
 -- checks read them when a turn's run begins; the spend view shows them. Existing calls
 -- are counted from their events here, except those kept as a blob (over 64 KiB), which
@@ -42,7 +42,7 @@ SELECT e.session_id, s.app, s.owner, coalesce(e.data ->> '$.day', substr(e.at, 1
        sum(coalesce(e.data ->> '$.usage.output_tokens', 0)), sum(coalesce(e.data ->> '$.usage.reasoning_tokens', 0)),
        sum(coalesce(e.data ->> '$.cost', 0))
 FROM events e JOIN proj_sessions s ON s.id = e.session_id
-WHERE e.type = 'ModelCalled' AND e.data ->> '$.agent' IS NOT NULL
+WHERE e.type IN ('ModelCalled', 'ContextCompacted') AND e.data ->> '$.agent' IS NOT NULL
 GROUP BY 1, 2, 3, 4, 5, 6
 ON CONFLICT DO NOTHING;
 DROP VIEW IF EXISTS spend;

@@ -138,6 +138,15 @@ func Changes(ev events.Event) ([]Change, error) {
 			return nil, err
 		}
 		return []Change{TurnHandedOff{Session: ev.Session, Turn: ev.Turn, Agent: gjson.GetBytes(ev.Data, "to").String()}}, nil
+	case events.TypeContextCompacted:
+		if err := known(ev); err != nil {
+			return nil, err
+		}
+		f := gjson.GetManyBytes(ev.Data, "usage", "agent", "llm", "cost", "day")
+		u := f[0]
+		return []Change{SpendAdded{Session: ev.Session, Agent: f[1].String(), LLM: f[2].String(), Cost: f[3].Float(), Day: DayOf(f[4].String(), ev.At),
+			Usage: events.Usage{InputTokens: u.Get("input_tokens").Int(), OutputTokens: u.Get("output_tokens").Int(),
+				CachedTokens: u.Get("cached_tokens").Int(), ReasoningTokens: u.Get("reasoning_tokens").Int()}}}, nil
 	case events.TypeToolScheduled, events.TypeLoopDetected, events.TypeGuardrailChecked, events.TypeGuardrailTripped,
 		events.TypeFilesChanged, events.TypeWorkspaceReverted:
 		return nil, known(ev)
@@ -219,8 +228,8 @@ func Changes(ev events.Event) ([]Change, error) {
 			status = InterruptRejected
 		}
 		out := []Change{InterruptResolved{Session: ev.Session, ID: e.InterruptID, Status: status, Seq: ev.Seq, At: ev.At, By: e.By}}
-		if e.Decision == events.BudgetExtend && e.Scope != events.BudgetTurn {
-			x := BudgetExtension{Scope: e.Scope, Level: e.Level, Day: e.Day, Amounts: e.Extend}
+		if e.Decision == events.BudgetExtend && e.Scope != events.BudgetTurn && e.Extend != nil {
+			x := BudgetExtension{Scope: e.Scope, Level: e.Level, Day: e.Day, Amounts: *e.Extend}
 			if e.Level == events.BudgetOfAgent {
 				x.Agent = e.Agent
 			}

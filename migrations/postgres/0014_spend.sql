@@ -38,7 +38,7 @@ SELECT e.session_id, s.app, s.owner, coalesce(e.data ->> 'day', left(e.at, 10)),
        sum(coalesce((e.data -> 'usage' ->> 'output_tokens')::bigint, 0)), sum(coalesce((e.data -> 'usage' ->> 'reasoning_tokens')::bigint, 0)),
        sum(coalesce((e.data ->> 'cost')::double precision, 0))
 FROM events e JOIN proj_sessions s ON s.id = e.session_id
-WHERE e.type = 'ModelCalled' AND e.data ->> 'agent' IS NOT NULL
+WHERE e.type IN ('ModelCalled', 'ContextCompacted') AND e.data ->> 'agent' IS NOT NULL
 GROUP BY 1, 2, 3, 4, 5, 6
 ON CONFLICT DO NOTHING;
 DROP VIEW IF EXISTS spend;

@@ -266,6 +266,7 @@ func (b builder) app(name string, c config.App, policy *fsm.GuardrailPolicy) (*f
 		if app.Budgets, err = b.doc.Budgets(at+".budgets", &c.Budgets.Budgets); err != nil {
 			return nil, err
 		}
+		app.BudgetExtendBy = c.Budgets.ExtendBy
 	}
 	if app.BudgetZone, err = b.doc.BudgetZone(at+".budgets", c.Budgets); err != nil {
 		return nil, err
@@ -279,6 +280,9 @@ func (b builder) app(name string, c config.App, policy *fsm.GuardrailPolicy) (*f
 	}
 	for _, an := range config.SortedKeys(c.Agents) {
 		ag, err := b.agent(at+".agents."+an, an, c.Agents[an], models, tools)
+		if err == nil {
+			ag.ModelName = c.LLMs[c.Agents[an].LLM].Model // the tokens a budget counts are the model's
+		}
 		if err == nil {
 			err = b.doc.Context(at+".agents."+an+".context", c.Agents[an].Context, ag, c.LLMs, models)
 		}

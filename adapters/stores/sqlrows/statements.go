@@ -106,7 +106,7 @@ type EraseStep struct {
 // before their blobs, which each store removes its own way — counted into c: first
 // the file contents and chunks only they hold, then their references to them.
 func SessionEraseSteps(c *projection.ErasureCounts) []EraseStep {
-	var refs, spend int
+	var refs int
 	return []EraseStep{
 		{&c.FileContents, "file contents", `DELETE FROM contents WHERE hash IN (SELECT hash FROM content_refs WHERE ` + ErasingSessions + `)
 			AND NOT EXISTS (SELECT 1 FROM content_refs r WHERE r.hash = contents.hash AND r.session_id NOT IN (SELECT session_id FROM erasing))`},
@@ -121,17 +121,20 @@ func SessionEraseSteps(c *projection.ErasureCounts) []EraseStep {
 		{&c.QueuedInputs, "queued inputs", `DELETE FROM proj_queue WHERE ` + ErasingSessions},
 		{&c.IdempotencyKeys, "idempotency keys", `DELETE FROM idempotency_keys WHERE ` + ErasingSessions},
 		{&c.Deliveries, "webhook deliveries", `DELETE FROM webhook_outbox WHERE ` + ErasingSessions},
-		{&spend, "spend", `DELETE FROM proj_spend WHERE ` + ErasingSessions},
-		{&spend, "budget extensions", `DELETE FROM proj_budget_extensions WHERE ` + ErasingSessions},
 	}
 }
 
 // OwnerEraseSteps remove what a user (?1) keeps beyond their sessions: memories,
 // idempotency keys and sign-ins, counted into c.
 func OwnerEraseSteps(c *projection.ErasureCounts) []EraseStep {
+	var spend int
 	return []EraseStep{
 		{&c.Memories, "memories", `DELETE FROM memories WHERE owner = ?1`},
 		{&c.IdempotencyKeys, "idempotency keys", `DELETE FROM idempotency_keys WHERE owner = ?1`},
 		{&c.SignIns, "sign-ins", `DELETE FROM ui_sessions WHERE user_name = ?1`},
+		// A session's erasure keeps what it spent in its owner's days (counts, no
+		// content): erasing sessions resets no budget. The owner's erasure takes it.
+		{&spend, "spend", `DELETE FROM proj_spend WHERE owner = ?1`},
+		{&spend, "budget extensions", `DELETE FROM proj_budget_extensions WHERE owner = ?1`},
 	}
 }

@@ -30,7 +30,7 @@ func CheckSpend(t *testing.T, s SpendStore, now time.Time) {
 		return events.MustNew(turn, path, &events.ModelCalled{Agent: agent, LLM: "m", Usage: u, Cost: cost, Day: day})
 	}
 	resolved := func(turn, path, scope, level, agent, day string, x events.BudgetAmounts) events.Event {
-		return events.MustNew(turn, path, &events.BudgetResolved{InterruptID: "i-" + path, Decision: events.BudgetExtend, Extend: x, Scope: scope, Level: level, Agent: agent, Day: day, By: "r"})
+		return events.MustNew(turn, path, &events.BudgetResolved{InterruptID: "i-" + path, Decision: events.BudgetExtend, Extend: &x, Scope: scope, Level: level, Agent: agent, Day: day, By: "r"})
 	}
 	append := func(session, owner string, evs ...events.Event) {
 		all := append([]events.Event{events.MustNew("", "", &events.SessionCreated{App: "shop", Owner: owner, Agent: "a"}),
