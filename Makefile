@@ -32,7 +32,7 @@ vet: ## gofmt and go vet
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))" || { gofmt -l .; echo "gofmt needed"; exit 1; }
 	$(GO) vet ./...
 
-bench: helper ## the benchmarks: engine step, storage, rebuild, what budget checks add to a step, appends/s (SQLite and PostgreSQL), engine step and HTTP turns/s by store and nodes, branch, history read, HTTP turns, sandbox overhead (by step) and the apply beside cp -a, the undo log (recording overhead, a revert beside cp -a, bytes per edit), the policy's decisions, context build and token counting, HTTP and command tools, cancel latency, the inspector's session page, serve's resident memory, turns under hostile clients
+bench: helper ## the benchmarks: engine step, storage, rebuild, what budget checks add to a step, replaying a log of 10,000 sessions against a config, appends/s (SQLite and PostgreSQL), engine step and HTTP turns/s by store and nodes, branch, history read, HTTP turns, sandbox overhead (by step) and the apply beside cp -a, the undo log (recording overhead, a revert beside cp -a, bytes per edit), the policy's decisions, context build and token counting, HTTP and command tools, cancel latency, the inspector's session page, serve's resident memory, turns under hostile clients
 	$(GO) test -run '^$$' -bench 'EngineStep|Rebuild|BudgetCheck' -benchtime 1x -p 1 -timeout 30m ./fsm ./adapters/stores/sqlite
 	$(GO) test -run '^$$' -bench 'AppendConcurrent' -benchtime 20000x -timeout 30m ./adapters/stores/sqlite
 	$(GO) test -run '^$$' -bench 'AppendVsRawInsert' -benchtime 20000x -timeout 30m ./adapters/stores/sqlite
@@ -40,6 +40,7 @@ bench: helper ## the benchmarks: engine step, storage, rebuild, what budget chec
 	$(GO) test -run '^$$' -bench 'StoreEngineSteps' -benchtime 1x -p 1 -timeout 30m ./adapters/stores/sqlite ./adapters/stores/postgres
 	$(GO) test -run '^$$' -bench 'HTTPTurnsByNodes' -benchtime 600x -timeout 30m ./pkg/turnlog # the PostgreSQL runs with TURNLOG_TEST_POSTGRES set
 	$(GO) test -run '^$$' -bench 'HTTPTurnsOverDelay' -benchtime 300x -timeout 30m ./pkg/turnlog # PostgreSQL through a delay line of 0, 0.5 and 1 ms each way, beside SQLite
+	$(GO) test -run '^$$' -bench 'ReplayAll' -benchtime 1x -timeout 30m ./pkg/turnlog # turnlog replay --db over 10,000 sessions, beside one worker
 	$(GO) test -run '^$$' -bench 'AppendVsRawInsert' -benchtime 10000x -timeout 30m ./adapters/stores/postgres # appends/s beside plain autocommitted INSERTs
 	$(GO) test -run '^$$' -bench 'Branch|HistoryRead|ApprovalRoundTrip|EnqueueStart' -benchtime 200x -timeout 30m ./fsm
 	$(GO) test -run '^$$' -bench 'HTTPTurn|HTTPApprovalRoundTrip|IdempotentReplay' -benchtime 300x -timeout 30m ./httpapi

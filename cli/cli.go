@@ -30,9 +30,10 @@ type command struct {
 
 func commands() map[string]command {
 	return map[string]command{
-		"serve":  {"serve the REST API", "serve [--addr HOST:PORT] [--dev] [--config FILE] [--db FILE]", cmdServe},
-		"run":    {"run one turn locally and print the answer", "run [--app NAME] [--session ID] [--workspace DIR] [--config FILE] [--db FILE] INPUT...", cmdRun},
-		"replay": {"replay a recorded fixture and report the first divergence", "replay FIXTURE_DIR", cmdReplay},
+		"serve": {"serve the REST API", "serve [--addr HOST:PORT] [--dev] [--config FILE] [--db FILE]", cmdServe},
+		"run":   {"run one turn locally and print the answer", "run [--app NAME] [--session ID] [--workspace DIR] [--config FILE] [--db FILE] INPUT...", cmdRun},
+		"replay": {"replay a recorded fixture and report the first divergence, or every session of a log against a config, grouped by what diverges",
+			"replay FIXTURE_DIR  |  replay --db DB [--config FILE] [--since T] [--app A] [--sample N] [--workers N] [--tools FILE | --discover] [--json]", cmdReplay},
 		"export": {"print a session's events as NDJSON, or write a fixture folder that replays anywhere (and replay it)",
 			"export [--db FILE] SESSION_ID  |  export [--db FILE] [--config FILE] --fixture DIR SESSION_ID", cmdExport},
 		"backup": {"write a consistent copy of the database, also while it is served", "backup [--db FILE] OUT", cmdBackup},

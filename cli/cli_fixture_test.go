@@ -182,7 +182,19 @@ func TestAnExportedFixtureReplaysWithoutSecretsOrServers(t *testing.T) {
 			t.Errorf("%s without secrets or node: %v\n%s", args[0], err, out)
 		}
 	}
+	// The whole log, against the config, its MCP tools from the snapshot: no server.
+	if out, err := run(Wiring{Functions: demo.Functions()}, "replay", "--db", db, "--config", cfg, "--tools", filepath.Join(fixture, "tools.json")); err != nil ||
+		!strings.Contains(out, "replayed 1 sessions") || !strings.Contains(out, ": 0 diverge") {
+		t.Errorf("replay --db with the snapshot, without secrets or node: %v\n%s", err, out)
+	}
+	if calls.Load() != before {
+		t.Errorf("replay --db called the HTTP tool")
+	}
 	t.Setenv("PATH", path)
+	// ... or from the servers, asked now.
+	if out, err := run(exporting, "replay", "--db", db, "--config", cfg, "--discover"); err != nil || !strings.Contains(out, ": 0 diverge") {
+		t.Errorf("replay --db --discover: %v\n%s", err, out)
+	}
 	if out, err := run(exporting, "export", "--config", cfg, "--db", db, "--fixture", filepath.Join(dir, "fixture-nosecrets"), session); err != nil || !strings.Contains(out, "replay ok") {
 		t.Errorf("export --fixture without the secrets: %v\n%s", err, out)
 	}

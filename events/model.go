@@ -40,6 +40,9 @@ type RequestParts struct {
 	Tools        string `json:"tools"`
 	Settings     string `json:"settings"`
 	Items        int    `json:"items"` // how many conversation items the request carried
+	// ToolHashes are each tool's own short hash, by the name the model sees, so a
+	// changed tools part names the tool (absent in calls recorded before them).
+	ToolHashes map[string]string `json:"tool_hashes,omitempty"`
 }
 
 // ModelResponse is what the model answered: text, tool calls, or both.

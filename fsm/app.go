@@ -116,8 +116,10 @@ type Agent struct {
 	// specs are the tools the model is offered: the agent's tools, then its handoffs.
 	specs []ToolSpec
 
-	// hashes of the request parts that never change for this agent, set by Validate.
+	// hashes of the request parts that never change for this agent, set by Validate
+	// (toolHashes: each tool's, by name).
 	toolsHash, settingsHash string
+	toolHashes              map[string]string
 	// outputCap is the most output a call may produce, as a budget check takes it
 	// (0: not computed; the agent is under no budget).
 	outputCap int64
@@ -228,7 +230,7 @@ func (a *App) Validate() error {
 		if err != nil {
 			return fmt.Errorf("app %s: agent %s: tool schemas: %w", a.Name, name, err)
 		}
-		ag.toolsHash, ag.settingsHash = hashOf(specs), hashOf(ag.Settings)
+		ag.toolsHash, ag.settingsHash, ag.toolHashes = hashOf(specs), hashOf(ag.Settings), toolHashesOf(ag.specs)
 		ag.faces[0] = &agentFace{rules: rules, instructionsHash: hashOf([]byte(rules))}
 		if ag.Context != nil {
 			if ag.faces[0].ctxm, err = contextmgr.New(*ag.Context, ag.LLM, rules, specs); err != nil {

@@ -95,7 +95,7 @@ func (r *run) judge(g Guardrail, path, text string) (string, []events.Event, *Re
 				field, want, got = "instructions or llm", mc.LLM, g.LLM
 			}
 			nd := &NondeterminismError{Path: path, Field: field, Want: want, Got: got}
-			return "", nil, &ResultError{Code: events.CodeNondeterminism, Path: path, Message: nd.Error()}
+			return "", nil, r.diverged(nd)
 		}
 		r.usage = r.usage.Add(mc.Usage)
 		r.noteSpend(events.TypeModelCalled, path, g.Name, mc.Usage, mc.Cost, mc.Day, r.logged.has(events.TypeModelCalled, path))

@@ -25,6 +25,17 @@ type Divergence struct {
 	Got   string // replayed
 }
 
+// DivergedError is a replay's nondeterminism error with what differs: a
+// *NondeterminismError (what a request would send now) or a *Divergence (an event of
+// the replayed log). errors.As finds either, and the *events.Error.
+type DivergedError struct {
+	Err   *events.Error
+	Cause error
+}
+
+func (e *DivergedError) Error() string   { return e.Err.Error() }
+func (e *DivergedError) Unwrap() []error { return []error{e.Err, e.Cause} }
+
 // DivergenceError reports a Divergence as a nondeterminism error.
 func (d *Divergence) Error() string {
 	where := fmt.Sprintf("seq %d %s", d.Seq, d.Type)
@@ -44,7 +55,30 @@ func (d *Divergence) Error() string {
 // first, in the same way, and the report names the last session.
 // Errors: corrupt_log (the recording cannot be read), nondeterminism.
 func (e *Engine) Replay(ctx context.Context, recorded []events.Event) (*ReplayReport, error) {
-	sessions, err := splitRecording(recorded)
+	return e.replayFrom(ctx, recorded, map[string]int64{})
+}
+
+// ReplayOnto is Replay for a recording that may start with a branch of a session
+// this store holds already (replayed before on it): the store must reach the
+// branch point.
+func (e *Engine) ReplayOnto(ctx context.Context, recorded []events.Event) (*ReplayReport, error) {
+	reached := map[string]int64{}
+	if len(recorded) > 0 && recorded[0].Type == events.TypeSessionBranched {
+		sb, err := events.DecodeAs[*events.SessionBranched](recorded[0])
+		if err != nil {
+			return nil, err
+		}
+		last, err := e.store.LastSeq(ctx, sb.SourceSession)
+		if err != nil {
+			return nil, err
+		}
+		reached[sb.SourceSession] = last
+	}
+	return e.replayFrom(ctx, recorded, reached)
+}
+
+func (e *Engine) replayFrom(ctx context.Context, recorded []events.Event, reached map[string]int64) (*ReplayReport, error) {
+	sessions, err := splitRecordingFrom(recorded, reached)
 	if err != nil {
 		return nil, err
 	}
@@ -96,15 +130,16 @@ func (e *Engine) replaySession(ctx context.Context, recorded []events.Event, rep
 	return nil
 }
 
-// splitRecording checks a recording and cuts it into its sessions: each numbered
-// from seq 1, the first created, every later one branched from one before it at a
-// seq that one's part reaches.
-func splitRecording(recorded []events.Event) ([][]events.Event, error) {
+// splitRecordingFrom checks a recording and cuts it into its sessions: each numbered
+// from seq 1, the first created (or, when reached names sessions the store holds
+// already, branched from one of them), every later one branched from one before it at
+// a seq that one's part reaches. reached is how far each held session goes.
+func splitRecordingFrom(recorded []events.Event, reached map[string]int64) ([][]events.Event, error) {
 	if len(recorded) == 0 {
 		return nil, events.Errorf(events.CodeCorruptLog, "the recording holds no events")
 	}
 	var sessions [][]events.Event
-	reached := map[string]int64{} // session → the last seq of its part
+	held := len(reached) > 0 // reached: session → the last seq of its part
 	for i, ev := range recorded {
 		if _, err := events.Decode(ev); err != nil {
 			return nil, err
@@ -114,7 +149,7 @@ func splitRecording(recorded []events.Event) ([][]events.Event, error) {
 				return nil, &events.Error{Code: events.CodeCorruptLog, Field: fmt.Sprintf("line %d", i+1),
 					Message: fmt.Sprintf("session %s comes back after another session's events", ev.Session)}
 			}
-			if err := checkSessionStart(ev, i, reached); err != nil {
+			if err := checkSessionStart(ev, i, reached, held); err != nil {
 				return nil, err
 			}
 			sessions = append(sessions, nil)
@@ -133,8 +168,8 @@ func splitRecording(recorded []events.Event) ([][]events.Event, error) {
 // checkSessionStart checks the first event of a session's part of a recording (at
 // line i): the first session is created; a later one is branched from a session
 // before it, at a seq that session's part reaches.
-func checkSessionStart(ev events.Event, i int, reached map[string]int64) error {
-	if i == 0 {
+func checkSessionStart(ev events.Event, i int, reached map[string]int64, held bool) error {
+	if i == 0 && !(held && ev.Type == events.TypeSessionBranched) {
 		switch ev.Type {
 		case events.TypeSessionCreated:
 			return nil
@@ -223,14 +258,18 @@ func (e *Engine) replayTurn(ctx context.Context, rec []events.Event) error {
 		return err
 	}
 	if res.Error != nil && res.Error.Code == events.CodeNondeterminism && !recordsFailure(rec, events.CodeNondeterminism) {
-		return &events.Error{Code: events.CodeNondeterminism, Field: res.Error.Path, Message: res.Error.Message}
+		out := &events.Error{Code: events.CodeNondeterminism, Field: res.Error.Path, Message: res.Error.Message}
+		if nd := r.log.divergence; nd != nil {
+			return &DivergedError{Err: out, Cause: nd}
+		}
+		return out
 	}
 	produced, err := e.store.Events(ctx, start.Session, start.Seq-1)
 	if err != nil {
 		return err
 	}
 	if d := firstDivergence(rec, produced); d != nil {
-		return &events.Error{Code: events.CodeNondeterminism, Field: d.Path, Message: d.Error()}
+		return &DivergedError{Err: &events.Error{Code: events.CodeNondeterminism, Field: d.Path, Message: d.Error()}, Cause: d}
 	}
 	return nil
 }

@@ -173,7 +173,41 @@ func requestParts(ag *Agent, f *agentFace, c *conversation) events.RequestParts 
 		Tools:        ag.toolsHash[:partHashLen],
 		Settings:     ag.settingsHash[:partHashLen],
 		Items:        len(c.items),
+		ToolHashes:   ag.toolHashes,
 	}
+}
+
+// toolHashesOf is each tool spec's short hash, by name.
+func toolHashesOf(specs []ToolSpec) map[string]string {
+	if len(specs) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(specs))
+	for _, s := range specs {
+		out[s.Name] = hashOf(events.MustMarshal(s))[:partHashLen]
+	}
+	return out
+}
+
+// changedTools names the tools whose part differs between a recording and now:
+// "NAME" (changed), "+NAME" (offered now only), "-NAME" (recorded only), in order.
+func changedTools(recorded, now map[string]string) []string {
+	var out []string
+	for name, h := range now {
+		switch r, ok := recorded[name]; {
+		case !ok:
+			out = append(out, "+"+name)
+		case r != h:
+			out = append(out, name)
+		}
+	}
+	for name := range recorded {
+		if _, ok := now[name]; !ok {
+			out = append(out, "-"+name)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return strings.TrimLeft(out[i], "+-") < strings.TrimLeft(out[j], "+-") })
+	return out
 }
 
 // requestHash is the SHA-256 of the whole request, built from the full hashes of its
@@ -211,6 +245,12 @@ func explainMismatch(path, llm string, rec *events.ModelCalled, now events.Reque
 		e.Field, e.Want, e.Got = "instructions", short(rec.Parts.Instructions), short(now.Instructions)
 	case rec.Parts.Tools != now.Tools:
 		e.Field, e.Want, e.Got = "tools", short(rec.Parts.Tools), short(now.Tools)
+		if rec.Parts.ToolHashes != nil { // recorded with each tool's hash: name the first that changed
+			if changed := changedTools(rec.Parts.ToolHashes, now.ToolHashes); len(changed) > 0 {
+				name := strings.TrimLeft(changed[0], "+-")
+				e.Field, e.Want, e.Got = "tools."+name, orNone(rec.Parts.ToolHashes[name]), orNone(now.ToolHashes[name])
+			}
+		}
 	case rec.Parts.Settings != now.Settings:
 		e.Field, e.Want, e.Got = "settings", short(rec.Parts.Settings), short(now.Settings)
 	default:
@@ -230,6 +270,14 @@ func explainMismatch(path, llm string, rec *events.ModelCalled, now events.Reque
 		}
 	}
 	return e
+}
+
+// orNone is a part's hash, or "none" where the request had no such part.
+func orNone(h string) string {
+	if h == "" {
+		return "none"
+	}
+	return h
 }
 
 func short(h string) string {

@@ -78,6 +78,8 @@ type turnLog struct {
 	shape int
 	// budget is what the turn's budget checks count (nil: the app has no budgets).
 	budget *turnBudget
+	// divergence is the first request a replay found changed (its error names it).
+	divergence *NondeterminismError
 }
 
 func (l *turnLog) last() int64 {
@@ -378,7 +380,7 @@ func (r *run) modelStep() (events.ModelResponse, []events.Event, *budgetHold, *R
 				return events.ModelResponse{}, nil, nil, &ResultError{Code: events.CodeCorruptLog, Path: path, Message: err.Error()}
 			}
 			nd := explainMismatch(path, ag.LLM, mc, parts, recItems, r.conv.items)
-			return events.ModelResponse{}, nil, nil, &ResultError{Code: events.CodeNondeterminism, Path: path, Message: nd.Error()}
+			return events.ModelResponse{}, nil, nil, r.diverged(nd)
 		}
 		r.usage = r.usage.Add(mc.Usage)
 		r.noteSpend(events.TypeModelCalled, path, ag.Name, mc.Usage, mc.Cost, mc.Day, r.logged.has(events.TypeModelCalled, path))
@@ -574,4 +576,15 @@ func (r *run) onText(path string) func(string) {
 		}
 		n++
 	}
+}
+
+// diverged is the failure of a request that differs from the recorded one: kept on
+// the run (shared through its turn log by nested runs) for the replay to name.
+func (r *run) diverged(nd *NondeterminismError) *ResultError {
+	r.log.mu.Lock()
+	if r.log.divergence == nil {
+		r.log.divergence = nd
+	}
+	r.log.mu.Unlock()
+	return &ResultError{Code: events.CodeNondeterminism, Path: nd.Path, Message: nd.Error()}
 }
