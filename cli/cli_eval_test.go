@@ -1,0 +1,45 @@
+package cli
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/turnlog/turnlog/examples/demo"
+)
+
+// TestEvalRunsASuite: turnlog eval runs the demo's suite (exit 0, a table, JSON and
+// JUnit written); a suite over a broken copy of the demo fails its case (exit 4),
+// and with the first run's JSON as its baseline names the regression.
+func TestEvalRunsASuite(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	db := filepath.Join(dir, "eval.db")
+	base, xml := filepath.Join(dir, "base.json"), filepath.Join(dir, "junit.xml")
+	out, stderr, err := runCLI(t, "eval", "--db", db, "--synchronous", "OFF", "--runs", "1", "--json", base, "--junit", xml, filepath.Join("examples", "demo", "eval.yaml"))
+	if err != nil || !strings.Contains(out, "order status      1/1 ok") || !strings.Contains(out, "suite demo passed") {
+		t.Fatalf("the demo suite: %v\n%s%s", err, out, stderr)
+	}
+	var rep struct {
+		Passed bool
+		Cases  []struct{ Name string }
+	}
+	if raw, err := os.ReadFile(base); err != nil || json.Unmarshal(raw, &rep) != nil || !rep.Passed || len(rep.Cases) != 7 {
+		t.Fatalf("the JSON report: %v", err)
+	}
+	if raw, err := os.ReadFile(xml); err != nil || !strings.Contains(string(raw), `<testsuite name="demo" tests="7" failures="0"`) {
+		t.Fatalf("the JUnit report: %v\n%s", err, raw)
+	}
+	broken := strings.Replace(string(demo.Config), `reply: "Order {{output.order_id}} is {{output.status}} (carrier {{output.carrier}}), expected on {{output.eta}}."`,
+		`reply: "Your parcel is on its way."`, 1)
+	suite, _ := os.ReadFile(filepath.Join("examples", "demo", "eval.yaml"))
+	os.WriteFile(filepath.Join(dir, "broken.yaml"), []byte(broken), 0o644)
+	os.WriteFile(filepath.Join(dir, "suite.yaml"), []byte("config: broken.yaml\n"+string(suite)), 0o644)
+	out, stderr, err = runCLI(t, "eval", "--db", db, "--synchronous", "OFF", "--runs", "1", "--baseline", base, filepath.Join(dir, "suite.yaml"))
+	if ExitCode(err) != 4 || !strings.Contains(out, "order status      0/1 FAIL") || !strings.Contains(out, "suite demo FAILED") ||
+		!strings.Contains(stderr, "regression: order status: pass rate 100% → 0%") {
+		t.Fatalf("the broken suite: exit %d\n%s%s", ExitCode(err), out, stderr)
+	}
+}

@@ -1,0 +1,140 @@
+package evals_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	junit "github.com/joshdk/go-junit"
+	"github.com/turnlog/turnlog/evals"
+	"github.com/turnlog/turnlog/examples/demo"
+	"github.com/turnlog/turnlog/pkg/turnlog"
+)
+
+// runSuite runs the demo's suite on a fresh log under config.
+func runSuite(t *testing.T, config []byte, runID string) *evals.Report {
+	t.Helper()
+	suite, err := evals.ReadSuite(filepath.Join("..", "examples", "demo", "eval.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tl, err := turnlog.Open(context.Background(), turnlog.Options{DB: filepath.Join(t.TempDir(), "eval.db"), Synchronous: "OFF",
+		ConfigData: config, Functions: demo.Functions()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tl.Close()
+	rep, err := (&evals.Runner{Engine: tl.Engine, Log: tl.Store, RunID: runID}).Run(context.Background(), suite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Every run is a session of its own, tagged with the run and its case.
+	for _, c := range rep.Cases {
+		if len(c.Sessions) != c.Runs {
+			t.Fatalf("case %s: %d sessions for %d runs", c.Name, len(c.Sessions), c.Runs)
+		}
+		s, err := tl.Store.Session(context.Background(), c.Sessions[0])
+		if err != nil || !strings.Contains(string(s.Metadata), `"eval_case":"`+c.Name+`"`) || !strings.Contains(string(s.Metadata), `"eval_run":"`+runID+`"`) {
+			t.Fatalf("case %s's session: %s %v", c.Name, s.Metadata, err)
+		}
+	}
+	return rep
+}
+
+// TestTheDemoSuitePasses: the demo's suite passes on the demo, every case in every
+// run, offline.
+func TestTheDemoSuitePasses(t *testing.T) {
+	t.Parallel()
+	rep := runSuite(t, demo.Config, "run-1")
+	if !rep.Passed || len(rep.Cases) != 7 {
+		var b bytes.Buffer
+		rep.Table(&b)
+		t.Fatalf("the demo suite:\n%s", b.String())
+	}
+	for _, c := range rep.Cases {
+		if c.Runs != 2 || c.Passes != 2 || c.Tokens == 0 {
+			t.Errorf("case %+v", c)
+		}
+	}
+}
+
+// TestABrokenAgentFailsItsCases: a demo whose answer about an order's status is
+// broken fails exactly the cases that check it; the comparison with a run of the
+// working demo names them; the JUnit report says so to a JUnit reader.
+func TestABrokenAgentFailsItsCases(t *testing.T) {
+	t.Parallel()
+	good := runSuite(t, demo.Config, "run-good")
+	broken := strings.Replace(string(demo.Config), `reply: "Order {{output.order_id}} is {{output.status}} (carrier {{output.carrier}}), expected on {{output.eta}}."`,
+		`reply: "Your parcel is on its way."`, 1)
+	if broken == string(demo.Config) {
+		t.Fatal("the demo's lookup reply moved: update this test")
+	}
+	rep := runSuite(t, []byte(broken), "run-broken")
+	var failed []string
+	for _, c := range rep.Cases {
+		if !c.Passed {
+			failed = append(failed, c.Name)
+		}
+	}
+	if rep.Passed || strings.Join(failed, ",") != "order status" {
+		var b bytes.Buffer
+		rep.Table(&b)
+		t.Fatalf("failed %v, want [order status]:\n%s", failed, b.String())
+	}
+	regs := rep.Compare(good, 0, 0.2)
+	if len(regs) != 1 || regs[0].Case != "order status" || regs[0].Reason != "pass rate 100% → 0%" {
+		t.Fatalf("regressions: %+v", regs)
+	}
+	// The JSON report reads back as a baseline.
+	raw, _ := json.Marshal(good)
+	var back evals.Report
+	if err := json.Unmarshal(raw, &back); err != nil || len(rep.Compare(&back, 0, 0.2)) != 1 {
+		t.Fatalf("the JSON report as a baseline: %v", err)
+	}
+	var x bytes.Buffer
+	if err := rep.JUnit(&x); err != nil {
+		t.Fatal(err)
+	}
+	suites, err := junit.Ingest(x.Bytes())
+	if err != nil || len(suites) != 1 {
+		t.Fatalf("a JUnit reader: %v\n%s", err, x.String())
+	}
+	s := suites[0]
+	if s.Totals.Tests != 7 || s.Totals.Failed != 1 || s.Totals.Passed != 6 {
+		t.Fatalf("the JUnit totals: %+v\n%s", s.Totals, x.String())
+	}
+	for _, tc := range s.Tests {
+		if (tc.Name == "order status") != (tc.Status == junit.StatusFailed) || tc.Classname != "demo" {
+			t.Errorf("test %s: %s", tc.Name, tc.Status)
+		}
+		if tc.Name == "order status" && (tc.Message != "0 of 2 runs passed (100% needed)" || tc.Error == nil || !strings.Contains(tc.Error.Error(), `contains "shipped"`)) {
+			t.Errorf("the failure: %q, %v", tc.Message, tc.Error)
+		}
+	}
+}
+
+// TestASuiteIsChecked: a suite with an unknown key, a case without input, a check of
+// nothing or of two things, or a regular expression that does not compile is refused,
+// naming where.
+func TestASuiteIsChecked(t *testing.T) {
+	t.Parallel()
+	for src, want := range map[string]string{
+		"app: demo\ncases: [{name: a, input: x, expect: [{contain: y}]}]":                   "contain",
+		"app: demo\ncases: [{name: a}]":                                                     "cases[0].input: is required",
+		"app: demo\ncases: [{name: a, input: x, expect: [{}]}]":                             "cases[0].expect[0]: sets no expectation",
+		"app: demo\ncases: [{name: a, input: x, expect: [{contains: y, matches: z}]}]":      "cases[0].expect[0]: sets 2 expectations",
+		"app: demo\ncases: [{name: a, input: x, expect: [{matches: '(('}]}]":                "cases[0].expect[0].matches",
+		"app: demo\ncases: [{name: a, input: x}, {name: a, input: y}]":                      "cases[1].name",
+		"cases: [{name: a, input: x}]":                                                      "app: is required",
+		"app: demo\ncases: [{name: a, input: x, approve: [{tool: t, answer: maybe}]}]":      "cases[0].approve[0]",
+		"app: demo\ncases: [{name: a, input: x, pass_rate: 2}]":                             "cases[0].pass_rate",
+		"app: demo\ncases: [{name: a, input: x, expect: [{tool_called: {arguments: {}}}]}]": "tool_called.name",
+	} {
+		if _, err := evals.DecodeSuite([]byte(src)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: err = %v, want it to mention %s", src, err, want)
+		}
+	}
+}
