@@ -33,7 +33,7 @@ func commands() map[string]command {
 		"serve": {"serve the REST API", "serve [--addr HOST:PORT] [--dev] [--config FILE] [--db FILE]", cmdServe},
 		"run":   {"run one turn locally and print the answer", "run [--app NAME] [--session ID] [--workspace DIR] [--config FILE] [--db FILE] INPUT...", cmdRun},
 		"eval": {"run an eval suite — standard tasks with checks on their answers, tools, guardrails, tokens and cost — and report each case's pass rate (exit 4 when one fails or did worse than --baseline)",
-			"eval [--db FILE] [--runs N] [--parallel N] [--junit FILE] [--json FILE|-] [--baseline REPORT.json [--max-drop X] [--max-cost-rise X]] SUITE.yaml", cmdEval},
+			"eval [--db FILE] [--as USER] [--runs N] [--parallel N] [--junit FILE] [--json FILE|-] [--baseline RUN|REPORT.json [--max-drop X] [--max-cost-rise X]] SUITE.yaml", cmdEval},
 		"replay": {"replay a recorded fixture and report the first divergence, or every session of a log against a config, grouped by what diverges",
 			"replay FIXTURE_DIR  |  replay --db DB [--config FILE] [--since T] [--app A] [--sample N] [--workers N] [--tools FILE | --discover] [--json]", cmdReplay},
 		"export": {"print a session's events as NDJSON, or write a fixture folder that replays anywhere (and replay it)",

@@ -42,4 +42,17 @@ func TestEvalRunsASuite(t *testing.T) {
 		!strings.Contains(stderr, "regression: order status: pass rate 100% → 0%") {
 		t.Fatalf("the broken suite: exit %d\n%s%s", ExitCode(err), out, stderr)
 	}
+	// The baseline by its run's id: the log keeps every run.
+	var first struct {
+		RunID string `json:"run_id"`
+	}
+	raw, _ := os.ReadFile(base)
+	json.Unmarshal(raw, &first)
+	out, stderr, err = runCLI(t, "eval", "--db", db, "--synchronous", "OFF", "--runs", "1", "--baseline", first.RunID, filepath.Join(dir, "suite.yaml"))
+	if ExitCode(err) != 4 || !strings.Contains(stderr, "regression: order status: pass rate 100% → 0% (baseline run "+first.RunID+")") {
+		t.Fatalf("the broken suite against run %s: exit %d\n%s%s", first.RunID, ExitCode(err), out, stderr)
+	}
+	if _, _, err := runCLI(t, "eval", "--db", db, "--baseline", "no-such-run", filepath.Join("examples", "demo", "eval.yaml")); err == nil || !strings.Contains(err.Error(), "baseline") {
+		t.Fatalf("a baseline that is no run: %v", err)
+	}
 }

@@ -25,9 +25,10 @@ func cmdEval(ctx context.Context, c *cliContext, args []string) error {
 	parallel := fs.Int("parallel", 0, "runs at once (0: as the suite says, default 4)")
 	junit := fs.String("junit", "", "write the report as JUnit XML to this file")
 	jsonOut := fs.String("json", "", "write the report as JSON to this file (- for stdout, instead of the table)")
-	baseline := fs.String("baseline", "", "compare with an earlier run's JSON report: a pass rate that drops or a cost that rises beyond the bounds fails the run")
+	baseline := fs.String("baseline", "", "compare with an earlier run — its id in this log, or its JSON report: a pass rate that drops or a cost that rises beyond the bounds fails the run")
 	maxDrop := fs.Float64("max-drop", 0, "with --baseline: how far a case's pass rate may drop (0.1: ten points)")
 	maxCostRise := fs.Float64("max-cost-rise", 0.2, "with --baseline: how far a case's cost a run may rise (0.2: a fifth)")
+	as := fs.String("as", "eval", "the user the runs' sessions belong to (the inspector shows a user's eval runs)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -47,7 +48,7 @@ func cmdEval(ctx context.Context, c *cliContext, args []string) error {
 		suite.Parallel = *parallel
 	}
 	var base *evals.Report
-	if *baseline != "" {
+	if _, err := os.Stat(*baseline); *baseline != "" && err == nil { // an earlier run's JSON report
 		raw, err := os.ReadFile(*baseline)
 		if err != nil {
 			return events.FieldError(events.CodeInvalid, "baseline", "%v", err)
@@ -66,7 +67,12 @@ func cmdEval(ctx context.Context, c *cliContext, args []string) error {
 		return err
 	}
 	defer tl.Close()
-	r := &evals.Runner{Engine: tl.Engine, Log: tl.Store, RunID: turnlog.NewULIDs()()}
+	if *baseline != "" && base == nil { // else an earlier run in this log, by its id
+		if base, err = evals.ReportOf(ctx, tl.Store, *baseline); err != nil {
+			return events.FieldError(events.CodeInvalid, "baseline", "is neither a report file nor a run of this log: %v", err)
+		}
+	}
+	r := &evals.Runner{Engine: tl.Engine, Log: tl.Store, RunID: turnlog.NewULIDs()(), Owner: *as}
 	if st, err := os.Stderr.Stat(); err == nil && c.stderr == os.Stderr && st.Mode()&os.ModeCharDevice != 0 {
 		r.Progress = func(done, total int) { fmt.Fprintf(c.stderr, "\r%d/%d runs", done, total) }
 	}

@@ -3,6 +3,7 @@ package evals_test
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,7 @@ import (
 
 	junit "github.com/joshdk/go-junit"
 	"github.com/turnlog/turnlog/evals"
+	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/examples/demo"
 	"github.com/turnlog/turnlog/pkg/turnlog"
 )
@@ -21,7 +23,8 @@ func runSuite(t *testing.T, config []byte, runID string) *evals.Report {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tl, err := turnlog.Open(context.Background(), turnlog.Options{DB: filepath.Join(t.TempDir(), "eval.db"), Synchronous: "OFF",
+	db := filepath.Join(t.TempDir(), "eval.db")
+	tl, err := turnlog.Open(context.Background(), turnlog.Options{DB: db, Synchronous: "OFF",
 		ConfigData: config, Functions: demo.Functions()})
 	if err != nil {
 		t.Fatal(err)
@@ -30,6 +33,24 @@ func runSuite(t *testing.T, config []byte, runID string) *evals.Report {
 	rep, err := (&evals.Runner{Engine: tl.Engine, Log: tl.Store, RunID: runID}).Run(context.Background(), suite)
 	if err != nil {
 		t.Fatal(err)
+	}
+	checkRecord(t, tl, rep)
+	// The eval_results view, as sqlite3 reads it.
+	conn, err := sql.Open("sqlite", "file:"+db+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	var rows, passed int
+	if err := conn.QueryRow(`SELECT count(*), coalesce(sum(passed), 0) FROM eval_results WHERE run_id = ?`, runID).Scan(&rows, &passed); err != nil {
+		t.Fatal(err)
+	}
+	wantRuns, wantPassed := 0, 0
+	for _, c := range rep.Cases {
+		wantRuns, wantPassed = wantRuns+c.Runs, wantPassed+c.Passes
+	}
+	if rows != wantRuns || passed != wantPassed {
+		t.Fatalf("eval_results: %d rows, %d passed; want %d and %d", rows, passed, wantRuns, wantPassed)
 	}
 	// Every run is a session of its own, tagged with the run and its case.
 	for _, c := range rep.Cases {
@@ -136,5 +157,41 @@ func TestASuiteIsChecked(t *testing.T) {
 		if _, err := evals.DecodeSuite([]byte(src)); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: err = %v, want it to mention %s", src, err, want)
 		}
+	}
+}
+
+// checkRecord: the run's own log holds a result for every run of every case, which
+// the eval_results view shows and a rebuild folds the same; the log replays.
+func checkRecord(t *testing.T, tl *turnlog.Turnlog, rep *evals.Report) {
+	t.Helper()
+	ctx := context.Background()
+	evs, err := tl.Store.Events(ctx, evals.LogSession(rep.RunID), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := 0
+	for _, c := range rep.Cases {
+		runs += c.Runs
+	}
+	if len(evs) != runs+3 || evs[1].Type != events.TypeEvalRunStarted || evs[len(evs)-1].Type != events.TypeEvalRunEnded {
+		t.Fatalf("the eval run's log holds %d events (want %d)", len(evs), runs+3)
+	}
+	type folds interface {
+		Rebuild(ctx context.Context) (int64, error)
+		DumpProjections(ctx context.Context) (string, error)
+	}
+	f := tl.Store.(folds)
+	before, err := f.DumpProjections(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(before, " | "+rep.RunID+" | "); n != runs {
+		t.Fatalf("eval results for run %s: %d rows, want %d", rep.RunID, n, runs)
+	}
+	if _, err := f.Rebuild(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if after, err := f.DumpProjections(ctx); err != nil || after != before {
+		t.Fatalf("the read models after a rebuild differ: %v", err)
 	}
 }

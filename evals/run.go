@@ -14,16 +14,19 @@ import (
 	"github.com/turnlog/turnlog/projection"
 )
 
-// Engine is what a run needs of turnlog: sessions, turns and answers to questions.
+// Engine is what a run needs of turnlog: its apps, sessions, turns and answers to
+// questions.
 type Engine interface {
+	App(name string) (*fsm.App, bool)
 	CreateSession(ctx context.Context, app, owner string, metadata json.RawMessage) (projection.Session, error)
 	RunTurn(ctx context.Context, session, input string) (*fsm.Result, error)
 	Resume(ctx context.Context, session, user string, answers map[string]fsm.Answer) (*fsm.StartedTurn, error)
 }
 
-// Log reads a session's events.
+// Log reads a session's events, and appends the eval run's own.
 type Log interface {
 	Events(ctx context.Context, session string, after int64) ([]events.Event, error)
+	Append(ctx context.Context, session string, after int64, evs []events.Event) ([]events.Event, error)
 }
 
 // Runner runs suites on an engine. RunID tags every session it makes (metadata
@@ -54,6 +57,10 @@ type Run struct {
 // Run runs every case of s its number of times, Parallel runs at once, and reports.
 func (r *Runner) Run(ctx context.Context, s *Suite) (*Report, error) {
 	began := time.Now()
+	rec, err := r.openRecord(ctx, s)
+	if err != nil {
+		return nil, err
+	}
 	type job struct {
 		c       *Case
 		attempt int
@@ -76,6 +83,9 @@ func (r *Runner) Run(ctx context.Context, s *Suite) (*Report, error) {
 			defer wg.Done()
 			for i := range next {
 				runs[i], errs[i] = r.runCase(ctx, s, jobs[i].c, jobs[i].attempt)
+				if errs[i] == nil {
+					errs[i] = rec.caseRun(ctx, s, runs[i])
+				}
 				mu.Lock()
 				done++
 				if r.Progress != nil {
@@ -95,16 +105,17 @@ func (r *Runner) Run(ctx context.Context, s *Suite) (*Report, error) {
 			return nil, err
 		}
 	}
-	return report(s, r.RunID, runs, time.Since(began)), nil
+	rep := report(s, r.RunID, runs, time.Since(began))
+	if err := rec.append(ctx, "", &events.EvalRunEnded{Run: r.RunID, Passed: rep.Passed}); err != nil {
+		return nil, err
+	}
+	return rep, nil
 }
 
 // runCase runs one case once, in a session of its own. An error is turnlog's own
 // (the store failed, the app is missing); what the agent does is the run's result.
 func (r *Runner) runCase(ctx context.Context, s *Suite, c *Case, attempt int) (Run, error) {
-	owner := r.Owner
-	if owner == "" {
-		owner = "eval"
-	}
+	owner := r.owner()
 	meta := events.MustMarshal(map[string]any{"eval_run": r.RunID, "eval_suite": s.Name, "eval_case": c.Name, "eval_attempt": attempt})
 	began := time.Now()
 	sess, err := r.Engine.CreateSession(ctx, s.App, owner, meta)

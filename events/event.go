@@ -149,6 +149,12 @@ func newPayload(typ string, v int) Payload {
 		return &BudgetReached{}
 	case typ == TypeBudgetResolved && v == 1:
 		return &BudgetResolved{}
+	case typ == TypeEvalRunStarted && v == 1:
+		return &EvalRunStarted{}
+	case typ == TypeEvalCaseRun && v == 1:
+		return &EvalCaseRun{}
+	case typ == TypeEvalRunEnded && v == 1:
+		return &EvalRunEnded{}
 	case typ == TypeGrantGiven && v == 1:
 		return &GrantGiven{}
 	case typ == TypeGrantRevoked && v == 1:
@@ -169,5 +175,5 @@ func Types() []string {
 	return []string{TypeSessionCreated, TypeSessionBranched, TypeTurnStarted, TypeModelCalled, TypeToolScheduled,
 		TypeToolResulted, TypeFilesChanged, TypeWorkspaceReverted, TypeApprovalRequested, TypeApprovalResolved, TypeReviewRequested, TypeReviewResolved,
 		TypeTurnSuspended, TypeTurnResumed, TypeGuardrailChecked, TypeGuardrailTripped, TypeLoopDetected, TypeAnswerWithoutEvidence, TypeHandoffOccurred, TypePolicyDecided, TypeContextCompacted, TypeSkillLoaded, TypeTurnCommitted, TypeTurnFailed, TypeTurnCanceled, TypeTurnRecovered,
-		TypeBudgetReached, TypeBudgetResolved, TypeInputQueued, TypeQueuedInputDropped, TypeGrantGiven, TypeGrantRevoked}
+		TypeBudgetReached, TypeBudgetResolved, TypeEvalRunStarted, TypeEvalCaseRun, TypeEvalRunEnded, TypeInputQueued, TypeQueuedInputDropped, TypeGrantGiven, TypeGrantRevoked}
 }

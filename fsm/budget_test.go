@@ -428,3 +428,27 @@ func TestErasingASessionKeepsItsSpendInTheDay(t *testing.T) {
 		t.Fatalf("after the user's erasure the day holds %d output tokens, want 0", got)
 	}
 }
+
+// TestACallWithoutMaxTokensIsTakenAtTheOutputEstimate: a check takes a call whose
+// settings set no max_tokens to answer the budgets' output estimate (the agent's,
+// else the app's, else 4096).
+func TestACallWithoutMaxTokensIsTakenAtTheOutputEstimate(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name       string
+		app, agent int64
+		want       int64
+	}{{"the agent's", 300, 200, 200}, {"the app's", 300, 0, 300}, {"the default", 0, 0, fsm.DefaultOutputEstimate}} {
+		var calls atomic.Int64
+		app := budgetApp(toolThenAnswer(1, events.Usage{OutputTokens: 20}, &calls), &fsm.Budgets{Turn: &events.BudgetAmounts{OutputTokens: 1}, OutputEstimate: tc.app}, nil)
+		app.Agents["a"].Settings = nil
+		if tc.agent > 0 {
+			app.Agents["a"].Budgets = &fsm.Budgets{OutputEstimate: tc.agent}
+		}
+		b := setupApp(t, app)
+		res, _ := b.turn(t, "go")
+		if _, f := budgetQuestion(t, res); f.Request.OutputTokens != tc.want || calls.Load() != 0 {
+			t.Errorf("%s: the call is taken at %d output tokens, want %d", tc.name, f.Request.OutputTokens, tc.want)
+		}
+	}
+}

@@ -275,10 +275,11 @@ func (e *Engine) replayTurn(ctx context.Context, rec []events.Event) error {
 }
 
 // betweenTurns says whether ev is a session's, not a turn's: an input queued or
-// dropped, a revert of its files, a grant a person revoked. A replay appends it where
-// it came.
+// dropped, a revert of its files, a grant a person revoked, an eval run's record. A
+// replay appends it where it came.
 func betweenTurns(ev events.Event) bool {
-	return isQueueEvent(ev) || ev.Turn == "" && (ev.Type == events.TypeWorkspaceReverted || ev.Type == events.TypeGrantRevoked)
+	return isQueueEvent(ev) || ev.Turn == "" && (ev.Type == events.TypeWorkspaceReverted || ev.Type == events.TypeGrantRevoked ||
+		ev.Type == events.TypeEvalRunStarted || ev.Type == events.TypeEvalCaseRun || ev.Type == events.TypeEvalRunEnded)
 }
 
 func recordsFailure(rec []events.Event, code events.Code) bool {

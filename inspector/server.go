@@ -116,7 +116,7 @@ func New(cfg Config) (*Server, error) {
 	for k, user := range cfg.Keys {
 		s.keys[hashOf(k)] = apiKey{user: user, admin: cfg.AdminKeys[k]}
 	}
-	for _, page := range []string{"signin", "sessions", "session", "audit", "replay", "timeline", "conflict", "error"} {
+	for _, page := range []string{"signin", "sessions", "session", "audit", "replay", "timeline", "conflict", "error", "evals"} {
 		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+page+".html")
 		if err != nil {
 			return nil, err
@@ -150,6 +150,7 @@ func New(cfg Config) (*Server, error) {
 	ui.GET("/sessions/:id/live", s.live)
 	ui.GET("/sessions/:id/export", s.export)
 	ui.GET("/replay", s.replayForm)
+	ui.GET("/evals", s.evalsPage)
 	ui.POST("/replay", s.replay, s.checkCSRF)
 	s.e = e
 	return s, nil

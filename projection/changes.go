@@ -236,6 +236,12 @@ func Changes(ev events.Event) ([]Change, error) {
 			out = append(out, BudgetExtended{Session: ev.Session, Seq: ev.Seq, Extension: x})
 		}
 		return out, nil
+	case *events.EvalCaseRun:
+		var failures json.RawMessage
+		if len(e.Failures) > 0 {
+			failures = events.MustMarshal(e.Failures)
+		}
+		return []Change{EvalResultAdded{Log: ev.Session, Seq: ev.Seq, Result: *e, Failures: failures, At: ev.At}}, nil
 	case *events.TurnSuspended:
 		return []Change{TurnPaused{Session: ev.Session, Turn: ev.Turn, Status: TurnSuspended}}, nil
 	case *events.TurnResumed:

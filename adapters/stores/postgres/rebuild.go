@@ -12,7 +12,7 @@ import (
 )
 
 // projectionTables are emptied by rebuild, and dumped in this order.
-var projectionTables = [...]string{"proj_interrupts", "proj_history", "proj_turns", "proj_spend", "proj_budget_extensions", "proj_sessions", "proj_queue"}
+var projectionTables = [...]string{"proj_interrupts", "proj_history", "proj_turns", "proj_spend", "proj_budget_extensions", "proj_eval_results", "proj_sessions", "proj_queue"}
 
 const rebuildChunk = 2000
 
@@ -128,7 +128,7 @@ func projectionOrder(t string) string {
 		return "session_id, interrupt_id"
 	case "proj_spend":
 		return "session_id, agent, llm, day"
-	case "proj_budget_extensions":
+	case "proj_budget_extensions", "proj_eval_results":
 		return "session_id, seq"
 	}
 	return "session_id, seq, idx"

@@ -18,7 +18,7 @@ func projectionOrder(table string) string {
 		return "session_id, interrupt_id"
 	case "proj_spend":
 		return "session_id, agent, llm, day"
-	case "proj_budget_extensions":
+	case "proj_budget_extensions", "proj_eval_results":
 		return "session_id, seq"
 	case "proj_queue":
 		return "session_id, turn_id"

@@ -59,6 +59,10 @@ func (w *writer) applyChanges(ctx context.Context, changes []projection.Change) 
 			x := c.Extension
 			_, err = w.budgetExtend.ExecContext(ctx, c.Session, c.Seq, x.Scope, x.Level, x.Agent, x.Day,
 				x.Amounts.InputTokens, x.Amounts.OutputTokens, x.Amounts.TotalTokens, x.Amounts.Cost)
+		case projection.EvalResultAdded:
+			r := c.Result
+			_, err = w.evalResultAdd.ExecContext(ctx, c.Log, c.Seq, r.Run, r.Suite, r.Case, r.Attempt, r.Session, r.Passed,
+				sqlrows.NullString(string(c.Failures)), r.Usage.InputTokens, r.Usage.OutputTokens, r.Cost, r.TookMS, sqlrows.FormatTime(c.At))
 		default:
 			err = fmt.Errorf("unknown projection change %T", c)
 		}

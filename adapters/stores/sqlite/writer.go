@@ -251,6 +251,7 @@ type writer struct {
 	interruptEnd, turnPause           *sql.Stmt
 	queueAdd, queueEnd                *sql.Stmt
 	spendAdd, budgetExtend            *sql.Stmt
+	evalResultAdd                     *sql.Stmt
 	// syncLazy and syncConfigured switch the connection's synchronous level between
 	// NORMAL (a batch of unsynced appends only) and the configured FULL or EXTRA.
 	syncLazy, syncConfigured *sql.Stmt
@@ -285,7 +286,7 @@ func newWriter(ctx context.Context, s *Store) (*writer, error) {
 		{&w.sessOpen, qSessionOpen}, {&w.sessMoved, qSessionMoved}, {&w.turnOpen, qTurnOpen}, {&w.turnHandoff, qTurnHandoff},
 		{&w.turnProgress, qTurnProgress}, {&w.turnClose, qTurnClose},
 		{&w.interruptAdd, qInterruptAdd}, {&w.interruptSet, qInterruptSet}, {&w.interruptEnd, qInterruptEnd}, {&w.turnPause, qTurnPause},
-		{&w.queueAdd, qQueueAdd}, {&w.queueEnd, qQueueEnd}, {&w.spendAdd, qSpendAdd}, {&w.budgetExtend, qBudgetExtend},
+		{&w.queueAdd, qQueueAdd}, {&w.queueEnd, qQueueEnd}, {&w.spendAdd, qSpendAdd}, {&w.budgetExtend, qBudgetExtend}, {&w.evalResultAdd, qEvalResultAdd},
 		{&w.syncLazy, "PRAGMA synchronous = NORMAL"}, {&w.syncConfigured, "PRAGMA synchronous = " + s.opts.Synchronous}} {
 		if *p.dst, err = conn.PrepareContext(ctx, p.q); err != nil {
 			conn.Close()

@@ -121,6 +121,7 @@ func SessionEraseSteps(c *projection.ErasureCounts) []EraseStep {
 		{&c.QueuedInputs, "queued inputs", `DELETE FROM proj_queue WHERE ` + ErasingSessions},
 		{&c.IdempotencyKeys, "idempotency keys", `DELETE FROM idempotency_keys WHERE ` + ErasingSessions},
 		{&c.Deliveries, "webhook deliveries", `DELETE FROM webhook_outbox WHERE ` + ErasingSessions},
+		{&refs, "eval results", `DELETE FROM proj_eval_results WHERE ` + ErasingSessions},
 	}
 }
 

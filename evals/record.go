@@ -1,0 +1,134 @@
+package evals
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/turnlog/turnlog/events"
+)
+
+// record is an eval run's own log: a session "eval-<run>" of the suite's app, owned
+// by the runner's owner, holding EvalRunStarted, an EvalCaseRun for each run of a
+// case as it ends, and EvalRunEnded — what the eval_results view folds.
+type record struct {
+	log     Log
+	session string
+	mu      sync.Mutex
+	seq     int64
+}
+
+// LogSession is the session an eval run's own log is kept in.
+func LogSession(run string) string { return "eval-" + run }
+
+// openRecord starts the run's log.
+func (r *Runner) openRecord(ctx context.Context, s *Suite) (*record, error) {
+	app, ok := r.Engine.App(s.App)
+	if !ok {
+		return nil, events.FieldError(events.CodeInvalid, "app", "the config has no app %q", s.App)
+	}
+	runs := 0
+	for _, c := range s.Cases {
+		runs += c.Runs
+	}
+	rec := &record{log: r.Log, session: LogSession(r.RunID)}
+	meta := events.MustMarshal(map[string]string{"eval_run": r.RunID, "eval_suite": s.Name, "eval_log": "true"})
+	created := events.MustNew("", "", &events.SessionCreated{App: s.App, Owner: r.owner(), Agent: app.StartAgent, Metadata: meta})
+	if err := rec.appendEvents(ctx, created, events.MustNew("", "", &events.EvalRunStarted{Run: r.RunID, Suite: s.Name, Cases: len(s.Cases), Runs: runs})); err != nil {
+		return nil, err
+	}
+	return rec, nil
+}
+
+func (r *Runner) owner() string {
+	if r.Owner == "" {
+		return "eval"
+	}
+	return r.Owner
+}
+
+// caseRun records one run of a case.
+func (rec *record) caseRun(ctx context.Context, s *Suite, run Run) error {
+	return rec.append(ctx, fmt.Sprintf("eval/%s/%d", run.Case, run.Attempt), &events.EvalCaseRun{Run: rec.session[len("eval-"):], Suite: s.Name,
+		Case: run.Case, Attempt: run.Attempt, Session: run.Session, Passed: run.Passed, Failures: run.Failures, Usage: run.Usage, Cost: run.Cost,
+		TookMS: run.Took.Milliseconds()})
+}
+
+func (rec *record) append(ctx context.Context, path string, p events.Payload) error {
+	ev, err := events.New("", path, p)
+	if err != nil {
+		return err
+	}
+	return rec.appendEvents(ctx, ev)
+}
+
+func (rec *record) appendEvents(ctx context.Context, evs ...events.Event) error {
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	for i := range evs {
+		evs[i].Session, evs[i].Seq = rec.session, rec.seq+int64(i)+1
+	}
+	out, err := rec.log.Append(ctx, rec.session, rec.seq, evs)
+	if err != nil {
+		return fmt.Errorf("record the eval run: %w", err)
+	}
+	rec.seq = out[len(out)-1].Seq
+	return nil
+}
+
+// EventReader reads a session's events.
+type EventReader interface {
+	Events(ctx context.Context, session string, after int64) ([]events.Event, error)
+}
+
+// ReportOf rebuilds an earlier run's report from its own log (as a baseline): each
+// case's runs, passes and cost a run. Errors: not_found (no such run).
+func ReportOf(ctx context.Context, log EventReader, run string) (*Report, error) {
+	evs, err := log.Events(ctx, LogSession(run), 0)
+	if err != nil {
+		return nil, err
+	}
+	if len(evs) == 0 {
+		return nil, events.Errorf(events.CodeNotFound, "no eval run %q in this log", run)
+	}
+	rep := &Report{RunID: run}
+	index := map[string]int{}
+	for _, ev := range evs {
+		switch ev.Type {
+		case events.TypeEvalRunStarted:
+			if st, err := events.DecodeAs[*events.EvalRunStarted](ev); err == nil {
+				rep.Suite = st.Suite
+			}
+		case events.TypeEvalRunEnded:
+			if end, err := events.DecodeAs[*events.EvalRunEnded](ev); err == nil {
+				rep.Passed = end.Passed
+			}
+		case events.TypeEvalCaseRun:
+			cr, err := events.DecodeAs[*events.EvalCaseRun](ev)
+			if err != nil {
+				return nil, err
+			}
+			i, ok := index[cr.Case]
+			if !ok {
+				i = len(rep.Cases)
+				index[cr.Case] = i
+				rep.Cases = append(rep.Cases, CaseReport{Name: cr.Case})
+			}
+			c := &rep.Cases[i]
+			c.Runs++
+			c.Sessions = append(c.Sessions, cr.Session)
+			c.Cost += cr.Cost
+			c.Tokens += cr.Usage.InputTokens + cr.Usage.OutputTokens
+			if cr.Passed {
+				c.Passes++
+			}
+		}
+	}
+	for i := range rep.Cases {
+		c := &rep.Cases[i]
+		c.PassRate = float64(c.Passes) / float64(c.Runs)
+		c.Cost /= float64(c.Runs)
+		c.Tokens /= int64(c.Runs)
+	}
+	return rep, nil
+}
