@@ -195,3 +195,21 @@ func checkRecord(t *testing.T, tl *turnlog.Turnlog, rep *evals.Report) {
 		t.Fatalf("the read models after a rebuild differ: %v", err)
 	}
 }
+
+// TestASuiteBuiltInCodeRuns: a suite made in Go, not decoded — no parallel set, a
+// regular expression not compiled — runs as a decoded one does.
+func TestASuiteBuiltInCodeRuns(t *testing.T) {
+	t.Parallel()
+	tl, err := turnlog.Open(context.Background(), turnlog.Options{DB: filepath.Join(t.TempDir(), "eval.db"), Synchronous: "OFF",
+		ConfigData: demo.Config, Functions: demo.Functions()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tl.Close()
+	suite := &evals.Suite{Name: "code", App: "demo", Cases: []evals.Case{{Name: "status", Input: "where is order 42?",
+		Expect: []evals.Check{{Matches: `Order 42 is \w+`}, {ToolCalled: &evals.ToolCheck{Name: "lookup_order"}}}}}}
+	rep, err := (&evals.Runner{Engine: tl.Engine, Log: tl.Store, RunID: "code-run"}).Run(context.Background(), suite)
+	if err != nil || !rep.Passed || rep.Cases[0].Runs != 1 {
+		t.Fatalf("%+v %v", rep, err)
+	}
+}

@@ -189,7 +189,7 @@ func (r *Report) Compare(baseline *Report, maxDrop, maxCostRise float64) []Regre
 		if b.PassRate-c.PassRate > maxDrop+1e-9 {
 			out = append(out, Regression{Case: c.Name, Reason: fmt.Sprintf("pass rate %.0f%% → %.0f%%", b.PassRate*100, c.PassRate*100)})
 		}
-		if b.Cost > 0 && c.Cost > b.Cost*(1+maxCostRise)+1e-12 {
+		if c.Cost > b.Cost*(1+maxCostRise)+1e-12 { // from nothing, any cost is a rise
 			out = append(out, Regression{Case: c.Name, Reason: fmt.Sprintf("cost a run %.6g → %.6g", b.Cost, c.Cost)})
 		}
 	}

@@ -57,6 +57,14 @@ type Run struct {
 // Run runs every case of s its number of times, Parallel runs at once, and reports.
 func (r *Runner) Run(ctx context.Context, s *Suite) (*Report, error) {
 	began := time.Now()
+	if s.Parallel <= 0 { // a suite built in code, not decoded
+		s.Parallel = 4
+	}
+	for i := range s.Cases {
+		if err := s.Cases[i].prepare(s.Runs); err != nil {
+			return nil, err
+		}
+	}
 	rec, err := r.openRecord(ctx, s)
 	if err != nil {
 		return nil, err
@@ -198,6 +206,11 @@ type toolCall struct {
 	args json.RawMessage
 }
 
+// neverRan are the error kinds of a call that did not run: refused, malformed, of a
+// tool the agent lacks, or stopped before it began.
+var neverRan = map[string]bool{fsm.ToolDeniedKind: true, "rejected": true, fsm.ToolErrInvalidArguments: true, fsm.ToolErrUnknownTool: true,
+	fsm.SkillRefusedKind: true, fsm.ToolErrBranchFiles: true, fsm.ToolErrReplayOnly: true}
+
 // observe reads a run's events.
 func observe(evs []events.Event) seen {
 	var s seen
@@ -217,8 +230,8 @@ func observe(evs []events.Event) seen {
 			}
 		case events.TypeToolResulted:
 			tr, err := events.DecodeAs[*events.ToolResulted](ev)
-			if err != nil || tr.ErrorKind == "denied" || tr.ErrorKind == "rejected" {
-				continue // refused: it did not run
+			if err != nil || neverRan[tr.ErrorKind] {
+				continue
 			}
 			call, ok := asked[tr.CallID]
 			if !ok {

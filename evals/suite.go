@@ -168,3 +168,29 @@ func checkShape(c Check, at string) error {
 	}
 	return nil
 }
+
+// prepare fills what a case built in code lacks (its inputs, runs, compiled
+// expressions), as decoding does.
+func (c *Case) prepare(runs int) error {
+	if c.Input != "" && len(c.Inputs) == 0 {
+		c.Inputs = []string{c.Input}
+	}
+	if c.Runs <= 0 {
+		c.Runs = max(runs, 1)
+	}
+	if len(c.regexps) == len(c.Expect) {
+		return nil
+	}
+	c.regexps = make([]*regexp.Regexp, len(c.Expect))
+	for j, ch := range c.Expect {
+		if ch.Matches == "" {
+			continue
+		}
+		re, err := regexp.Compile(ch.Matches)
+		if err != nil {
+			return events.FieldError(events.CodeInvalid, fmt.Sprintf("case %s: expect[%d].matches", c.Name, j), "%v", err)
+		}
+		c.regexps[j] = re
+	}
+	return nil
+}

@@ -31,12 +31,15 @@ func (s *Server) evalsPage(c echo.Context) error {
 			return err
 		}
 		for _, sess := range page {
-			if gjson.GetBytes(sess.Metadata, "eval_log").String() != "true" || len(runs) == evalRunsShown {
+			run := gjson.GetBytes(sess.Metadata, "eval_run").String()
+			// The log of a run is the session named after it: metadata alone, which
+			// anyone may write, names no one's run.
+			if sess.ID != evals.LogSession(run) || len(runs) == evalRunsShown {
 				continue
 			}
-			rep, err := evals.ReportOf(ctx, s.cfg.Reader, gjson.GetBytes(sess.Metadata, "eval_run").String())
+			rep, err := evals.ReportOf(ctx, s.cfg.Reader, run)
 			if err != nil {
-				return err
+				continue // a log that reads as no run is no run to show
 			}
 			runs = append(runs, rep)
 		}

@@ -38,6 +38,11 @@ func TestTheEvalsPage(t *testing.T) {
 	if s := w.do("GET", "/ui/sessions/"+session, nil); s.status != http.StatusOK || !strings.Contains(s.body, "where is order 42?") {
 		t.Fatalf("a case's session: %d", s.status)
 	}
+	// Metadata anyone may write names no one's run: bob's session claiming alice's
+	// run is not her run's log.
+	if _, err := b.tl.Engine.CreateSession(context.Background(), "demo", "bob", []byte(`{"eval_log":"true","eval_run":"run-ui"}`)); err != nil {
+		t.Fatal(err)
+	}
 	bob := b.browser()
 	bob.signIn("k-bob")
 	if page := bob.do("GET", "/ui/evals", nil); page.status != http.StatusOK || strings.Contains(page.body, "run-ui") || !strings.Contains(page.body, "No eval run of yours yet") {

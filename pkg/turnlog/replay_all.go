@@ -207,12 +207,14 @@ func replayWorker(ctx context.Context, opts Options, src *replaySource, jobs <-c
 	}
 	for tree := range jobs {
 		diverged := map[string]bool{}
+		aside := map[string]bool{} // replayed on the aside log: its branches replay there too
 		byID := map[string]recordedSession{}
 		for _, s := range tree {
 			byID[s.ID] = s
 			var out sessionOutcome
-			if diverged[s.Parent] {
+			if diverged[s.Parent] || aside[s.Parent] {
 				out = w.besideItsSource(ctx, s, byID)
+				aside[s.ID] = true
 			} else {
 				out = replayOne(ctx, main.Engine, src, s)
 			}
@@ -229,17 +231,15 @@ func replayWorker(ctx context.Context, opts Options, src *replaySource, jobs <-c
 	return nil
 }
 
-// replayer is one worker's engines: main replays the sessions; aside holds, as they
-// were recorded, the sessions a branch was branched from when their replay diverged,
-// so that the branch replays on what it was branched from.
+// replayer is one worker's engines: main replays the sessions; the aside logs, one a
+// branch depth, hold as they were recorded the sessions a branch was branched from
+// when their replay diverged, so that the branch replays on what it was branched from.
 type replayer struct {
-	opts    Options
-	src     *replaySource
-	dirs    []string
-	logs    []*Turnlog
-	aside   *Turnlog
-	inAside map[string]bool // sessions aside holds whole (recorded, or replayed without divergence)
-	broken  map[string]bool // sessions aside holds in part (their replay there diverged)
+	opts   Options
+	src    *replaySource
+	dirs   []string
+	logs   []*Turnlog
+	asides map[int]*asideLog
 }
 
 // open opens a throwaway replay-only log.
@@ -269,54 +269,60 @@ func (w *replayer) close() {
 	}
 }
 
-// besideItsSource replays a branch whose source diverged: on the aside log, after
-// the sessions it was branched from, as they were recorded.
+// besideItsSource replays a branch whose source diverged (or was itself replayed
+// aside): on the aside log of its depth, after the sessions it was branched from,
+// appended there as they were recorded. Each depth has a log of its own, so a session
+// is replayed on only one of them and its sources are always whole where it replays.
 func (w *replayer) besideItsSource(ctx context.Context, s recordedSession, byID map[string]recordedSession) sessionOutcome {
-	fail := func(msg string) sessionOutcome {
-		return sessionOutcome{cause: "its source diverges (the session it was branched from)",
-			example: ReplayExample{Session: s.ID, Message: "branched from " + s.Parent + ", which diverges: " + msg}}
-	}
-	if w.aside == nil {
-		tl, err := w.open(ctx, "aside.db")
-		if err != nil {
-			return fail(err.Error())
-		}
-		w.aside, w.inAside, w.broken = tl, map[string]bool{}, map[string]bool{}
-	}
 	var lineage []string
 	for id := s.Parent; id != ""; id = byID[id].Parent {
 		lineage = append([]string{id}, lineage...)
 	}
+	fail := func(msg string) sessionOutcome {
+		return sessionOutcome{cause: "its source diverges (the session it was branched from)",
+			example: ReplayExample{Session: s.ID, Message: "branched from " + s.Parent + ", which diverges: " + msg}}
+	}
+	depth := len(lineage)
+	if w.asides == nil {
+		w.asides = map[int]*asideLog{}
+	}
+	a := w.asides[depth]
+	if a == nil {
+		tl, err := w.open(ctx, fmt.Sprintf("aside-%d.db", depth))
+		if err != nil {
+			return fail(err.Error())
+		}
+		a = &asideLog{tl: tl, held: map[string]bool{}}
+		w.asides[depth] = a
+	}
 	for _, id := range lineage {
-		switch {
-		case w.broken[id]:
-			return fail("its replay beside its own source diverged too")
-		case w.inAside[id]:
+		if a.held[id] {
 			continue
 		}
 		evs, err := w.src.events(ctx, id)
 		if err == nil {
-			_, err = w.aside.Store.Append(ctx, id, 0, evs)
+			_, err = a.tl.Store.Append(ctx, id, 0, evs)
 		}
 		if err != nil {
 			return fail(err.Error())
 		}
-		w.inAside[id] = true
+		a.held[id] = true
 	}
-	out := replayOne(ctx, w.aside.Engine, w.src, s)
-	if out.cause == "" {
-		w.inAside[s.ID] = true
-	} else {
-		w.broken[s.ID] = true
-	}
-	return out
+	return replayOne(ctx, a.tl.Engine, w.src, s)
 }
 
-// replayOne replays one session onto the worker's store.
+// asideLog is an aside log: the sessions it holds as they were recorded.
+type asideLog struct {
+	tl   *Turnlog
+	held map[string]bool
+}
+
+// replayOne replays one session onto the worker's store: its turns that ended (a
+// turn still running, or left by a crash, has no recorded end to replay to).
 func replayOne(ctx context.Context, e *fsm.Engine, src *replaySource, s recordedSession) sessionOutcome {
 	evs, err := src.events(ctx, s.ID)
 	if err == nil {
-		_, err = e.ReplayOnto(ctx, evs)
+		_, err = e.ReplayOnto(ctx, endedTurns(evs))
 	}
 	if err == nil {
 		return sessionOutcome{}
@@ -329,6 +335,29 @@ func replayOne(ctx context.Context, e *fsm.Engine, src *replaySource, s recorded
 	return sessionOutcome{cause: causeOf(err), example: ex}
 }
 
+// endedTurns is a session's events up to where its last turn last stood still: all
+// of them when it ended or waits; else without the run still going (a turn started,
+// or resumed, whose end is not recorded yet — running, or left by a crash), back to
+// its start or to the suspension it was resumed from.
+func endedTurns(evs []events.Event) []events.Event {
+	for i := len(evs) - 1; i > 0; i-- {
+		switch evs[i].Type {
+		case events.TypeTurnCommitted, events.TypeTurnFailed, events.TypeTurnCanceled, events.TypeTurnSuspended:
+			return evs
+		case events.TypeTurnStarted:
+			return evs[:i]
+		case events.TypeTurnResumed:
+			for j := i - 1; j > 0; j-- {
+				if evs[j].Type == events.TypeTurnSuspended {
+					return evs[:j+1]
+				}
+			}
+			return evs[:i]
+		}
+	}
+	return evs
+}
+
 // causeOf names what a replay's error says changed, the same for every session it
 // stops: an agent's llm, instructions, a tool (by name) or settings, and at which
 // step; a recorded event the replay does not reproduce (its type, where, its field);
@@ -339,6 +368,9 @@ func causeOf(err error) string {
 	switch {
 	case errors.As(err, &nd):
 		agent, what, at := agentOf(nd.Path), nd.Field, generalPath(nd.Path)
+		if g, ok := guardrailOf(nd.Path); ok {
+			return fmt.Sprintf("agent %s: guardrail %s's judge differs: %s (at %s)", agent, g, what, at)
+		}
 		switch {
 		case what == "llm", what == "instructions", what == "settings":
 			return fmt.Sprintf("agent %s: its %s changed (at %s)", agent, what, at)
@@ -351,19 +383,41 @@ func causeOf(err error) string {
 	case errors.As(err, &d):
 		return fmt.Sprintf("%s at %s: %s differs", d.Type, generalPath(d.Path), generalPath(d.Field))
 	}
-	return fmt.Sprintf("%s: %v", events.CodeOf(err), err)
+	return fmt.Sprintf("%s: %s", events.CodeOf(err), generalText(err.Error()))
 }
 
+// varying are the parts of an error's text that differ from session to session: ids
+// (ULIDs, interrupts, calls), and numbers.
+var varying = regexp.MustCompile(`\b[0-9A-HJKMNP-TV-Z]{26}\b|\bint_[0-9a-f]+\b|\bcall_[0-9A-Za-z_]+\b|\b[0-9]+\b`)
+
+// generalText is an error's text with what varies between sessions as "*".
+func generalText(s string) string { return varying.ReplaceAllString(s, "*") }
+
 // agentOf is the agent an activity path is of: the segment before its last
-// "model", "compact", "guardrail" or "evidence" step.
+// "guardrail" step (a judge's call is its agent's guardrail's), else before its last
+// "model", "compact" or "evidence" step.
 func agentOf(path string) string {
 	segs := strings.Split(path, "/")
-	for i := len(segs) - 2; i >= 0; i-- {
-		if slices.Contains([]string{"model", "compact", "guardrail", "evidence"}, segs[i+1]) {
-			return segs[i]
+	for _, steps := range [][]string{{"guardrail"}, {"model", "compact", "evidence"}} {
+		for i := len(segs) - 2; i >= 0; i-- {
+			if slices.Contains(steps, segs[i+1]) {
+				return segs[i]
+			}
 		}
 	}
 	return path
+}
+
+// guardrailOf is the guardrail whose judge a path is a call of
+// (<agent>/guardrail/<stage>/<name>/model/<n>).
+func guardrailOf(path string) (string, bool) {
+	segs := strings.Split(path, "/")
+	for i := len(segs) - 3; i >= 0; i-- {
+		if segs[i] == "guardrail" {
+			return segs[i+2], true
+		}
+	}
+	return "", false
 }
 
 // indexes are the [n] of a field path.

@@ -98,6 +98,18 @@ func recordSessionsB(t testing.TB, db string, n int) map[string]bool {
 			}
 			run(b.ID, "hello again")
 			shop[b.ID] = true
+			if i%50 == 0 { // and a branch of the branch
+				bt, err := tl.Store.LastTurn(ctx, b.ID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				bb, err := tl.Engine.Branch(ctx, b.ID, fmt.Sprintf("user%d", i%7), fsm.BranchPoint{Turn: bt.ID}, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				run(bb.ID, "order 9 please")
+				shop[bb.ID] = true
+			}
 		}
 	}
 	return shop
@@ -112,6 +124,7 @@ func TestReplayAllNamesWhatAConfigChanges(t *testing.T) {
 	t.Parallel()
 	db := filepath.Join(t.TempDir(), "recorded.db")
 	shop := recordSessions(t, db, 1000)
+	runningTurn(t, db) // a turn that has not ended replays to where it last stood
 	before := fileHash(t, db)
 	ctx := context.Background()
 	opts := turnlog.Options{DB: db, ConfigData: []byte(replayConfig), Functions: lookupFunctions("Looks an order up.")}
@@ -119,7 +132,7 @@ func TestReplayAllNamesWhatAConfigChanges(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.Sessions != 1000+len(shop)-667 || rep.Diverged != 0 || len(rep.Causes) != 0 {
+	if rep.Sessions != 1001+len(shop)-667 || rep.Diverged != 0 || len(rep.Causes) != 0 {
 		t.Fatalf("against the same config: %d sessions, %d diverge: %+v", rep.Sessions, rep.Diverged, rep.Causes)
 	}
 	opts.Functions = lookupFunctions("Looks an order up by its number or its tracking code.")
@@ -168,4 +181,59 @@ func fileHash(t *testing.T, path string) [32]byte {
 		t.Fatal(err)
 	}
 	return sha256.Sum256(raw)
+}
+
+// runningTurn adds a session whose turn is running: its start and first model call
+// are in the log, its end not yet.
+func runningTurn(t *testing.T, db string) {
+	t.Helper()
+	ctx := context.Background()
+	gate := make(chan struct{})
+	entered := make(chan struct{})
+	fns := lookupFunctions("Looks an order up.")
+	slow := functool.MustNew("lookup_order", "Looks an order up.", func(ctx context.Context, a orderArgs) (any, error) {
+		close(entered)
+		<-gate
+		return map[string]any{"order_id": a.OrderID, "status": "shipped"}, nil
+	})
+	fns["lookup_order"] = slow
+	tl, err := turnlog.Open(ctx, turnlog.Options{DB: db, ConfigData: []byte(replayConfig), Functions: fns, Synchronous: "OFF"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := tl.Engine.CreateSession(ctx, "shop", "user0", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := tl.Engine.StartTurn(ctx, s.ID, "where is order 1?")
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-entered // the model call is recorded, the tool runs
+	if last, _ := tl.Store.LastTurn(ctx, s.ID); last.Status != "running" {
+		t.Fatalf("the turn is %s", last.Status)
+	}
+	snapshot := db + ".running"
+	copyFile(t, db, snapshot)
+	close(gate)
+	st.Wait()
+	tl.Close()
+	copyFile(t, snapshot, db) // the log as it was while the turn ran
+}
+
+func copyFile(t *testing.T, from, to string) {
+	t.Helper()
+	for _, suffix := range []string{"", "-wal", "-shm"} {
+		raw, err := os.ReadFile(from + suffix)
+		if os.IsNotExist(err) {
+			os.Remove(to + suffix)
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(to+suffix, raw, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 }

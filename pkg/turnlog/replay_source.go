@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/turnlog/turnlog/adapters/stores/sqlrows"
@@ -33,7 +34,8 @@ func openReplaySource(dsn string) (*replaySource, error) {
 		}
 		return &replaySource{db: db, pg: true}, nil
 	}
-	db, err := sql.Open("sqlite", "file:"+dsn+"?mode=ro&_pragma=busy_timeout(5000)&_pragma=query_only(1)")
+	path := strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(dsn) // a file name, not a URI's parts
+	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro&_pragma=busy_timeout(5000)&_pragma=query_only(1)")
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", dsn, err)
 	}
