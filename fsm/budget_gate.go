@@ -89,8 +89,8 @@ func (r *run) checkBudget(ag *Agent, call string, k int, input int64) (*events.E
 			if set == nil {
 				continue
 			}
-			limit := set.Add(r.extended(b, scope, level, ag.Name))
-			spent := r.spent(b, scope, level, ag.Name)
+			limit := set.Add(b.extended(scope, level, ag.Name))
+			spent := b.spent(&r.e.days, scope, level, ag.Name)
 			over := exceeded(limit, spent, request, set)
 			if len(over) == 0 {
 				continue

@@ -78,14 +78,13 @@ func (e *Engine) Spend(ctx context.Context, session string) (*SessionSpend, erro
 	for agent, f := range out.Turn {
 		b.turn[agent] = spentAmounts(f.Usage, f.Cost)
 	}
-	r := &run{e: e, app: app}
 	for _, scope := range budgetScopes {
 		if set := app.Budgets.limit(scope); set != nil {
-			out.Budgets = append(out.Budgets, r.status(b, scope, events.BudgetOfApp, "", set))
+			out.Budgets = append(out.Budgets, b.status(&e.days, scope, events.BudgetOfApp, "", set))
 		}
 		for _, name := range slices.Sorted(maps.Keys(app.Agents)) {
 			if set := app.Agents[name].Budgets.limit(scope); set != nil {
-				out.Budgets = append(out.Budgets, r.status(b, scope, events.BudgetOfAgent, name, set))
+				out.Budgets = append(out.Budgets, b.status(&e.days, scope, events.BudgetOfAgent, name, set))
 			}
 		}
 	}
@@ -93,8 +92,8 @@ func (e *Engine) Spend(ctx context.Context, session string) (*SessionSpend, erro
 }
 
 // status is one budget against what its scope spent.
-func (r *run) status(b *turnBudget, scope, level, agent string, set *events.BudgetAmounts) BudgetStatus {
-	st := BudgetStatus{Scope: scope, Level: level, Agent: agent, Limit: set.Add(r.extended(b, scope, level, agent)), Spent: r.spent(b, scope, level, agent)}
+func (b *turnBudget) status(days *dayTally, scope, level, agent string, set *events.BudgetAmounts) BudgetStatus {
+	st := BudgetStatus{Scope: scope, Level: level, Agent: agent, Limit: set.Add(b.extended(scope, level, agent)), Spent: b.spent(days, scope, level, agent)}
 	if scope == events.BudgetUserDay {
 		st.Day = b.key.day
 	}

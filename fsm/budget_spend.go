@@ -228,8 +228,9 @@ func (r *run) countDay(appended []events.Event) {
 	}
 }
 
-// spent is what scope has spent at level (for agent, at level agent) (b.mu held).
-func (r *run) spent(b *turnBudget, scope, level, agent string) events.BudgetAmounts {
+// spent is what scope has spent at level (for agent, at level agent), the day's with
+// what this engine's day tally added since b read the store (b.mu held).
+func (b *turnBudget) spent(days *dayTally, scope, level, agent string) events.BudgetAmounts {
 	var sum events.BudgetAmounts
 	add := func(by string, a events.BudgetAmounts) {
 		if level == events.BudgetOfApp || by == agent {
@@ -260,14 +261,14 @@ func (r *run) spent(b *turnBudget, scope, level, agent string) events.BudgetAmou
 		for by, f := range b.stored.Day {
 			add(by, spentAmounts(f.Usage, f.Cost))
 		}
-		r.e.days.since(b.key, b.base, add)
+		days.since(b.key, b.base, add)
 	}
 	sum.Cost = roundCost(sum.Cost)
 	return sum
 }
 
 // extended is what people added to a budget (b.mu held).
-func (r *run) extended(b *turnBudget, scope, level, agent string) events.BudgetAmounts {
+func (b *turnBudget) extended(scope, level, agent string) events.BudgetAmounts {
 	if scope == events.BudgetTurn {
 		return b.turnExt[extKey(level, agent)]
 	}
