@@ -32,8 +32,8 @@ func commands() map[string]command {
 	return map[string]command{
 		"serve": {"serve the REST API", "serve [--addr HOST:PORT] [--dev] [--config FILE] [--db FILE]", cmdServe},
 		"run":   {"run one turn locally and print the answer", "run [--app NAME] [--session ID] [--workspace DIR] [--config FILE] [--db FILE] INPUT...", cmdRun},
-		"eval": {"run an eval suite — standard tasks with checks on their answers, tools, guardrails, tokens and cost — and report each case's pass rate (exit 4 when one fails or did worse than --baseline)",
-			"eval [--db FILE] [--as USER] [--runs N] [--parallel N] [--junit FILE] [--json FILE|-] [--baseline RUN|REPORT.json [--max-drop X] [--max-cost-rise X]] SUITE.yaml", cmdEval},
+		"eval": {"run an eval suite — standard tasks with checks on their answers, tools, files, guardrails, tokens and cost, and judged checks — and report each case's pass rate (exit 4 when one fails, needs a judge or did worse than --baseline)",
+			"eval [--db FILE] [--as USER] [--runs N] [--parallel N] [--junit FILE] [--json FILE|-] [--baseline RUN|REPORT.json [--max-drop X] [--max-cost-rise X]] [--record FILE] [--replay FILE [--allow-judge]] [--workspaces DIR] SUITE.yaml", cmdEval},
 		"replay": {"replay a recorded fixture and report the first divergence, or every session of a log against a config, grouped by what diverges",
 			"replay FIXTURE_DIR  |  replay --db DB [--config FILE] [--since T] [--app A] [--sample N] [--workers N] [--tools FILE | --discover] [--json]", cmdReplay},
 		"export": {"print a session's events as NDJSON, or write a fixture folder that replays anywhere (and replay it)",
@@ -65,6 +65,7 @@ type cliContext struct {
 	stdout, stderr io.Writer
 	wiring         Wiring
 	workspace      string         // overrides the apps' policy workspace (run --workspace)
+	workspaceScope string         // whose each workspace under it is (eval: session; "": shared)
 	closers        []func() error // what the command holds open: the apps' MCP servers
 	neverDial      []string       // turnlog's own listeners, which no sandboxed command may reach
 	protected      []string       // turnlog's own files, which no sandbox may see

@@ -29,7 +29,7 @@ func TestEvalRunsASuite(t *testing.T) {
 	if raw, err := os.ReadFile(base); err != nil || json.Unmarshal(raw, &rep) != nil || !rep.Passed || len(rep.Cases) != 7 {
 		t.Fatalf("the JSON report: %v", err)
 	}
-	if raw, err := os.ReadFile(xml); err != nil || !strings.Contains(string(raw), `<testsuite name="demo" tests="7" failures="0"`) {
+	if raw, err := os.ReadFile(xml); err != nil || !strings.Contains(string(raw), `tests="7" failures="0" errors="0"`) {
 		t.Fatalf("the JUnit report: %v\n%s", err, raw)
 	}
 	broken := strings.Replace(string(demo.Config), `reply: "Order {{output.order_id}} is {{output.status}} (carrier {{output.carrier}}), expected on {{output.eta}}."`,
@@ -54,5 +54,33 @@ func TestEvalRunsASuite(t *testing.T) {
 	}
 	if _, _, err := runCLI(t, "eval", "--db", db, "--baseline", "no-such-run", filepath.Join("examples", "demo", "eval.yaml")); err == nil || !strings.Contains(err.Error(), "baseline") {
 		t.Fatalf("a baseline that is no run: %v", err)
+	}
+}
+
+// TestEvalRecordsAndReplaysASuite: --record writes the run's recording; --replay
+// checks it again under a suite whose judged rubric changed: the case needs a judge
+// (exit 4, said on stderr) until --allow-judge, which judges it again; --allow-judge
+// without --replay is refused.
+func TestEvalRecordsAndReplaysASuite(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	db, rec := filepath.Join(dir, "eval.db"), filepath.Join(dir, "recording.json")
+	suite := filepath.Join("examples", "demo", "eval.yaml")
+	if out, stderr, err := runCLI(t, "eval", "--db", db, "--synchronous", "OFF", "--runs", "1", "--record", rec, suite); err != nil {
+		t.Fatalf("the recorded run: %v\n%s%s", err, out, stderr)
+	}
+	raw, _ := os.ReadFile(suite)
+	changed := strings.Replace(string(raw), "and guesses nothing.", "and names no refund.", 1)
+	os.WriteFile(filepath.Join(dir, "changed.yaml"), []byte(changed), 0o600)
+	out, stderr, err := runCLI(t, "eval", "--db", db, "--synchronous", "OFF", "--replay", rec, filepath.Join(dir, "changed.yaml"))
+	if ExitCode(err) != 4 || !strings.Contains(out, "order status      0/1 NEEDS_JUDGE") || !strings.Contains(stderr, "needs_judge: order status") {
+		t.Fatalf("a changed rubric replayed: exit %d\n%s%s", ExitCode(err), out, stderr)
+	}
+	out, stderr, err = runCLI(t, "eval", "--db", db, "--synchronous", "OFF", "--replay", rec, "--allow-judge", filepath.Join(dir, "changed.yaml"))
+	if err != nil || !strings.Contains(out, "order status      1/1 ok") {
+		t.Fatalf("a changed rubric judged: exit %d\n%s%s", ExitCode(err), out, stderr)
+	}
+	if _, _, err := runCLI(t, "eval", "--db", db, "--allow-judge", suite); err == nil || !strings.Contains(err.Error(), "allow-judge") {
+		t.Fatalf("--allow-judge without --replay: %v", err)
 	}
 }

@@ -29,15 +29,28 @@ func cmdEval(ctx context.Context, c *cliContext, args []string) error {
 	maxDrop := fs.Float64("max-drop", 0, "with --baseline: how far a case's pass rate may drop (0.1: ten points)")
 	maxCostRise := fs.Float64("max-cost-rise", 0.2, "with --baseline: how far a case's cost a run may rise (0.2: a fifth)")
 	as := fs.String("as", "eval", "the user the runs' sessions belong to (the inspector shows a user's eval runs)")
+	record := fs.String("record", "", "write the run's recording to this file: every run's events and the judges' verdicts, for a later --replay")
+	replay := fs.String("replay", "", "run no case: check the runs of this recording again with the suite's checks as they are now, calling no model")
+	allowJudge := fs.Bool("allow-judge", false, "with --replay: call the judge of a judged check no recorded verdict answers (its rubric changed); without it the run needs_judge")
+	workspaces := fs.String("workspaces", "", "make each run's workspace under this folder, and keep them (default: a temporary folder, removed at the end)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if err := requireArgs(fs, 1, "one SUITE.yaml"); err != nil {
 		return err
 	}
+	if *allowJudge && *replay == "" {
+		return events.FieldError(events.CodeInvalid, "allow-judge", "goes with --replay: a run that is not a replay judges every judged check")
+	}
 	suite, err := evals.ReadSuite(fs.Arg(0))
 	if err != nil {
 		return err
+	}
+	var recording *evals.Recording
+	if *replay != "" {
+		if recording, err = evals.ReadRecording(*replay); err != nil {
+			return err
+		}
 	}
 	if *runs > 0 {
 		for i := range suite.Cases {
@@ -62,6 +75,17 @@ func cmdEval(ctx context.Context, c *cliContext, args []string) error {
 	if suite.Config != "" {
 		config = filepath.Join(suite.Dir, suite.Config)
 	}
+	// Each run's workspace is its own, under a root made for this run.
+	root := *workspaces
+	if root == "" {
+		if root, err = os.MkdirTemp("", "turnlog-eval-"); err != nil {
+			return err
+		}
+		defer os.RemoveAll(root)
+	} else if err := os.MkdirAll(root, 0o700); err != nil {
+		return events.FieldError(events.CodeInvalid, "workspaces", "%v", err)
+	}
+	c.workspace, c.workspaceScope = root, "session"
 	tl, err := c.open(ctx, commonFlags{config: config, db: f.db, synchronous: f.synchronous})
 	if err != nil {
 		return err
@@ -72,7 +96,8 @@ func cmdEval(ctx context.Context, c *cliContext, args []string) error {
 			return events.FieldError(events.CodeInvalid, "baseline", "is neither a report file nor a run of this log: %v", err)
 		}
 	}
-	r := &evals.Runner{Engine: tl.Engine, Log: tl.Store, RunID: turnlog.NewULIDs()(), Owner: *as}
+	r := &evals.Runner{Engine: tl.Engine, Log: tl.Store, RunID: turnlog.NewULIDs()(), Owner: *as, Workspaces: root,
+		Record: *record != "", Replay: recording, AllowJudge: *allowJudge}
 	if st, err := os.Stderr.Stat(); err == nil && c.stderr == os.Stderr && st.Mode()&os.ModeCharDevice != 0 {
 		r.Progress = func(done, total int) { fmt.Fprintf(c.stderr, "\r%d/%d runs", done, total) }
 	}
@@ -91,7 +116,17 @@ func cmdEval(ctx context.Context, c *cliContext, args []string) error {
 	if err := writeReports(c, rep, *junit, *jsonOut); err != nil {
 		return err
 	}
+	if *record != "" {
+		if err := rep.Recording().Write(*record); err != nil {
+			return err
+		}
+	}
 	failed := !rep.Passed
+	for _, cr := range rep.Cases {
+		if cr.Status == evals.StatusNeedsJudge {
+			fmt.Fprintf(c.stderr, "needs_judge: %s: a judged check's rubric changed since the recording; --allow-judge asks the judge\n", cr.Name)
+		}
+	}
 	if base != nil {
 		for _, reg := range rep.Compare(base, *maxDrop, *maxCostRise) {
 			fmt.Fprintf(c.stderr, "regression: %s: %s (baseline run %s)\n", reg.Case, reg.Reason, base.RunID)

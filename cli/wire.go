@@ -31,7 +31,7 @@ func schemaVersion() int { return sqlite.SchemaVersion() }
 
 // options are the assembly's options for the config at path (none: the offline demo).
 func (c *cliContext) options(path string, f commonFlags) turnlog.Options {
-	o := turnlog.Options{Config: path, Functions: c.wiring.Functions, WrapModel: c.wiring.WrapModel, Workspace: c.workspace,
+	o := turnlog.Options{Config: path, Functions: c.wiring.Functions, WrapModel: c.wiring.WrapModel, Workspace: c.workspace, WorkspaceScope: c.workspaceScope,
 		NeverDial: c.neverDial, Protected: c.protected, DB: f.db, Synchronous: f.synchronous, CheckpointPages: f.checkpointPages, Logger: c.logger,
 		OTLPEndpoint: f.otlpEndpoint, Version: Version, LeaseTTL: f.leaseTTL, CacheSessions: f.cacheSessions}
 	if path == "" {

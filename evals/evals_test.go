@@ -115,23 +115,22 @@ func TestABrokenAgentFailsItsCases(t *testing.T) {
 	if err := json.Unmarshal(raw, &back); err != nil || len(rep.Compare(&back, 0, 0.2)) != 1 {
 		t.Fatalf("the JSON report as a baseline: %v", err)
 	}
-	var x bytes.Buffer
-	if err := rep.JUnit(&x); err != nil {
-		t.Fatal(err)
-	}
-	suites, err := junit.Ingest(x.Bytes())
+	x := validJUnit(t, rep)
+	suites, err := junit.Ingest(x)
 	if err != nil || len(suites) != 1 {
-		t.Fatalf("a JUnit reader: %v\n%s", err, x.String())
+		t.Fatalf("a JUnit reader: %v\n%s", err, x)
 	}
 	s := suites[0]
-	if s.Totals.Tests != 7 || s.Totals.Failed != 1 || s.Totals.Passed != 6 {
-		t.Fatalf("the JUnit totals: %+v\n%s", s.Totals, x.String())
+	if s.Totals.Tests != 7 || s.Totals.Failed != 1 || s.Totals.Passed != 6 || s.Properties["run_id"] != "run-broken" ||
+		s.Properties["order status.runs"] != "2" || s.Properties["order status.passes"] != "0" {
+		t.Fatalf("the JUnit totals: %+v %v\n%s", s.Totals, s.Properties, x)
 	}
 	for _, tc := range s.Tests {
 		if (tc.Name == "order status") != (tc.Status == junit.StatusFailed) || tc.Classname != "demo" {
 			t.Errorf("test %s: %s", tc.Name, tc.Status)
 		}
-		if tc.Name == "order status" && (tc.Message != "0 of 2 runs passed (100% needed)" || tc.Error == nil || !strings.Contains(tc.Error.Error(), `contains "shipped"`)) {
+		if tc.Name == "order status" && (tc.Message != "0 of 2 runs passed (100% needed)" || tc.Error == nil || !strings.Contains(tc.Error.Error(), `contains "shipped"`) ||
+			!strings.Contains(tc.Error.Error(), `judge "The answer gives the order's status and its carrier, and guesses nothing.": scripted-judge answered "FAIL\nThe answer does not give`)) {
 			t.Errorf("the failure: %q, %v", tc.Message, tc.Error)
 		}
 	}
@@ -169,12 +168,17 @@ func checkRecord(t *testing.T, tl *turnlog.Turnlog, rep *evals.Report) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	runs := 0
+	runs, judged := 0, 0
 	for _, c := range rep.Cases {
 		runs += c.Runs
 	}
-	if len(evs) != runs+3 || evs[1].Type != events.TypeEvalRunStarted || evs[len(evs)-1].Type != events.TypeEvalRunEnded {
-		t.Fatalf("the eval run's log holds %d events (want %d)", len(evs), runs+3)
+	for _, ev := range evs {
+		if ev.Type == events.TypeEvalJudged {
+			judged++
+		}
+	}
+	if len(evs) != runs+judged+3 || judged != wantVerdicts(t, rep) || evs[1].Type != events.TypeEvalRunStarted || evs[len(evs)-1].Type != events.TypeEvalRunEnded {
+		t.Fatalf("the eval run's log holds %d events, %d verdicts (want %d runs and %d verdicts)", len(evs), judged, runs, wantVerdicts(t, rep))
 	}
 	type folds interface {
 		Rebuild(ctx context.Context) (int64, error)
@@ -194,6 +198,30 @@ func checkRecord(t *testing.T, tl *turnlog.Turnlog, rep *evals.Report) {
 	if after, err := f.DumpProjections(ctx); err != nil || after != before {
 		t.Fatalf("the read models after a rebuild differ: %v", err)
 	}
+}
+
+// wantVerdicts is how many verdicts the demo suite's judged checks give in rep: one
+// a run of a case that has one.
+func wantVerdicts(t *testing.T, rep *evals.Report) int {
+	t.Helper()
+	suite, err := evals.ReadSuite(filepath.Join("..", "examples", "demo", "eval.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, c := range suite.Cases {
+		for _, ch := range c.Expect {
+			if ch.Judge == nil {
+				continue
+			}
+			for _, cr := range rep.Cases {
+				if cr.Name == c.Name {
+					n += cr.Runs
+				}
+			}
+		}
+	}
+	return n
 }
 
 // TestASuiteBuiltInCodeRuns: a suite made in Go, not decoded — no parallel set, a

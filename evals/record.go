@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/fsm"
 )
 
 // record is an eval run's own log: a session "eval-<run>" of the suite's app, owned
@@ -22,19 +23,15 @@ type record struct {
 func LogSession(run string) string { return "eval-" + run }
 
 // openRecord starts the run's log.
-func (r *Runner) openRecord(ctx context.Context, s *Suite) (*record, error) {
-	app, ok := r.Engine.App(s.App)
-	if !ok {
-		return nil, events.FieldError(events.CodeInvalid, "app", "the config has no app %q", s.App)
-	}
-	runs := 0
-	for _, c := range s.Cases {
-		runs += c.Runs
-	}
+func (r *Runner) openRecord(ctx context.Context, s *Suite, app *fsm.App, runs int) (*record, error) {
 	rec := &record{log: r.Log, session: LogSession(r.RunID)}
 	meta := events.MustMarshal(map[string]string{"eval_run": r.RunID, "eval_suite": s.Name, "eval_log": "true"})
 	created := events.MustNew("", "", &events.SessionCreated{App: s.App, Owner: r.owner(), Agent: app.StartAgent, Metadata: meta})
-	if err := rec.appendEvents(ctx, created, events.MustNew("", "", &events.EvalRunStarted{Run: r.RunID, Suite: s.Name, Cases: len(s.Cases), Runs: runs})); err != nil {
+	started := &events.EvalRunStarted{Run: r.RunID, Suite: s.Name, Cases: len(s.Cases), Runs: runs}
+	if r.Replay != nil {
+		started.ReplayOf = r.Replay.Run
+	}
+	if err := rec.appendEvents(ctx, created, events.MustNew("", "", started)); err != nil {
 		return nil, err
 	}
 	return rec, nil
@@ -47,11 +44,28 @@ func (r *Runner) owner() string {
 	return r.Owner
 }
 
-// caseRun records one run of a case.
-func (rec *record) caseRun(ctx context.Context, s *Suite, run Run) error {
-	return rec.append(ctx, fmt.Sprintf("eval/%s/%d", run.Case, run.Attempt), &events.EvalCaseRun{Run: rec.session[len("eval-"):], Suite: s.Name,
-		Case: run.Case, Attempt: run.Attempt, Session: run.Session, Passed: run.Passed, Failures: run.Failures, Usage: run.Usage, Cost: run.Cost,
-		TookMS: run.Took.Milliseconds()})
+// caseRun records one run of a case: its verdicts, then the run, in one append.
+func (rec *record) caseRun(ctx context.Context, s *Suite, run Run, verdicts []events.EvalJudged) error {
+	var evs []events.Event
+	for i := range verdicts {
+		ev, err := events.New("", judgePath(verdicts[i]), &verdicts[i])
+		if err != nil {
+			return err
+		}
+		evs = append(evs, ev)
+	}
+	ev, err := events.New("", fmt.Sprintf("eval/%s/%d", run.Case, run.Attempt), &events.EvalCaseRun{Run: rec.session[len("eval-"):], Suite: s.Name,
+		Case: run.Case, Attempt: run.Attempt, Session: run.Session, Passed: run.Passed, Failures: run.Failures, NeedsJudge: run.NeedsJudge,
+		Usage: run.Usage, Cost: run.Cost, TookMS: run.Took.Milliseconds()})
+	if err != nil {
+		return err
+	}
+	return rec.appendEvents(ctx, append(evs, ev)...)
+}
+
+// judgePath is where a verdict is kept in the run's log.
+func judgePath(v events.EvalJudged) string {
+	return fmt.Sprintf("eval/%s/%d/judge/%d", v.Case, v.Attempt, v.Check)
 }
 
 func (rec *record) append(ctx context.Context, path string, p events.Payload) error {
@@ -112,23 +126,26 @@ func ReportOf(ctx context.Context, log EventReader, run string) (*Report, error)
 			if !ok {
 				i = len(rep.Cases)
 				index[cr.Case] = i
-				rep.Cases = append(rep.Cases, CaseReport{Name: cr.Case})
+				rep.Cases = append(rep.Cases, CaseReport{Name: cr.Case, Required: 1})
 			}
 			c := &rep.Cases[i]
 			c.Runs++
 			c.Sessions = append(c.Sessions, cr.Session)
 			c.Cost += cr.Cost
 			c.Tokens += cr.Usage.InputTokens + cr.Usage.OutputTokens
-			if cr.Passed {
+			switch {
+			case cr.Passed:
 				c.Passes++
+			case len(cr.Failures) == 0 && len(cr.NeedsJudge) > 0:
+				c.NeedsJudge++
 			}
 		}
 	}
 	for i := range rep.Cases {
 		c := &rep.Cases[i]
-		c.PassRate = float64(c.Passes) / float64(c.Runs)
 		c.Cost /= float64(c.Runs)
 		c.Tokens /= int64(c.Runs)
+		c.settle() // against all of its runs passing: the log keeps no pass rate
 	}
 	return rep, nil
 }

@@ -1,11 +1,9 @@
 package evals
 
 import (
-	"encoding/xml"
 	"fmt"
 	"io"
 	"slices"
-	"strings"
 	"text/tabwriter"
 	"time"
 )
@@ -13,32 +11,49 @@ import (
 // Report is what a suite's run came to: each case's runs, and whether the suite
 // passed (every case reached its pass rate).
 type Report struct {
-	Suite  string        `json:"suite"`
-	RunID  string        `json:"run_id"`
-	Passed bool          `json:"passed"`
-	Cases  []CaseReport  `json:"cases"`
-	Took   time.Duration `json:"took_ns"`
+	Suite   string        `json:"suite"`
+	RunID   string        `json:"run_id"`
+	Passed  bool          `json:"passed"`
+	Cases   []CaseReport  `json:"cases"`
+	Started time.Time     `json:"started"`
+	Took    time.Duration `json:"took_ns"`
+
+	recording *Recording
 }
 
-// CaseReport is one case over its runs: how many passed, the rate it needed, what a
-// run spent on average, its median time, its sessions, and the failures of the runs
-// that failed.
+// Recording is the run's recording, when the runner kept one (Runner.Record).
+func (r *Report) Recording() *Recording { return r.recording }
+
+// Case statuses.
+const (
+	StatusPassed     = "passed"
+	StatusFailed     = "failed"
+	StatusNeedsJudge = "needs_judge" // it reaches its pass rate only if runs waiting for a judge pass
+)
+
+// CaseReport is one case over its runs: how many passed and how many wait for a
+// judge, the rate it needed, its status, what a run spent on average, its median
+// time, its sessions, and the failures of the runs that failed.
 type CaseReport struct {
-	Name     string        `json:"name"`
-	Runs     int           `json:"runs"`
-	Passes   int           `json:"passes"`
-	PassRate float64       `json:"pass_rate"`
-	Required float64       `json:"required"`
-	Passed   bool          `json:"passed"`
-	Tokens   int64         `json:"tokens"` // a run's, on average
-	Cost     float64       `json:"cost"`   // a run's, on average
-	P50      time.Duration `json:"p50_ns"`
-	Sessions []string      `json:"sessions"`
-	Failures []string      `json:"failures,omitempty"`
+	Name       string        `json:"name"`
+	Runs       int           `json:"runs"`
+	Passes     int           `json:"passes"`
+	NeedsJudge int           `json:"needs_judge,omitempty"`
+	PassRate   float64       `json:"pass_rate"`
+	Required   float64       `json:"required"`
+	Passed     bool          `json:"passed"`
+	Status     string        `json:"status"`
+	Tokens     int64         `json:"tokens"` // a run's, on average
+	Cost       float64       `json:"cost"`   // a run's, on average
+	P50        time.Duration `json:"p50_ns"`
+	Sessions   []string      `json:"sessions"`
+	Failures   []string      `json:"failures,omitempty"`
+	// Waiting are the judged checks no verdict answers, by run.
+	Waiting []string `json:"waiting,omitempty"`
 }
 
-func report(s *Suite, runID string, runs []Run, took time.Duration) *Report {
-	rep := &Report{Suite: s.Name, RunID: runID, Passed: true, Took: took}
+func report(s *Suite, runID string, runs []Run, began time.Time, took time.Duration) *Report {
+	rep := &Report{Suite: s.Name, RunID: runID, Passed: true, Started: began.UTC(), Took: took}
 	for i := range s.Cases {
 		c := &s.Cases[i]
 		cr := CaseReport{Name: c.Name, Required: 1}
@@ -55,25 +70,46 @@ func report(s *Suite, runID string, runs []Run, took time.Duration) *Report {
 			cr.Tokens += r.Usage.InputTokens + r.Usage.OutputTokens
 			cr.Cost += r.Cost
 			times = append(times, r.Took)
-			if r.Passed {
+			switch {
+			case r.Passed:
 				cr.Passes++
+			case len(r.Failures) == 0:
+				cr.NeedsJudge++
 			}
 			for _, f := range r.Failures {
 				cr.Failures = append(cr.Failures, fmt.Sprintf("run %d (session %s): %s", r.Attempt, r.Session, f))
 			}
+			for _, w := range r.NeedsJudge {
+				cr.Waiting = append(cr.Waiting, fmt.Sprintf("run %d (session %s): %s", r.Attempt, r.Session, w))
+			}
 		}
 		if cr.Runs > 0 {
-			cr.PassRate = float64(cr.Passes) / float64(cr.Runs)
 			cr.Tokens /= int64(cr.Runs)
 			cr.Cost /= float64(cr.Runs)
 			slices.Sort(times)
 			cr.P50 = times[len(times)/2]
 		}
-		cr.Passed = cr.PassRate >= cr.Required
+		cr.settle()
 		rep.Passed = rep.Passed && cr.Passed
 		rep.Cases = append(rep.Cases, cr)
 	}
 	return rep
+}
+
+// settle sets the case's pass rate and status from its counts.
+func (cr *CaseReport) settle() {
+	if cr.Runs > 0 {
+		cr.PassRate = float64(cr.Passes) / float64(cr.Runs)
+	}
+	cr.Passed = cr.Runs > 0 && cr.PassRate >= cr.Required-1e-9
+	switch {
+	case cr.Passed:
+		cr.Status = StatusPassed
+	case cr.NeedsJudge > 0 && float64(cr.Passes+cr.NeedsJudge)/float64(cr.Runs) >= cr.Required-1e-9:
+		cr.Status = StatusNeedsJudge
+	default:
+		cr.Status = StatusFailed
+	}
 }
 
 // Table writes the report as a table: case, passes/runs, tokens and cost a run, p50
@@ -82,10 +118,7 @@ func (r *Report) Table(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "case\tpasses\ttokens\tcost\tp50\t")
 	for _, c := range r.Cases {
-		mark := "ok"
-		if !c.Passed {
-			mark = "FAIL"
-		}
+		mark := map[string]string{StatusPassed: "ok", StatusFailed: "FAIL", StatusNeedsJudge: "NEEDS_JUDGE"}[c.Status]
 		fmt.Fprintf(tw, "%s\t%d/%d %s\t%d\t%.6g\t%s\t\n", c.Name, c.Passes, c.Runs, mark, c.Tokens, c.Cost, c.P50.Round(time.Millisecond))
 	}
 	if err := tw.Flush(); err != nil {
@@ -97,75 +130,17 @@ func (r *Report) Table(w io.Writer) error {
 				return err
 			}
 		}
+		for _, f := range c.Waiting {
+			if _, err := fmt.Fprintf(w, "  %s: needs_judge: %s\n", c.Name, f); err != nil {
+				return err
+			}
+		}
 	}
 	verdict := "passed"
 	if !r.Passed {
 		verdict = "FAILED"
 	}
 	_, err := fmt.Fprintf(w, "suite %s %s (run %s, %s)\n", r.Suite, verdict, r.RunID, r.Took.Round(time.Millisecond))
-	return err
-}
-
-// JUnit writes the report as JUnit XML: one testsuite, a testcase a case, failed
-// with its failures when it did not reach its pass rate.
-func (r *Report) JUnit(w io.Writer) error {
-	type failure struct {
-		Message string `xml:"message,attr"`
-		Type    string `xml:"type,attr"`
-		Text    string `xml:",chardata"`
-	}
-	type property struct {
-		Name  string `xml:"name,attr"`
-		Value string `xml:"value,attr"`
-	}
-	type testcase struct {
-		Name       string     `xml:"name,attr"`
-		Classname  string     `xml:"classname,attr"`
-		Time       string     `xml:"time,attr"`
-		Properties []property `xml:"properties>property,omitempty"`
-		Failure    *failure   `xml:"failure,omitempty"`
-		SystemOut  string     `xml:"system-out,omitempty"`
-	}
-	type testsuite struct {
-		XMLName   xml.Name   `xml:"testsuite"`
-		Name      string     `xml:"name,attr"`
-		Tests     int        `xml:"tests,attr"`
-		Failures  int        `xml:"failures,attr"`
-		Errors    int        `xml:"errors,attr"`
-		Time      string     `xml:"time,attr"`
-		Testcases []testcase `xml:"testcase"`
-	}
-	type testsuites struct {
-		XMLName xml.Name    `xml:"testsuites"`
-		Name    string      `xml:"name,attr"`
-		Tests   int         `xml:"tests,attr"`
-		Fail    int         `xml:"failures,attr"`
-		Time    string      `xml:"time,attr"`
-		Suites  []testsuite `xml:"testsuite"`
-	}
-	secs := func(d time.Duration) string { return fmt.Sprintf("%.3f", d.Seconds()) }
-	ts := testsuite{Name: r.Suite, Tests: len(r.Cases), Time: secs(r.Took)}
-	for _, c := range r.Cases {
-		tc := testcase{Name: c.Name, Classname: r.Suite, Time: secs(c.P50),
-			Properties: []property{{"passes", fmt.Sprint(c.Passes)}, {"runs", fmt.Sprint(c.Runs)}, {"tokens", fmt.Sprint(c.Tokens)},
-				{"cost", fmt.Sprint(c.Cost)}, {"sessions", strings.Join(c.Sessions, " ")}}}
-		if !c.Passed {
-			ts.Failures++
-			tc.Failure = &failure{Type: "eval", Message: fmt.Sprintf("%d of %d runs passed (%.0f%% needed)", c.Passes, c.Runs, c.Required*100),
-				Text: strings.Join(c.Failures, "\n")}
-		}
-		ts.Testcases = append(ts.Testcases, tc)
-	}
-	doc := testsuites{Name: r.Suite, Tests: ts.Tests, Fail: ts.Failures, Time: ts.Time, Suites: []testsuite{ts}}
-	if _, err := io.WriteString(w, xml.Header); err != nil {
-		return err
-	}
-	enc := xml.NewEncoder(w)
-	enc.Indent("", "  ")
-	if err := enc.Encode(doc); err != nil {
-		return err
-	}
-	_, err := io.WriteString(w, "\n")
 	return err
 }
 

@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -38,66 +36,102 @@ type Runner struct {
 	Owner  string
 	// Progress, when set, hears each run that ends: how many ended of how many.
 	Progress func(done, total int)
+	// Workspaces is the root each run's workspace is made under, when the app's
+	// workspaces are per session (turnlog eval opens the app so, on a temporary
+	// root): a suite's workspace folder is copied into each ("": none).
+	Workspaces string
+	// Record keeps each run's events and the judges' verdicts for the report's
+	// Recording.
+	Record bool
+	// Replay, when set, runs no case: each recorded run is checked again, calling no
+	// model — but a judge whose request no recorded verdict answers, when
+	// AllowJudge says so (else the run needs a judge).
+	Replay     *Recording
+	AllowJudge bool
+
+	verdicts map[verdictKey]events.EvalJudged
 }
 
-// Run is one run of a case: its session, whether it passed and why not, and what
-// it spent.
+// Run is one run of a case: its session, whether it passed and why not, the judged
+// checks that wait for a judge, and what it spent.
 type Run struct {
-	Case     string        `json:"case"`
-	Attempt  int           `json:"attempt"`
-	Session  string        `json:"session_id"`
-	Passed   bool          `json:"passed"`
-	Failures []string      `json:"failures,omitempty"`
-	Usage    events.Usage  `json:"usage"`
-	Cost     float64       `json:"cost"`
-	Took     time.Duration `json:"took_ns"`
-	Answer   string        `json:"answer"`
+	Case       string        `json:"case"`
+	Attempt    int           `json:"attempt"`
+	Session    string        `json:"session_id"`
+	Passed     bool          `json:"passed"`
+	Failures   []string      `json:"failures,omitempty"`
+	NeedsJudge []string      `json:"needs_judge,omitempty"`
+	Usage      events.Usage  `json:"usage"`
+	Cost       float64       `json:"cost"`
+	Took       time.Duration `json:"took_ns"`
+	Answer     string        `json:"answer"`
 }
 
-// Run runs every case of s its number of times, Parallel runs at once, and reports.
+// job is one run to make: a case's attempt, or a recorded run to check again.
+type job struct {
+	c        *Case
+	attempt  int
+	recorded *RecordedRun
+}
+
+// done is a run as it ended: the run, the events it was judged on (kept for a
+// recording), what ended it before any check, and the judges' verdicts.
+type done struct {
+	run         Run
+	events      []events.Event
+	runFailures []string
+	verdicts    []events.EvalJudged
+}
+
+// Run runs every case of s its number of times, Parallel runs at once, and reports;
+// with Replay, it checks each recorded run of the suite's cases instead.
 func (r *Runner) Run(ctx context.Context, s *Suite) (*Report, error) {
 	began := time.Now()
 	if s.Parallel <= 0 { // a suite built in code, not decoded
 		s.Parallel = 4
 	}
 	for i := range s.Cases {
-		if err := s.Cases[i].prepare(s.Runs); err != nil {
+		if err := s.Cases[i].prepare(fmt.Sprintf("cases[%d]", i), s.Runs); err != nil {
 			return nil, err
 		}
 	}
-	rec, err := r.openRecord(ctx, s)
+	app, ok := r.Engine.App(s.App)
+	if !ok {
+		return nil, events.FieldError(events.CodeInvalid, "app", "the config has no app %q", s.App)
+	}
+	if err := checkJudges(app, s); err != nil {
+		return nil, err
+	}
+	if err := r.checkWorkspace(app, s); err != nil {
+		return nil, err
+	}
+	jobs, err := r.jobs(s)
 	if err != nil {
 		return nil, err
 	}
-	type job struct {
-		c       *Case
-		attempt int
+	rec, err := r.openRecord(ctx, s, app, len(jobs))
+	if err != nil {
+		return nil, err
 	}
-	var jobs []job
-	for i := range s.Cases {
-		for a := 1; a <= s.Cases[i].Runs; a++ {
-			jobs = append(jobs, job{&s.Cases[i], a})
-		}
-	}
-	runs := make([]Run, len(jobs))
+	results := make([]done, len(jobs))
 	errs := make([]error, len(jobs))
 	next := make(chan int)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
-	done := 0
+	ended := 0
 	for range min(s.Parallel, len(jobs)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				runs[i], errs[i] = r.runCase(ctx, s, jobs[i].c, jobs[i].attempt)
+				results[i], errs[i] = r.runJob(ctx, s, app, jobs[i])
 				if errs[i] == nil {
-					errs[i] = rec.caseRun(ctx, s, runs[i])
+					errs[i] = rec.caseRun(ctx, s, results[i].run, results[i].verdicts)
 				}
 				mu.Lock()
-				done++
+				ended++
 				if r.Progress != nil {
-					r.Progress(done, len(jobs))
+					r.Progress(ended, len(jobs))
 				}
 				mu.Unlock()
 			}
@@ -113,31 +147,106 @@ func (r *Runner) Run(ctx context.Context, s *Suite) (*Report, error) {
 			return nil, err
 		}
 	}
-	rep := report(s, r.RunID, runs, time.Since(began))
+	runs := make([]Run, len(results))
+	for i, d := range results {
+		runs[i] = d.run
+	}
+	rep := report(s, r.RunID, runs, began, time.Since(began))
 	if err := rec.append(ctx, "", &events.EvalRunEnded{Run: r.RunID, Passed: rep.Passed}); err != nil {
 		return nil, err
+	}
+	if r.Record {
+		rep.recording = r.recording(s, jobs, results)
 	}
 	return rep, nil
 }
 
-// runCase runs one case once, in a session of its own. An error is turnlog's own
-// (the store failed, the app is missing); what the agent does is the run's result.
-func (r *Runner) runCase(ctx context.Context, s *Suite, c *Case, attempt int) (Run, error) {
+// jobs are the runs to make: each case its number of times, or each recorded run of
+// each case.
+func (r *Runner) jobs(s *Suite) ([]job, error) {
+	var jobs []job
+	if r.Replay == nil {
+		for i := range s.Cases {
+			for a := 1; a <= s.Cases[i].Runs; a++ {
+				jobs = append(jobs, job{c: &s.Cases[i], attempt: a})
+			}
+		}
+		return jobs, nil
+	}
+	recorded, err := r.Replay.runsOf(s)
+	if err != nil {
+		return nil, err
+	}
+	if r.verdicts, err = r.Replay.verdicts(); err != nil {
+		return nil, err
+	}
+	for i := range s.Cases {
+		for _, rr := range recorded[s.Cases[i].Name] {
+			jobs = append(jobs, job{c: &s.Cases[i], attempt: rr.Attempt, recorded: rr})
+		}
+	}
+	return jobs, nil
+}
+
+// runJob makes one run — a case run in a session of its own, or a recorded run read
+// back — and checks it. An error is turnlog's own (the store failed); what the agent
+// does is the run's result.
+func (r *Runner) runJob(ctx context.Context, s *Suite, app *fsm.App, j job) (done, error) {
+	var d done
+	var err error
+	if j.recorded != nil {
+		rr := j.recorded
+		d.run = Run{Case: j.c.Name, Attempt: rr.Attempt, Session: rr.Session, Took: time.Duration(rr.TookMS) * time.Millisecond}
+		d.events, d.runFailures = rr.Events, rr.RunFailures
+	} else if d, err = r.runCase(ctx, s, app, j.c, j.attempt); err != nil {
+		return done{}, fmt.Errorf("case %s: %w", j.c.Name, err)
+	}
+	o := observe(d.events)
+	run := &d.run
+	run.Answer, run.Usage, run.Cost = o.answer, o.usage, o.cost
+	run.Failures = append(append(run.Failures, d.runFailures...), o.ended...)
+	for k, ch := range j.c.Expect {
+		if ch.Judge != nil {
+			jd := r.judge(ctx, app, j.c, k, run, o.answer)
+			switch {
+			case jd.verdict == nil && jd.failure == "":
+				run.NeedsJudge = append(run.NeedsJudge, fmt.Sprintf("judge %q: no verdict recorded for this rubric and answer; --allow-judge asks the judge", short(ch.Judge.Rubric)))
+			case jd.verdict != nil:
+				d.verdicts = append(d.verdicts, *jd.verdict)
+			}
+			if jd.failure != "" {
+				run.Failures = append(run.Failures, jd.failure)
+			}
+			continue
+		}
+		if why := ch.failure(j.c.regexps[k], o); why != "" {
+			run.Failures = append(run.Failures, why)
+		}
+	}
+	run.Passed = len(run.Failures) == 0 && len(run.NeedsJudge) == 0
+	return d, nil
+}
+
+// runCase runs one case once, in a session of its own, its workspace seeded from
+// the suite's: the run, its events and what ended it before any check.
+func (r *Runner) runCase(ctx context.Context, s *Suite, app *fsm.App, c *Case, attempt int) (done, error) {
 	owner := r.owner()
 	meta := events.MustMarshal(map[string]any{"eval_run": r.RunID, "eval_suite": s.Name, "eval_case": c.Name, "eval_attempt": attempt})
 	began := time.Now()
 	sess, err := r.Engine.CreateSession(ctx, s.App, owner, meta)
 	if err != nil {
-		return Run{}, fmt.Errorf("case %s: %w", c.Name, err)
+		return done{}, err
 	}
-	run := Run{Case: c.Name, Attempt: attempt, Session: sess.ID}
-	completed := true
+	if err := r.seedWorkspace(app, s, sess.ID); err != nil {
+		return done{}, fmt.Errorf("seed the workspace of session %s: %w", sess.ID, err)
+	}
+	d := done{run: Run{Case: c.Name, Attempt: attempt, Session: sess.ID}}
 	for _, input := range c.Inputs {
 		res, err := r.Engine.RunTurn(ctx, sess.ID, input)
 		for err == nil && res.Status == fsm.StatusSuspended {
 			answers, why := approvals(c, res.Interrupts)
 			if why != "" {
-				run.Failures = append(run.Failures, why)
+				d.runFailures = append(d.runFailures, why)
 				break
 			}
 			var st *fsm.StartedTurn
@@ -146,30 +255,27 @@ func (r *Runner) runCase(ctx context.Context, s *Suite, c *Case, attempt int) (R
 			}
 		}
 		if err != nil {
-			return Run{}, fmt.Errorf("case %s: %w", c.Name, err)
-		}
-		run.Answer = res.Output
-		if res.Status != fsm.StatusCompleted {
-			completed = false
-			if res.Error != nil {
-				run.Failures = append(run.Failures, fmt.Sprintf("turn %q ended %s: %s: %s", input, res.Status, res.Error.Code, res.Error.Message))
-			}
+			return done{}, err
 		}
 	}
-	run.Took = time.Since(began)
-	evs, err := r.Log.Events(ctx, sess.ID, 0)
-	if err != nil {
-		return Run{}, fmt.Errorf("case %s: %w", c.Name, err)
+	d.run.Took = time.Since(began)
+	if d.events, err = r.Log.Events(ctx, sess.ID, 0); err != nil {
+		return done{}, err
 	}
-	seen := observe(evs)
-	run.Usage, run.Cost = seen.usage, seen.cost
-	for j, ch := range c.Expect {
-		if why := ch.failure(c.regexps[j], run.Answer, completed, seen); why != "" {
-			run.Failures = append(run.Failures, why)
+	return d, nil
+}
+
+// recording is the runs as a recording: each with its events, and the verdicts.
+func (r *Runner) recording(s *Suite, jobs []job, results []done) *Recording {
+	out := &Recording{Format: RecordingFormat, Version: 1, Suite: s.Name, App: s.App, Run: r.RunID}
+	for i, d := range results {
+		out.Runs = append(out.Runs, RecordedRun{Case: d.run.Case, Attempt: d.run.Attempt, Inputs: jobs[i].c.Inputs, Session: d.run.Session,
+			RunFailures: d.runFailures, TookMS: d.run.Took.Milliseconds(), Events: d.events})
+		for _, v := range d.verdicts {
+			out.Verdict = append(out.Verdict, events.MustNew("", judgePath(v), &v))
 		}
 	}
-	run.Passed = len(run.Failures) == 0
-	return run, nil
+	return out
 }
 
 // approvals answers a turn's questions from the case's approvals: "" when every one
@@ -190,155 +296,4 @@ func approvals(c *Case, asked []fsm.Interrupt) (map[string]fsm.Answer, string) {
 		}
 	}
 	return out, ""
-}
-
-// seen is what a run's log shows: the calls that ran, guardrails that tripped, and
-// what the model calls spent.
-type seen struct {
-	calls   []toolCall
-	tripped []string
-	usage   events.Usage
-	cost    float64
-}
-
-type toolCall struct {
-	name string
-	args json.RawMessage
-}
-
-// neverRan are the error kinds of a call that did not run: refused, malformed, of a
-// tool the agent lacks, or stopped before it began.
-var neverRan = map[string]bool{fsm.ToolDeniedKind: true, "rejected": true, fsm.ToolErrInvalidArguments: true, fsm.ToolErrUnknownTool: true,
-	fsm.SkillRefusedKind: true, fsm.ToolErrBranchFiles: true, fsm.ToolErrReplayOnly: true}
-
-// observe reads a run's events.
-func observe(evs []events.Event) seen {
-	var s seen
-	asked := map[string]toolCall{} // call id → as the model asked
-	for _, ev := range evs {
-		switch ev.Type {
-		case events.TypeModelCalled:
-			if mc, err := events.DecodeAs[*events.ModelCalled](ev); err == nil {
-				s.usage, s.cost = s.usage.Add(mc.Usage), s.cost+mc.Cost
-				for _, tc := range mc.Response.ToolCalls {
-					asked[tc.ID] = toolCall{name: tc.Name, args: tc.Arguments}
-				}
-			}
-		case events.TypeContextCompacted:
-			if cc, err := events.DecodeAs[*events.ContextCompacted](ev); err == nil {
-				s.usage, s.cost = s.usage.Add(cc.Usage), s.cost+cc.Cost
-			}
-		case events.TypeToolResulted:
-			tr, err := events.DecodeAs[*events.ToolResulted](ev)
-			if err != nil || neverRan[tr.ErrorKind] {
-				continue
-			}
-			call, ok := asked[tr.CallID]
-			if !ok {
-				call = toolCall{name: tr.Tool}
-			}
-			s.calls = append(s.calls, call)
-		case events.TypeGuardrailTripped:
-			if gt, err := events.DecodeAs[*events.GuardrailTripped](ev); err == nil {
-				s.tripped = append(s.tripped, gt.Name)
-			}
-		}
-	}
-	return s
-}
-
-// failure is why a run fails the check ("": it passes).
-func (ch Check) failure(re interface{ MatchString(string) bool }, answer string, completed bool, s seen) string {
-	shown := fmt.Sprintf("%q", events.ShortenForMessage(answer, 200))
-	switch {
-	case ch.Contains != "" && !strings.Contains(answer, ch.Contains):
-		return fmt.Sprintf("contains %q: the answer %s does not", ch.Contains, shown)
-	case ch.NotContains != "" && strings.Contains(answer, ch.NotContains):
-		return fmt.Sprintf("not_contains %q: the answer %s does", ch.NotContains, shown)
-	case ch.Matches != "" && !re.MatchString(answer):
-		return fmt.Sprintf("matches %q: the answer %s does not", ch.Matches, shown)
-	case ch.ToolCalled != nil:
-		for _, c := range s.calls {
-			if c.name == ch.ToolCalled.Name && matchesPattern(c.args, ch.ToolCalled.Arguments) {
-				return ""
-			}
-		}
-		return fmt.Sprintf("tool_called %s%s: no such call ran (ran: %s)", ch.ToolCalled.Name, patternText(ch.ToolCalled.Arguments), callsText(s.calls))
-	case ch.ToolNotCalled != "":
-		for _, c := range s.calls {
-			if c.name == ch.ToolNotCalled {
-				return fmt.Sprintf("tool_not_called %s: it ran with %s", ch.ToolNotCalled, c.args)
-			}
-		}
-	case ch.NoGuardrailTripped && len(s.tripped) > 0:
-		return fmt.Sprintf("no_guardrail_tripped: %s tripped", strings.Join(s.tripped, ", "))
-	case ch.MaxTokens > 0 && s.usage.InputTokens+s.usage.OutputTokens > ch.MaxTokens:
-		return fmt.Sprintf("max_tokens %d: the run spent %d", ch.MaxTokens, s.usage.InputTokens+s.usage.OutputTokens)
-	case ch.MaxCost > 0 && s.cost > ch.MaxCost:
-		return fmt.Sprintf("max_cost %g: the run cost %g", ch.MaxCost, s.cost)
-	case ch.Completed && !completed:
-		return "completed: a turn did not complete"
-	}
-	return ""
-}
-
-// matchesPattern says whether JSON arguments hold every key of pattern with the
-// same value (an object in the pattern matches as a pattern of its own).
-func matchesPattern(args json.RawMessage, pattern map[string]any) bool {
-	if len(pattern) == 0 {
-		return true
-	}
-	var got map[string]any
-	if json.Unmarshal(args, &got) != nil {
-		return false
-	}
-	return subset(got, pattern)
-}
-
-func subset(got, want map[string]any) bool {
-	for k, w := range want {
-		g, ok := got[k]
-		if !ok {
-			return false
-		}
-		if wm, ok := w.(map[string]any); ok {
-			gm, ok := g.(map[string]any)
-			if !ok || !subset(gm, wm) {
-				return false
-			}
-			continue
-		}
-		if string(events.MustMarshal(normal(w))) != string(events.MustMarshal(normal(g))) {
-			return false
-		}
-	}
-	return true
-}
-
-// normal is a YAML or JSON value as JSON decodes it (numbers as float64).
-func normal(v any) any {
-	var out any
-	if json.Unmarshal(events.MustMarshal(v), &out) != nil {
-		return v
-	}
-	return out
-}
-
-func patternText(p map[string]any) string {
-	if len(p) == 0 {
-		return ""
-	}
-	return " " + string(events.MustMarshal(p))
-}
-
-func callsText(calls []toolCall) string {
-	if len(calls) == 0 {
-		return "none"
-	}
-	out := make([]string, len(calls))
-	for i, c := range calls {
-		out[i] = c.name + " " + string(c.args)
-	}
-	sort.Strings(out)
-	return strings.Join(out, "; ")
 }

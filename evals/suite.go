@@ -1,12 +1,15 @@
 package evals
 
 import (
+	"cmp"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"strings"
 
+	"github.com/bmatcuk/doublestar/v4"
 	"github.com/goccy/go-yaml"
 	"github.com/turnlog/turnlog/events"
 )
@@ -21,6 +24,10 @@ type Suite struct {
 	Runs     int    `yaml:"runs"`
 	Parallel int    `yaml:"parallel"`
 	Cases    []Case `yaml:"cases"`
+	// Workspace is a folder (relative to the suite) whose files every run's
+	// workspace starts with: each run has a workspace of its own, made under a
+	// temporary root ("": each starts empty).
+	Workspace string `yaml:"workspace"`
 	// Name is the suite's name in reports (default: its file's base name); Dir the
 	// folder its relative paths start from.
 	Name string `yaml:"name"`
@@ -35,10 +42,10 @@ type Case struct {
 	Inputs []string `yaml:"inputs"`
 	Runs   int      `yaml:"runs"`
 	// PassRate is the share of runs that must pass (default 1: all).
-	PassRate *float64 `yaml:"pass_rate"`
-	Approve  []Answer `yaml:"approve"`
-	Expect   []Check  `yaml:"expect"`
-	regexps  []*regexp.Regexp
+	PassRate *float64         `yaml:"pass_rate"`
+	Approve  []Answer         `yaml:"approve"`
+	Expect   []Check          `yaml:"expect"`
+	regexps  []*regexp.Regexp // by check: matches, or a judge's pass_if
 }
 
 // Answer is an approval to give when a turn asks about a tool: yes or no.
@@ -58,7 +65,25 @@ type Check struct {
 	MaxTokens          int64      `yaml:"max_tokens"`
 	MaxCost            float64    `yaml:"max_cost"`
 	Completed          bool       `yaml:"completed"`
+	// FilesChanged are globs (doublestar, workspace-relative) each of which must
+	// match a file the run changed (made, rewrote or removed), by the undo log.
+	FilesChanged []string `yaml:"files_changed"`
+	// Judge is a judged check: an llm of the app reads the inputs and the answer and
+	// says whether the answer meets the rubric.
+	Judge *JudgeCheck `yaml:"judge"`
 }
+
+// JudgeCheck is a check an llm judges: its rubric, which of the app's llms judges
+// (default: the start agent's), and the verdict that passes (a regular expression;
+// default: an answer that begins with PASS).
+type JudgeCheck struct {
+	Rubric string `yaml:"rubric"`
+	LLM    string `yaml:"llm"`
+	PassIf string `yaml:"pass_if"`
+}
+
+// DefaultPassIf is the verdict a judged check passes with unless it says.
+const DefaultPassIf = `(?i)^\W*pass\b`
 
 // ToolCheck is a tool the run must have called: its name, and a JSON pattern its
 // arguments match (every key the pattern gives, with the same value; nested
@@ -132,46 +157,71 @@ func DecodeSuite(data []byte) (*Suite, error) {
 				return nil, events.FieldError(events.CodeInvalid, fmt.Sprintf("%s.approve[%d]", at, j), "takes a tool and an answer, yes or no")
 			}
 		}
-		c.regexps = make([]*regexp.Regexp, len(c.Expect))
 		for j, ch := range c.Expect {
 			if err := checkShape(ch, fmt.Sprintf("%s.expect[%d]", at, j)); err != nil {
 				return nil, err
 			}
-			if ch.Matches != "" {
-				re, err := regexp.Compile(ch.Matches)
-				if err != nil {
-					return nil, events.FieldError(events.CodeInvalid, fmt.Sprintf("%s.expect[%d].matches", at, j), "%v", err)
-				}
-				c.regexps[j] = re
-			}
+		}
+		if err := c.compile(at); err != nil {
+			return nil, err
 		}
 	}
 	return &s, nil
+}
+
+// compile compiles the case's regular expressions (a check's matches, a judge's
+// pass_if); errors name the check at at.
+func (c *Case) compile(at string) error {
+	c.regexps = make([]*regexp.Regexp, len(c.Expect))
+	for j, ch := range c.Expect {
+		expr, field := ch.Matches, "matches"
+		if ch.Judge != nil {
+			expr, field = cmp.Or(ch.Judge.PassIf, DefaultPassIf), "judge.pass_if"
+		}
+		if expr == "" {
+			continue
+		}
+		re, err := regexp.Compile(expr)
+		if err != nil {
+			return events.FieldError(events.CodeInvalid, fmt.Sprintf("%s.expect[%d].%s", at, j, field), "%v", err)
+		}
+		c.regexps[j] = re
+	}
+	return nil
 }
 
 // checkShape refuses a check that sets no expectation or several.
 func checkShape(c Check, at string) error {
 	n := 0
 	for _, set := range []bool{c.Contains != "", c.NotContains != "", c.Matches != "", c.ToolCalled != nil, c.ToolNotCalled != "",
-		c.NoGuardrailTripped, c.MaxTokens > 0, c.MaxCost > 0, c.Completed} {
+		c.NoGuardrailTripped, c.MaxTokens > 0, c.MaxCost > 0, c.Completed, c.FilesChanged != nil, c.Judge != nil} {
 		if set {
 			n++
 		}
 	}
 	switch {
 	case n == 0:
-		return events.FieldError(events.CodeInvalid, at, "sets no expectation (contains, not_contains, matches, tool_called, tool_not_called, no_guardrail_tripped, max_tokens, max_cost, completed)")
+		return events.FieldError(events.CodeInvalid, at, "sets no expectation (contains, not_contains, matches, tool_called, tool_not_called, no_guardrail_tripped, max_tokens, max_cost, completed, files_changed, judge)")
 	case n > 1:
 		return events.FieldError(events.CodeInvalid, at, "sets %d expectations: one a check", n)
 	case c.ToolCalled != nil && c.ToolCalled.Name == "":
 		return events.FieldError(events.CodeInvalid, at+".tool_called.name", "is required")
+	case c.FilesChanged != nil && len(c.FilesChanged) == 0:
+		return events.FieldError(events.CodeInvalid, at+".files_changed", "names no path: give globs, each matching a file the run changes")
+	case c.Judge != nil && strings.TrimSpace(c.Judge.Rubric) == "":
+		return events.FieldError(events.CodeInvalid, at+".judge.rubric", "is required: what the judge holds the answer to")
+	}
+	for i, g := range c.FilesChanged {
+		if g == "" || !doublestar.ValidatePattern(g) || path.IsAbs(g) {
+			return events.FieldError(events.CodeInvalid, fmt.Sprintf("%s.files_changed[%d]", at, i), "%q is not a workspace-relative glob", g)
+		}
 	}
 	return nil
 }
 
 // prepare fills what a case built in code lacks (its inputs, runs, compiled
 // expressions), as decoding does.
-func (c *Case) prepare(runs int) error {
+func (c *Case) prepare(at string, runs int) error {
 	if c.Input != "" && len(c.Inputs) == 0 {
 		c.Inputs = []string{c.Input}
 	}
@@ -181,16 +231,10 @@ func (c *Case) prepare(runs int) error {
 	if len(c.regexps) == len(c.Expect) {
 		return nil
 	}
-	c.regexps = make([]*regexp.Regexp, len(c.Expect))
 	for j, ch := range c.Expect {
-		if ch.Matches == "" {
-			continue
+		if err := checkShape(ch, fmt.Sprintf("%s.expect[%d]", at, j)); err != nil {
+			return err
 		}
-		re, err := regexp.Compile(ch.Matches)
-		if err != nil {
-			return events.FieldError(events.CodeInvalid, fmt.Sprintf("case %s: expect[%d].matches", c.Name, j), "%v", err)
-		}
-		c.regexps[j] = re
 	}
-	return nil
+	return c.compile(at)
 }

@@ -155,6 +155,8 @@ func newPayload(typ string, v int) Payload {
 		return &EvalCaseRun{}
 	case typ == TypeEvalRunEnded && v == 1:
 		return &EvalRunEnded{}
+	case typ == TypeEvalJudged && v == 1:
+		return &EvalJudged{}
 	case typ == TypeGrantGiven && v == 1:
 		return &GrantGiven{}
 	case typ == TypeGrantRevoked && v == 1:
@@ -175,5 +177,5 @@ func Types() []string {
 	return []string{TypeSessionCreated, TypeSessionBranched, TypeTurnStarted, TypeModelCalled, TypeToolScheduled,
 		TypeToolResulted, TypeFilesChanged, TypeWorkspaceReverted, TypeApprovalRequested, TypeApprovalResolved, TypeReviewRequested, TypeReviewResolved,
 		TypeTurnSuspended, TypeTurnResumed, TypeGuardrailChecked, TypeGuardrailTripped, TypeLoopDetected, TypeAnswerWithoutEvidence, TypeHandoffOccurred, TypePolicyDecided, TypeContextCompacted, TypeSkillLoaded, TypeTurnCommitted, TypeTurnFailed, TypeTurnCanceled, TypeTurnRecovered,
-		TypeBudgetReached, TypeBudgetResolved, TypeEvalRunStarted, TypeEvalCaseRun, TypeEvalRunEnded, TypeInputQueued, TypeQueuedInputDropped, TypeGrantGiven, TypeGrantRevoked}
+		TypeBudgetReached, TypeBudgetResolved, TypeEvalRunStarted, TypeEvalCaseRun, TypeEvalJudged, TypeEvalRunEnded, TypeInputQueued, TypeQueuedInputDropped, TypeGrantGiven, TypeGrantRevoked}
 }

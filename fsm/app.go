@@ -59,8 +59,11 @@ type App struct {
 	// Budgets bound what the app's model calls spend (nil: none); Prices are what
 	// each llm's tokens cost, by llm id (a budget's cost counts with them);
 	// BudgetZone is the time zone of a user_day (nil: UTC).
-	Budgets    *Budgets
-	Prices     map[string]Price
+	Budgets *Budgets
+	Prices  map[string]Price
+	// Models are the app's llms by id, whichever agent uses them (an eval suite's
+	// judge calls one; nil: only the agents' own).
+	Models     map[string]Model
 	BudgetZone *time.Location
 	// BudgetExtendBy is who may extend its budgets: ExtendByOwner ("" too) or
 	// ExtendByOperator. Anyone who may answer may stop a turn.

@@ -120,6 +120,9 @@ func (a *App) recordedDay(t time.Time) string {
 	return a.budgetDay(t)
 }
 
+// CostOf is what usage of llm costs by the app's price table (0: no price).
+func (a *App) CostOf(llm string, u events.Usage) float64 { return a.costOf(llm, u) }
+
 // costOf is what a call of llm with usage costs (0 without a price).
 func (a *App) costOf(llm string, u events.Usage) float64 {
 	p, ok := a.Prices[llm]

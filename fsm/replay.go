@@ -279,7 +279,8 @@ func (e *Engine) replayTurn(ctx context.Context, rec []events.Event) error {
 // replay appends it where it came.
 func betweenTurns(ev events.Event) bool {
 	return isQueueEvent(ev) || ev.Turn == "" && (ev.Type == events.TypeWorkspaceReverted || ev.Type == events.TypeGrantRevoked ||
-		ev.Type == events.TypeEvalRunStarted || ev.Type == events.TypeEvalCaseRun || ev.Type == events.TypeEvalRunEnded)
+		ev.Type == events.TypeEvalRunStarted || ev.Type == events.TypeEvalCaseRun || ev.Type == events.TypeEvalJudged ||
+		ev.Type == events.TypeEvalRunEnded)
 }
 
 func recordsFailure(rec []events.Event, code events.Code) bool {

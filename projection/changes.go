@@ -241,7 +241,11 @@ func Changes(ev events.Event) ([]Change, error) {
 		if len(e.Failures) > 0 {
 			failures = events.MustMarshal(e.Failures)
 		}
-		return []Change{EvalResultAdded{Log: ev.Session, Seq: ev.Seq, Result: *e, Failures: failures, At: ev.At}}, nil
+		var needs json.RawMessage
+		if len(e.NeedsJudge) > 0 {
+			needs = events.MustMarshal(e.NeedsJudge)
+		}
+		return []Change{EvalResultAdded{Log: ev.Session, Seq: ev.Seq, Result: *e, Failures: failures, NeedsJudge: needs, At: ev.At}}, nil
 	case *events.TurnSuspended:
 		return []Change{TurnPaused{Session: ev.Session, Turn: ev.Turn, Status: TurnSuspended}}, nil
 	case *events.TurnResumed:

@@ -14,7 +14,9 @@ type EvalResultAdded struct {
 	Seq      int64
 	Result   events.EvalCaseRun
 	Failures json.RawMessage // the failures as JSON (null: none)
-	At       time.Time
+	// NeedsJudge are the judged checks waiting for a judge, as JSON (null: none).
+	NeedsJudge json.RawMessage
+	At         time.Time
 }
 
 func (EvalResultAdded) change() {}

@@ -285,7 +285,8 @@ func TestHistoryEditsFilledOnUpgrade(t *testing.T) {
 	// Back to schema version 8: undo 0009 and every later migration.
 	for _, q := range []string{`DROP TABLE content_refs`, `DROP TABLE contents`, `DROP TABLE content_chunks`, `DROP TRIGGER events_append_only_delete`, `DROP TRIGGER blobs_append_only_delete`, `DROP TABLE erasures`, `DROP TABLE erasing`, `DROP TABLE ui_sessions`, `DROP VIEW webhook_deliveries`, `DROP TABLE webhook_outbox`,
 		`DROP VIEW history`, `ALTER TABLE proj_interrupts DROP COLUMN answered_by`,
-		`ALTER TABLE proj_interrupts DROP COLUMN edited_arguments`, `DELETE FROM schema_migrations WHERE version >= 9`} {
+		`ALTER TABLE proj_interrupts DROP COLUMN edited_arguments`, `DROP VIEW eval_results`, `DROP TABLE proj_eval_results`,
+		`DELETE FROM schema_migrations WHERE version >= 9`} {
 		if _, err := db.Exec(q); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}

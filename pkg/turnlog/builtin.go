@@ -58,6 +58,11 @@ func (b builder) builtinTools(at string, c config.App, access *policy.Engine, to
 	}
 	scope := workspacetools.ScopeUser
 	switch {
+	case b.opts.Workspace != "" && b.opts.WorkspaceScope != "":
+		scope = workspacetools.Scope(b.opts.WorkspaceScope)
+		if !slices.Contains(workspacetools.Scopes, scope) {
+			return fmt.Errorf("unknown workspace scope %q (%v)", b.opts.WorkspaceScope, workspacetools.Scopes)
+		}
 	case b.opts.Workspace != "":
 		scope = workspacetools.ScopeShared // a folder named for this run (turnlog run --workspace)
 	case c.Policy.WorkspaceScope != "":

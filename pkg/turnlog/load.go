@@ -272,6 +272,7 @@ func (b builder) app(name string, c config.App, policy *fsm.GuardrailPolicy) (*f
 		return nil, err
 	}
 	app.Prices = b.doc.Prices(c.LLMs)
+	app.Models = models
 	if err := b.doc.CheckPrices(at, c); err != nil {
 		return nil, err
 	}

@@ -59,6 +59,10 @@ type Options struct {
 	LeaseTTL time.Duration
 	// Workspace, when set, replaces the policy workspace of every app that has one.
 	Workspace string
+	// WorkspaceScope, with Workspace, is whose each workspace under it is ("user",
+	// "session"; default "shared": Workspace is the one workspace, as for turnlog run
+	// --workspace). turnlog eval gives each run a workspace of its own: "session".
+	WorkspaceScope string
 	// NeverDial are addresses (host:port) no sandboxed command may reach, even where
 	// a rule names them: the program's own listeners.
 	NeverDial []string

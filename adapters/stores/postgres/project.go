@@ -42,8 +42,8 @@ const (
 		UNION ALL
 		SELECT 'x', agent, scope, level, day, 0::bigint, input_tokens, 0::bigint, output_tokens, 0::bigint, total_tokens, cost
 		FROM proj_budget_extensions WHERE app = $2 AND owner = $3 AND day = $4 AND scope = 'user_day'`
-	qEvalResultAdd = `INSERT INTO proj_eval_results (session_id, seq, run_id, suite, case_name, attempt, case_session, passed, failures, input_tokens, output_tokens, cost, took_ms, at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`
+	qEvalResultAdd = `INSERT INTO proj_eval_results (session_id, seq, run_id, suite, case_name, attempt, case_session, passed, failures, input_tokens, output_tokens, cost, took_ms, at, needs_judge)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`
 	// One statement adds every item of a commit, numbered from 0 in order; each keeps
 	// its canonical bytes (json keeps text as it is given).
 	qHistoryAdd = `INSERT INTO proj_history (session_id, seq, idx, turn_id, item) SELECT $1, $2, t.ord - 1, $3, t.item::json FROM unnest($4::text[]) WITH ORDINALITY AS t(item, ord)`
@@ -109,7 +109,7 @@ func applyChanges(ctx context.Context, tx execer, changes []projection.Change) e
 		case projection.EvalResultAdded:
 			r := c.Result
 			_, err = tx.ExecContext(ctx, qEvalResultAdd, c.Log, c.Seq, r.Run, r.Suite, r.Case, r.Attempt, r.Session, r.Passed,
-				sqlrows.NullString(string(c.Failures)), r.Usage.InputTokens, r.Usage.OutputTokens, r.Cost, r.TookMS, sqlrows.FormatTime(c.At))
+				sqlrows.NullString(string(c.Failures)), r.Usage.InputTokens, r.Usage.OutputTokens, r.Cost, r.TookMS, sqlrows.FormatTime(c.At), sqlrows.NullString(string(c.NeedsJudge)))
 		default:
 			err = fmt.Errorf("unknown projection change %T", c)
 		}

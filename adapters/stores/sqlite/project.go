@@ -62,7 +62,7 @@ func (w *writer) applyChanges(ctx context.Context, changes []projection.Change) 
 		case projection.EvalResultAdded:
 			r := c.Result
 			_, err = w.evalResultAdd.ExecContext(ctx, c.Log, c.Seq, r.Run, r.Suite, r.Case, r.Attempt, r.Session, r.Passed,
-				sqlrows.NullString(string(c.Failures)), r.Usage.InputTokens, r.Usage.OutputTokens, r.Cost, r.TookMS, sqlrows.FormatTime(c.At))
+				sqlrows.NullString(string(c.Failures)), r.Usage.InputTokens, r.Usage.OutputTokens, r.Cost, r.TookMS, sqlrows.FormatTime(c.At), sqlrows.NullString(string(c.NeedsJudge)))
 		default:
 			err = fmt.Errorf("unknown projection change %T", c)
 		}

@@ -83,8 +83,8 @@ ORDER BY l.depth DESC, h.seq, h.idx`
 		SELECT 'x', agent, scope, level, day, 0, input_tokens, 0, output_tokens, 0, total_tokens, cost
 		FROM proj_budget_extensions WHERE app = ?2 AND owner = ?3 AND day = ?4 AND scope = 'user_day'`
 
-	qEvalResultAdd = `INSERT INTO proj_eval_results (session_id, seq, run_id, suite, case_name, attempt, case_session, passed, failures, input_tokens, output_tokens, cost, took_ms, at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	qEvalResultAdd = `INSERT INTO proj_eval_results (session_id, seq, run_id, suite, case_name, attempt, case_session, passed, failures, input_tokens, output_tokens, cost, took_ms, at, needs_judge)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 	qCreateMigrations = `CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL) STRICT`
 	qMaxMigration     = `SELECT coalesce(max(version), 0) FROM schema_migrations`
