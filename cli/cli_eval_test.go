@@ -59,26 +59,35 @@ func TestEvalRunsASuite(t *testing.T) {
 
 // TestEvalRecordsAndReplaysASuite: --record writes the run's recording; --replay
 // checks it again under a suite whose judged rubric changed: the case needs a judge
-// (exit 4, said on stderr) until --allow-judge, which judges it again; --allow-judge
-// without --replay is refused.
+// (exit 4, said on stderr) until --allow-judge, which judges it again; a suite whose
+// approvals changed, --runs with --replay and --allow-judge without it are refused.
 func TestEvalRecordsAndReplaysASuite(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	db, rec := filepath.Join(dir, "eval.db"), filepath.Join(dir, "recording.json")
 	suite := filepath.Join("examples", "demo", "eval.yaml")
-	if out, stderr, err := runCLI(t, "eval", "--db", db, "--synchronous", "OFF", "--runs", "1", "--record", rec, suite); err != nil {
+	if out, stderr, err := runCLI(t, "eval", "--db", db, "--synchronous", "OFF", "--record", rec, suite); err != nil {
 		t.Fatalf("the recorded run: %v\n%s%s", err, out, stderr)
 	}
 	raw, _ := os.ReadFile(suite)
 	changed := strings.Replace(string(raw), "and guesses nothing.", "and names no refund.", 1)
 	os.WriteFile(filepath.Join(dir, "changed.yaml"), []byte(changed), 0o600)
 	out, stderr, err := runCLI(t, "eval", "--db", db, "--synchronous", "OFF", "--replay", rec, filepath.Join(dir, "changed.yaml"))
-	if ExitCode(err) != 4 || !strings.Contains(out, "order status      0/1 NEEDS_JUDGE") || !strings.Contains(stderr, "needs_judge: order status") {
+	if ExitCode(err) != 4 || !strings.Contains(out, "order status      0/2 NEEDS_JUDGE") || !strings.Contains(stderr, "needs_judge: order status") {
 		t.Fatalf("a changed rubric replayed: exit %d\n%s%s", ExitCode(err), out, stderr)
 	}
 	out, stderr, err = runCLI(t, "eval", "--db", db, "--synchronous", "OFF", "--replay", rec, "--allow-judge", filepath.Join(dir, "changed.yaml"))
-	if err != nil || !strings.Contains(out, "order status      1/1 ok") {
+	if err != nil || !strings.Contains(out, "order status      2/2 ok") {
 		t.Fatalf("a changed rubric judged: exit %d\n%s%s", ExitCode(err), out, stderr)
+	}
+	// A replay checks what ran: other approvals, or another number of runs, are refused.
+	os.WriteFile(filepath.Join(dir, "refused.yaml"), []byte(strings.Replace(string(raw), `answer: "yes"`, `answer: "no"`, 1)), 0o600)
+	if _, _, err := runCLI(t, "eval", "--db", db, "--replay", rec, filepath.Join(dir, "refused.yaml")); err == nil ||
+		!strings.Contains(err.Error(), `cases[3].approve: case "refund approved" gave other approvals in the recording`) {
+		t.Fatalf("other approvals replayed: %v", err)
+	}
+	if _, _, err := runCLI(t, "eval", "--db", db, "--replay", rec, "--runs", "5", suite); err == nil || !strings.Contains(err.Error(), "runs") {
+		t.Fatalf("--runs with --replay: %v", err)
 	}
 	if _, _, err := runCLI(t, "eval", "--db", db, "--allow-judge", suite); err == nil || !strings.Contains(err.Error(), "allow-judge") {
 		t.Fatalf("--allow-judge without --replay: %v", err)

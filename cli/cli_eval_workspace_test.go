@@ -34,10 +34,11 @@ const evalShellConfig = `apps:
 `
 
 // TestEvalRunsEachCaseInAWorkspaceOfItsOwn: each run of a case gets a workspace of
-// its own under the eval's root, seeded from the suite's folder — two runs at once
-// both edit the seeded file — and files_changed checks what the undo log says the run
-// changed: a run that only reads fails it, naming what changed. The app's own
-// workspace is untouched; --workspaces keeps the runs' folders.
+// its own under the eval's root, seeded from the suite's folder (named by a link; its
+// own links copied, one leading out of it refused) — two runs at once both edit the
+// seeded file — and files_changed checks what the undo log says the run changed
+// ("./a" is "a", "docs/" all in it): a run that only reads fails it, naming what
+// changed. The app's own workspace is untouched; --workspaces keeps the runs' folders.
 func TestEvalRunsEachCaseInAWorkspaceOfItsOwn(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -49,19 +50,21 @@ func TestEvalRunsEachCaseInAWorkspaceOfItsOwn(t *testing.T) {
 		}
 	}
 	os.WriteFile(filepath.Join(seed, "notes.txt"), []byte("one\n"), 0o640)
+	os.Symlink("notes.txt", filepath.Join(seed, "notes-link")) // a link to its own file is copied
+	os.Symlink("seed", filepath.Join(dir, "seed-link"))        // the suite names the folder by a link
 	os.WriteFile(filepath.Join(dir, "agent.yaml"), []byte(strings.Replace(evalShellConfig, "%WS%", own, 1)), 0o600)
 	os.WriteFile(filepath.Join(dir, "suite.yaml"), []byte(`config: agent.yaml
 app: ops
-workspace: seed
+workspace: seed-link
 runs: 2
 parallel: 2
 cases:
   - name: edit
     inputs: [read the notes, edit the notes]
-    expect: [{files_changed: [notes.txt]}, {tool_called: {name: edit_file}}]
+    expect: [{files_changed: [./notes.txt]}, {tool_called: {name: edit_file}}]
   - name: write
     input: write the docs
-    expect: [{files_changed: ["docs/*.txt"]}]
+    expect: [{files_changed: ["docs/*.txt", "docs/"]}]
   - name: read
     input: read the notes
     expect: [{files_changed: [notes.txt]}]
@@ -93,5 +96,14 @@ cases:
 	}
 	if raw, _ := os.ReadFile(filepath.Join(seed, "notes.txt")); string(raw) != "one\n" {
 		t.Fatalf("the suite's folder changed: %q", raw)
+	}
+	if target, err := os.Readlink(filepath.Join(kept, "sessions", sessions[0].Name(), "notes-link")); err != nil || target != "notes.txt" {
+		t.Fatalf("the seed's link: %q %v", target, err)
+	}
+	// A link that leads out of the folder is not copied into a run's workspace.
+	os.Symlink("../agent.yaml", filepath.Join(seed, "escape"))
+	_, _, err = runCLI(t, "eval", "--db", filepath.Join(dir, "eval.db"), "--synchronous", "OFF", filepath.Join(dir, "suite.yaml"))
+	if err == nil || !strings.Contains(err.Error(), "link escape points outside it (../agent.yaml)") {
+		t.Fatalf("a link out of the workspace folder: %v", err)
 	}
 }

@@ -31,7 +31,7 @@ func cmdEval(ctx context.Context, c *cliContext, args []string) error {
 	as := fs.String("as", "eval", "the user the runs' sessions belong to (the inspector shows a user's eval runs)")
 	record := fs.String("record", "", "write the run's recording to this file: every run's events and the judges' verdicts, for a later --replay")
 	replay := fs.String("replay", "", "run no case: check the runs of this recording again with the suite's checks as they are now, calling no model")
-	allowJudge := fs.Bool("allow-judge", false, "with --replay: call the judge of a judged check no recorded verdict answers (its rubric changed); without it the run needs_judge")
+	allowJudge := fs.Bool("allow-judge", false, "with --replay: call the judge of a judged check no recorded verdict answers (its rubric, judge or answer changed, or it is new); without it the run needs_judge")
 	workspaces := fs.String("workspaces", "", "make each run's workspace under this folder, and keep them (default: a temporary folder, removed at the end)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -41,6 +41,9 @@ func cmdEval(ctx context.Context, c *cliContext, args []string) error {
 	}
 	if *allowJudge && *replay == "" {
 		return events.FieldError(events.CodeInvalid, "allow-judge", "goes with --replay: a run that is not a replay judges every judged check")
+	}
+	if *runs > 0 && *replay != "" {
+		return events.FieldError(events.CodeInvalid, "runs", "goes without --replay: a replay checks the runs the recording holds")
 	}
 	suite, err := evals.ReadSuite(fs.Arg(0))
 	if err != nil {
@@ -124,7 +127,7 @@ func cmdEval(ctx context.Context, c *cliContext, args []string) error {
 	failed := !rep.Passed
 	for _, cr := range rep.Cases {
 		if cr.Status == evals.StatusNeedsJudge {
-			fmt.Fprintf(c.stderr, "needs_judge: %s: a judged check's rubric changed since the recording; --allow-judge asks the judge\n", cr.Name)
+			fmt.Fprintf(c.stderr, "needs_judge: %s: a judged check has no recorded verdict on its request (its rubric, judge or answer changed, or it is new); --allow-judge asks the judge\n", cr.Name)
 		}
 	}
 	if base != nil {

@@ -54,7 +54,7 @@ func filesFailure(globs, changed []string) string {
 	for _, g := range globs {
 		found := false
 		for _, p := range changed {
-			if ok, _ := doublestar.Match(g, p); ok {
+			if ok, _ := doublestar.Match(workspaceGlob(g), p); ok {
 				found = true
 				break
 			}

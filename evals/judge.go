@@ -62,11 +62,13 @@ func judgeRequest(llm, rubric string, inputs []string, answer string) (instructi
 	return instructions, message, hex.EncodeToString(sum[:])
 }
 
-// verdictKey finds a recorded verdict: the run of the case it judged and the request.
+// verdictKey finds a recorded verdict: the run of the case it judged, the request,
+// and which of the run's checks with that same request it is (from 0, in order).
 type verdictKey struct {
 	caseName string
 	attempt  int
 	hash     string
+	nth      int
 }
 
 // judged is a judged check's outcome on one run: its verdict (nil: none — it needs a
@@ -79,13 +81,17 @@ type judged struct {
 // judge judges check j of c on one run: with the verdict recorded for the same
 // request, else — when the runner may call one — the judge model (a call, recorded
 // by the caller); else the run needs a judge.
-func (r *Runner) judge(ctx context.Context, app *fsm.App, c *Case, j int, run *Run, answer string) judged {
+// seen counts the run's judged requests, so that two checks with the same request
+// each find their own verdict.
+func (r *Runner) judge(ctx context.Context, app *fsm.App, c *Case, j int, run *Run, answer string, seen map[string]int) judged {
 	ch := c.Expect[j].Judge
 	llm := judgeLLM(app, ch)
 	instructions, message, hash := judgeRequest(llm, ch.Rubric, c.Inputs, answer)
 	v := events.EvalJudged{Run: r.RunID, Case: c.Name, Attempt: run.Attempt, Check: j, Session: run.Session, LLM: llm,
 		Rubric: ch.Rubric, RequestHash: hash, Message: message}
-	if rec, ok := r.verdicts[verdictKey{c.Name, run.Attempt, hash}]; ok {
+	key := verdictKey{c.Name, run.Attempt, hash, seen[hash]}
+	seen[hash]++
+	if rec, ok := r.verdicts[key]; ok {
 		v.Verdict, v.Usage, v.Cost, v.Recorded = rec.Verdict, rec.Usage, rec.Cost, true
 	} else if r.Replay != nil && !r.AllowJudge {
 		return judged{}

@@ -65,7 +65,7 @@ func (r *Report) JUnit(w io.Writer) error {
 		return err
 	}
 	ts := testsuite{Name: r.Suite, Package: r.Suite, Timestamp: r.Started.UTC().Format("2006-01-02T15:04:05"), Hostname: host,
-		Tests: len(r.Cases), Time: secs(r.Took), Properties: []property{{"run_id", r.RunID}}, SystemOut: text{table.String()}}
+		Tests: len(r.Cases), Time: secs(r.Took), Properties: []property{{"run_id", r.RunID}}, SystemOut: text{xmlText(table.String())}}
 	for _, c := range r.Cases {
 		ts.Properties = append(ts.Properties, property{c.Name + ".passes", fmt.Sprint(c.Passes)}, property{c.Name + ".runs", fmt.Sprint(c.Runs)},
 			property{c.Name + ".tokens", fmt.Sprint(c.Tokens)}, property{c.Name + ".cost", fmt.Sprint(c.Cost)},
@@ -75,11 +75,11 @@ func (r *Report) JUnit(w io.Writer) error {
 		switch c.Status {
 		case StatusFailed:
 			ts.Failures++
-			tc.Failure = &outcome{Type: "eval", Message: msg, Text: strings.Join(c.Failures, "\n")}
+			tc.Failure = &outcome{Type: "eval", Message: msg, Text: xmlText(strings.Join(c.Failures, "\n"))}
 		case StatusNeedsJudge:
 			ts.Errors++
 			tc.Error = &outcome{Type: StatusNeedsJudge, Message: fmt.Sprintf("%s; %d wait for a judge", msg, c.NeedsJudge),
-				Text: strings.Join(append(append([]string{}, c.Failures...), c.Waiting...), "\n")}
+				Text: xmlText(strings.Join(append(append([]string{}, c.Failures...), c.Waiting...), "\n"))}
 		}
 		ts.Testcases = append(ts.Testcases, tc)
 	}
@@ -93,4 +93,16 @@ func (r *Report) JUnit(w io.Writer) error {
 	}
 	_, err = io.WriteString(w, "\n")
 	return err
+}
+
+// xmlText is s with each character XML 1.0 does not allow (control characters, a
+// lone surrogate, U+FFFE, U+FFFF) as U+FFFD — what the encoder does in attributes,
+// and not in CDATA.
+func xmlText(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '\t' || r == '\n' || r == '\r' || r >= 0x20 && r <= 0xD7FF || r >= 0xE000 && r <= 0xFFFD || r >= 0x10000 && r <= 0x10FFFF {
+			return r
+		}
+		return '\uFFFD'
+	}, s)
 }

@@ -5,8 +5,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
+	junit "github.com/joshdk/go-junit"
 	"github.com/turnlog/turnlog/evals"
 )
 
@@ -54,4 +57,28 @@ func validJUnit(t *testing.T, rep *evals.Report) []byte {
 		}
 	}
 	return x.Bytes()
+}
+
+// TestTheJUnitReportIsXMLWhateverTheTextHolds: control characters, a NUL, U+FFFE and
+// "]]>" in a case's name or failures (an agent's text, a tool's error) leave a report
+// that validates and reads back, each character XML refuses as U+FFFD.
+func TestTheJUnitReportIsXMLWhateverTheTextHolds(t *testing.T) {
+	t.Parallel()
+	rep := &evals.Report{Suite: "odd <suite> & \x01", RunID: "r", Started: time.Unix(0, 0), Cases: []evals.CaseReport{
+		{Name: "colour \x1b[31mred\x1b[0m", Runs: 1, Required: 1, Status: evals.StatusFailed, Sessions: []string{"s"},
+			Failures: []string{"turn \"x\" ended failed: \x00 boom ]]> \uFFFE and \xff"}},
+		{Name: "waiting", Runs: 2, Passes: 1, NeedsJudge: 1, Required: 1, Status: evals.StatusNeedsJudge, Waiting: []string{"run 2: judge ]]>"}},
+	}}
+	x := validJUnit(t, rep)
+	suites, err := junit.Ingest(x)
+	if err != nil || len(suites) != 1 || len(suites[0].Tests) != 2 {
+		t.Fatalf("read back: %v\n%s", err, x)
+	}
+	failed := suites[0].Tests[0]
+	if failed.Status != junit.StatusFailed || !strings.Contains(failed.Error.Error(), "\uFFFD boom ]]> \uFFFD") || failed.Name != "colour \uFFFD[31mred\uFFFD[0m" {
+		t.Fatalf("the failed case read back: %+v %v", failed, failed.Error)
+	}
+	if w := suites[0].Tests[1]; w.Status != junit.StatusError || !strings.Contains(w.Error.Error(), "judge ]]>") {
+		t.Fatalf("the waiting case read back: %+v", w)
+	}
 }

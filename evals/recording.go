@@ -26,12 +26,14 @@ type Recording struct {
 	Verdict []events.Event `json:"verdicts,omitempty"` // EvalJudged, as the run's own log keeps them
 }
 
-// RecordedRun is one run of a case: its inputs, its session and events, what ended
-// it before any check (a question the case had no answer for), and its time.
+// RecordedRun is one run of a case: its inputs and the approvals it gave, its session
+// and events, what ended it before any check (a question the case had no answer
+// for), and its time.
 type RecordedRun struct {
 	Case        string         `json:"case"`
 	Attempt     int            `json:"attempt"`
 	Inputs      []string       `json:"inputs"`
+	Approve     []Answer       `json:"approve,omitempty"`
 	Session     string         `json:"session_id"`
 	RunFailures []string       `json:"run_failures,omitempty"`
 	TookMS      int64          `json:"took_ms"`
@@ -78,13 +80,18 @@ func (rec *Recording) verdicts() (map[verdictKey]events.EvalJudged, error) {
 		if err != nil {
 			return nil, events.FieldError(events.CodeInvalid, "replay", "a verdict of the recording: %v", err)
 		}
-		out[verdictKey{v.Case, v.Attempt, v.RequestHash}] = *v
+		key := verdictKey{v.Case, v.Attempt, v.RequestHash, 0}
+		for _, taken := out[key]; taken; _, taken = out[key] {
+			key.nth++
+		}
+		out[key] = *v
 	}
 	return out, nil
 }
 
 // runsOf are the recorded runs of each of the suite's cases, refused where a case
-// was not recorded or ran other inputs (a replay checks what ran; it runs nothing).
+// was not recorded, ran other inputs or approvals, or another number of times (a
+// replay checks what ran; it runs nothing).
 func (rec *Recording) runsOf(s *Suite) (map[string][]*RecordedRun, error) {
 	if rec.App != s.App {
 		return nil, events.FieldError(events.CodeInvalid, "app", "the recording ran app %q, the suite names %q", rec.App, s.App)
@@ -105,6 +112,14 @@ func (rec *Recording) runsOf(s *Suite) (map[string][]*RecordedRun, error) {
 				return nil, events.FieldError(events.CodeInvalid, fmt.Sprintf("cases[%d].inputs", i),
 					"case %q ran other inputs in the recording (%q): a replay checks what ran, run the suite to record it anew", c.Name, r.Inputs)
 			}
+			if !slices.Equal(r.Approve, c.Approve) {
+				return nil, events.FieldError(events.CodeInvalid, fmt.Sprintf("cases[%d].approve", i),
+					"case %q gave other approvals in the recording (%v): a replay checks what ran, run the suite to record it anew", c.Name, r.Approve)
+			}
+		}
+		if len(runs) != c.Runs {
+			return nil, events.FieldError(events.CodeInvalid, fmt.Sprintf("cases[%d].runs", i),
+				"case %q ran %d times in the recording, the suite asks %d: a replay checks what ran, run the suite to record it anew", c.Name, len(runs), c.Runs)
 		}
 	}
 	return out, nil

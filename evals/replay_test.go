@@ -89,8 +89,9 @@ func demoSuite(t *testing.T, edits ...string) *evals.Suite {
 // fails — checks the recordings again with the suite's checks as they are now: a
 // changed check changes the result and calls nothing; a judged check whose rubric
 // changed needs a judge (not passed, not failed; so in the log, the eval_results view
-// and JUnit) until AllowJudge calls the judge, once a run; a recording of that run
-// replays with no call; a changed pass_if is applied to the recorded verdict; a case
+// and JUnit; no regression against a baseline) until AllowJudge calls the judge,
+// once a run; a second check with the same request has no verdict of its own; a
+// recording of that run replays with no call; a changed pass_if is applied to the recorded verdict; a case
 // the recording lacks, or ran with other inputs, is refused by name.
 func TestARecordedSuiteIsCheckedAgainWithoutAModel(t *testing.T) {
 	t.Parallel()
@@ -147,6 +148,15 @@ func TestARecordedSuiteIsCheckedAgainWithoutAModel(t *testing.T) {
 	if waiting.Passed || c.Status != evals.StatusNeedsJudge || c.NeedsJudge != 2 || len(c.Failures) != 0 || len(c.Waiting) != 2 ||
 		offlineCalls("scripted-judge") != 0 {
 		t.Fatalf("a changed rubric without a judge: %+v", c)
+	}
+	if regs := waiting.Compare(same, 0, 0); len(regs) != 0 {
+		t.Fatalf("a case waiting for a judge is no regression: %+v", regs)
+	}
+	// A second check with the same request has a verdict of its own: none recorded.
+	twice := replay("twice", false, demoSuite(t, "          llm: scripted-judge\n",
+		"          llm: scripted-judge\n      - judge: {rubric: \"The answer gives the order's status and its carrier, and guesses nothing.\", llm: scripted-judge}\n"), recording)
+	if c := status(twice, "order status"); c.Status != evals.StatusNeedsJudge || len(c.Waiting) != 2 || len(c.Failures) != 0 {
+		t.Fatalf("a judged check repeated: %+v", c)
 	}
 	x := validJUnit(t, waiting)
 	if !strings.Contains(string(x), `<error message="0 of 2 runs passed (100% needed); 2 wait for a judge" type="needs_judge">`) {

@@ -43,8 +43,9 @@ type CaseReport struct {
 	Required   float64       `json:"required"`
 	Passed     bool          `json:"passed"`
 	Status     string        `json:"status"`
-	Tokens     int64         `json:"tokens"` // a run's, on average
-	Cost       float64       `json:"cost"`   // a run's, on average
+	Tokens     int64         `json:"tokens"`               // a run's, on average
+	Cost       float64       `json:"cost"`                 // a run's, on average
+	JudgeCost  float64       `json:"judge_cost,omitempty"` // a run's judged checks', on average
 	P50        time.Duration `json:"p50_ns"`
 	Sessions   []string      `json:"sessions"`
 	Failures   []string      `json:"failures,omitempty"`
@@ -69,6 +70,7 @@ func report(s *Suite, runID string, runs []Run, began time.Time, took time.Durat
 			cr.Sessions = append(cr.Sessions, r.Session)
 			cr.Tokens += r.Usage.InputTokens + r.Usage.OutputTokens
 			cr.Cost += r.Cost
+			cr.JudgeCost += r.JudgeCost
 			times = append(times, r.Took)
 			switch {
 			case r.Passed:
@@ -86,6 +88,7 @@ func report(s *Suite, runID string, runs []Run, began time.Time, took time.Durat
 		if cr.Runs > 0 {
 			cr.Tokens /= int64(cr.Runs)
 			cr.Cost /= float64(cr.Runs)
+			cr.JudgeCost /= float64(cr.Runs)
 			slices.Sort(times)
 			cr.P50 = times[len(times)/2]
 		}
@@ -161,7 +164,13 @@ func (r *Report) Compare(baseline *Report, maxDrop, maxCostRise float64) []Regre
 			continue
 		}
 		b := baseline.Cases[i]
-		if b.PassRate-c.PassRate > maxDrop+1e-9 {
+		// Runs waiting for a judge count as passes here: the case is reported as
+		// waiting, and is a regression only if it dropped even so.
+		rate := c.PassRate
+		if c.Runs > 0 {
+			rate = float64(c.Passes+c.NeedsJudge) / float64(c.Runs)
+		}
+		if b.PassRate-rate > maxDrop+1e-9 {
 			out = append(out, Regression{Case: c.Name, Reason: fmt.Sprintf("pass rate %.0f%% → %.0f%%", b.PassRate*100, c.PassRate*100)})
 		}
 		if c.Cost > b.Cost*(1+maxCostRise)+1e-12 { // from nothing, any cost is a rise

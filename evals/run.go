@@ -63,6 +63,7 @@ type Run struct {
 	NeedsJudge []string      `json:"needs_judge,omitempty"`
 	Usage      events.Usage  `json:"usage"`
 	Cost       float64       `json:"cost"`
+	JudgeCost  float64       `json:"judge_cost,omitempty"` // what its judged checks' calls cost (not the run's own)
 	Took       time.Duration `json:"took_ns"`
 	Answer     string        `json:"answer"`
 }
@@ -205,14 +206,16 @@ func (r *Runner) runJob(ctx context.Context, s *Suite, app *fsm.App, j job) (don
 	run := &d.run
 	run.Answer, run.Usage, run.Cost = o.answer, o.usage, o.cost
 	run.Failures = append(append(run.Failures, d.runFailures...), o.ended...)
+	judgedRequests := map[string]int{}
 	for k, ch := range j.c.Expect {
 		if ch.Judge != nil {
-			jd := r.judge(ctx, app, j.c, k, run, o.answer)
+			jd := r.judge(ctx, app, j.c, k, run, o.answer, judgedRequests)
 			switch {
 			case jd.verdict == nil && jd.failure == "":
-				run.NeedsJudge = append(run.NeedsJudge, fmt.Sprintf("judge %q: no verdict recorded for this rubric and answer; --allow-judge asks the judge", short(ch.Judge.Rubric)))
+				run.NeedsJudge = append(run.NeedsJudge, fmt.Sprintf("judge %q: the recording has no verdict on this request (the rubric, the judge or the answer changed, or the check is new); --allow-judge asks the judge", short(ch.Judge.Rubric)))
 			case jd.verdict != nil:
 				d.verdicts = append(d.verdicts, *jd.verdict)
+				run.JudgeCost += jd.verdict.Cost
 			}
 			if jd.failure != "" {
 				run.Failures = append(run.Failures, jd.failure)
@@ -269,7 +272,7 @@ func (r *Runner) runCase(ctx context.Context, s *Suite, app *fsm.App, c *Case, a
 func (r *Runner) recording(s *Suite, jobs []job, results []done) *Recording {
 	out := &Recording{Format: RecordingFormat, Version: 1, Suite: s.Name, App: s.App, Run: r.RunID}
 	for i, d := range results {
-		out.Runs = append(out.Runs, RecordedRun{Case: d.run.Case, Attempt: d.run.Attempt, Inputs: jobs[i].c.Inputs, Session: d.run.Session,
+		out.Runs = append(out.Runs, RecordedRun{Case: d.run.Case, Attempt: d.run.Attempt, Inputs: jobs[i].c.Inputs, Approve: jobs[i].c.Approve, Session: d.run.Session,
 			RunFailures: d.runFailures, TookMS: d.run.Took.Milliseconds(), Events: d.events})
 		for _, v := range d.verdicts {
 			out.Verdict = append(out.Verdict, events.MustNew("", judgePath(v), &v))

@@ -50,8 +50,8 @@ type Case struct {
 
 // Answer is an approval to give when a turn asks about a tool: yes or no.
 type Answer struct {
-	Tool   string `yaml:"tool"`
-	Answer string `yaml:"answer"`
+	Tool   string `yaml:"tool" json:"tool"`
+	Answer string `yaml:"answer" json:"answer"`
 }
 
 // Check is one expectation of a case's run; exactly one field is set.
@@ -212,11 +212,20 @@ func checkShape(c Check, at string) error {
 		return events.FieldError(events.CodeInvalid, at+".judge.rubric", "is required: what the judge holds the answer to")
 	}
 	for i, g := range c.FilesChanged {
-		if g == "" || !doublestar.ValidatePattern(g) || path.IsAbs(g) {
-			return events.FieldError(events.CodeInvalid, fmt.Sprintf("%s.files_changed[%d]", at, i), "%q is not a workspace-relative glob", g)
+		if g == "" || !doublestar.ValidatePattern(g) || path.IsAbs(g) || !filepath.IsLocal(filepath.FromSlash(workspaceGlob(g))) {
+			return events.FieldError(events.CodeInvalid, fmt.Sprintf("%s.files_changed[%d]", at, i), "%q is not a glob of paths within the workspace", g)
 		}
 	}
 	return nil
+}
+
+// workspaceGlob is a files_changed glob as the undo log's paths are written: clean
+// ("./a" is "a"), and a folder ending in "/" stands for everything in it.
+func workspaceGlob(g string) string {
+	if strings.HasSuffix(g, "/") {
+		return path.Clean(g) + "/**"
+	}
+	return path.Clean(g)
 }
 
 // prepare fills what a case built in code lacks (its inputs, runs, compiled

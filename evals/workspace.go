@@ -32,8 +32,9 @@ func (r *Runner) checkWorkspace(app *fsm.App, s *Suite) error {
 }
 
 // seedWorkspace copies the suite's workspace folder into the session's own before
-// its first turn: folders, files (with their permissions) and symbolic links as they
-// are.
+// its first turn: folders and files with their permissions, and symbolic links as
+// they are — each to a path within the folder (a link that leads out of it is
+// refused, naming it).
 func (r *Runner) seedWorkspace(app *fsm.App, s *Suite, session string) error {
 	if s.Workspace == "" {
 		return nil
@@ -42,7 +43,11 @@ func (r *Runner) seedWorkspace(app *fsm.App, s *Suite, session string) error {
 	if err != nil {
 		return err
 	}
-	seed, dst := filepath.Join(s.Dir, s.Workspace), filepath.Join(r.Workspaces, folder)
+	seed, err := filepath.EvalSymlinks(filepath.Join(s.Dir, s.Workspace)) // the folder a link names, walked as itself
+	if err != nil {
+		return err
+	}
+	dst := filepath.Join(r.Workspaces, folder)
 	return filepath.WalkDir(seed, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -58,11 +63,17 @@ func (r *Runner) seedWorkspace(app *fsm.App, s *Suite, session string) error {
 		}
 		switch {
 		case d.IsDir():
-			return os.MkdirAll(to, 0o700)
+			if err := os.MkdirAll(to, 0o700); err != nil {
+				return err
+			}
+			return os.Chmod(to, info.Mode().Perm()|0o700) // its own permissions, and the owner's to fill it
 		case d.Type()&fs.ModeSymlink != 0:
 			target, err := os.Readlink(path)
 			if err != nil {
 				return err
+			}
+			if resolved := filepath.Join(filepath.Dir(rel), target); filepath.IsAbs(target) || !filepath.IsLocal(resolved) {
+				return fmt.Errorf("workspace %s: link %s points outside it (%s): a run's workspace holds links to its own files only", seed, rel, target)
 			}
 			return os.Symlink(target, to)
 		case d.Type().IsRegular():
