@@ -71,12 +71,14 @@ type ScriptedRule struct {
 	Tools []ScriptedCall `yaml:"tools"`
 }
 
-// ScriptedWhen holds a rule's conditions: input and output are regular expressions
-// (the user's message, the last tool output), after_tool a tool's name ("*": any).
+// ScriptedWhen holds a rule's conditions: input, output and instructions are regular
+// expressions (the user's message, the last tool output, the agent's instructions),
+// after_tool a tool's name ("*": any).
 type ScriptedWhen struct {
-	Input     string `yaml:"input"`
-	AfterTool string `yaml:"after_tool"`
-	Output    string `yaml:"output"`
+	Input        string `yaml:"input"`
+	AfterTool    string `yaml:"after_tool"`
+	Output       string `yaml:"output"`
+	Instructions string `yaml:"instructions"`
 }
 
 // ScriptedCall is a tool call a rule makes; Arguments is a JSON template.

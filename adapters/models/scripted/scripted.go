@@ -30,6 +30,9 @@ type When struct {
 	AfterTool string `yaml:"after_tool"`
 	// Output is a regular expression matched against the last tool output.
 	Output string `yaml:"output"`
+	// Instructions is a regular expression matched against the agent's instructions:
+	// a scripted agent can follow what it is told, and stop when told otherwise.
+	Instructions string `yaml:"instructions"`
 }
 
 // ToolCall is a tool call a rule makes; Arguments is a JSON template.
@@ -40,7 +43,7 @@ type ToolCall struct {
 
 type compiledRule struct {
 	Rule
-	input, output *regexp.Regexp
+	input, output, instructions *regexp.Regexp
 }
 
 // Model is a scripted model.
@@ -73,6 +76,13 @@ func New(rules []Rule) (*Model, error) {
 			}
 			cr.output = re
 		}
+		if r.When.Instructions != "" {
+			re, err := regexp.Compile(r.When.Instructions)
+			if err != nil {
+				return nil, fmt.Errorf("rules[%d].when.instructions: %w", i, err)
+			}
+			cr.instructions = re
+		}
 		if r.Reply == "" && len(r.Tools) == 0 {
 			return nil, fmt.Errorf("rules[%d]: needs a reply or tools", i)
 		}
@@ -97,6 +107,7 @@ func (m *Model) Call(_ context.Context, req fsm.ModelRequest) (fsm.ModelResponse
 		return summarise(req), nil
 	}
 	v := view(req.Items)
+	v.instructions = req.Instructions
 	for _, r := range m.rules {
 		match, ok := r.matches(v)
 		if !ok {
@@ -125,12 +136,14 @@ func (m *Model) Call(_ context.Context, req fsm.ModelRequest) (fsm.ModelResponse
 	return fsm.ModelResponse{}, fmt.Errorf("scripted model: no rule matches")
 }
 
-// turnView is what rules look at: the turn's user input and the tool outputs at the
-// end of the conversation. Building it reads only the current turn.
+// turnView is what rules look at: the turn's user input, the tool outputs at the end
+// of the conversation, and the agent's instructions. Building it reads only the
+// current turn.
 type turnView struct {
-	input   string
-	outputs []toolOutput // the trailing run of outputs, in call order
-	byTool  map[string]toolOutput
+	input        string
+	instructions string
+	outputs      []toolOutput // the trailing run of outputs, in call order
+	byTool       map[string]toolOutput
 }
 
 type toolOutput struct {
@@ -186,6 +199,9 @@ func (r compiledRule) matches(v turnView) ([]string, bool) {
 		}
 	}
 	if r.output != nil && (len(v.outputs) == 0 || !r.output.MatchString(v.outputs[len(v.outputs)-1].output)) {
+		return nil, false
+	}
+	if r.instructions != nil && !r.instructions.MatchString(v.instructions) {
 		return nil, false
 	}
 	switch r.When.AfterTool {

@@ -70,9 +70,33 @@ func TestToolRulesFireOnlyAtTurnStart(t *testing.T) {
 
 func TestBadRulesRefused(t *testing.T) {
 	t.Parallel()
-	for _, rules := range [][]scripted.Rule{nil, {{}}, {{When: scripted.When{Input: "("}, Reply: "x"}}, {{Tools: []scripted.ToolCall{{}}}}} {
+	for _, rules := range [][]scripted.Rule{nil, {{}}, {{When: scripted.When{Input: "("}, Reply: "x"}}, {{Tools: []scripted.ToolCall{{}}}},
+		{{When: scripted.When{Instructions: "["}, Reply: "x"}}} {
 		if _, err := scripted.New(rules); err == nil {
 			t.Fatalf("rules %+v accepted", rules)
+		}
+	}
+}
+
+// TestARuleFollowsTheInstructions: a rule with instructions answers only an agent
+// whose instructions match it; told otherwise, the next rule answers.
+func TestARuleFollowsTheInstructions(t *testing.T) {
+	t.Parallel()
+	m, err := scripted.New([]scripted.Rule{
+		{When: scripted.When{Input: `order (\d+)`, Instructions: `(?i)use the tools`}, Tools: []scripted.ToolCall{{Name: "lookup", Arguments: `{"id": {{match.1}}}`}}},
+		{When: scripted.When{Input: `order (\d+)`}, Reply: "order {{match.1}} is probably fine"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for instructions, want := range map[string]string{"Use the tools; never guess.": "lookup", "Answer from what you know.": "order 7 is probably fine"} {
+		res, err := m.Call(context.Background(), fsm.ModelRequest{Instructions: instructions, Items: []events.Item{events.UserMessage("where is order 7?")}})
+		got := res.Text
+		if len(res.ToolCalls) > 0 {
+			got = res.ToolCalls[0].Name
+		}
+		if err != nil || got != want {
+			t.Errorf("%q: %q %v, want %q", instructions, got, err, want)
 		}
 	}
 }
