@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	junit "github.com/joshdk/go-junit"
@@ -239,5 +240,56 @@ func TestASuiteBuiltInCodeRuns(t *testing.T) {
 	rep, err := (&evals.Runner{Engine: tl.Engine, Log: tl.Store, RunID: "code-run"}).Run(context.Background(), suite)
 	if err != nil || !rep.Passed || rep.Cases[0].Runs != 1 {
 		t.Fatalf("%+v %v", rep, err)
+	}
+}
+
+// turnOnTheLog is a Log that, before the run's first case result, runs a turn on the
+// run's own log as anyone with its owner's rights could: the log moves past what the
+// runner last appended.
+type turnOnTheLog struct {
+	evals.Log
+	tl   *turnlog.Turnlog
+	once sync.Once
+	err  error
+}
+
+func (l *turnOnTheLog) Append(ctx context.Context, session string, after int64, evs []events.Event) ([]events.Event, error) {
+	if evs[len(evs)-1].Type == events.TypeEvalCaseRun {
+		l.once.Do(func() { _, l.err = l.tl.Engine.RunTurn(ctx, session, "hello") })
+	}
+	return l.Log.Append(ctx, session, after, evs)
+}
+
+// TestATurnOnTheRunsLogDoesNotStopTheRun: a turn run on the eval run's own log while
+// the run goes on is appended there, and the run's results after it.
+func TestATurnOnTheRunsLogDoesNotStopTheRun(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	tl, err := turnlog.Open(ctx, turnlog.Options{DB: filepath.Join(t.TempDir(), "eval.db"), Synchronous: "OFF", ConfigData: demo.Config, Functions: demo.Functions()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tl.Close()
+	log := &turnOnTheLog{Log: tl.Store, tl: tl}
+	suite := &evals.Suite{Name: "intruded", App: "demo", Parallel: 1, Cases: []evals.Case{{Name: "a", Input: "where is order 42?", Runs: 3,
+		Expect: []evals.Check{{Contains: "shipped"}}}}}
+	rep, err := (&evals.Runner{Engine: tl.Engine, Log: log, RunID: "intruded"}).Run(ctx, suite)
+	if err != nil || log.err != nil || !rep.Passed {
+		t.Fatalf("the run: %v; the turn on its log: %v", err, log.err)
+	}
+	evs, err := tl.Store.Events(ctx, evals.LogSession("intruded"), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	types := map[string]int{}
+	for _, ev := range evs {
+		types[ev.Type]++
+	}
+	if types[events.TypeTurnCommitted] != 1 || types[events.TypeEvalCaseRun] != 3 || evs[len(evs)-1].Type != events.TypeEvalRunEnded {
+		t.Fatalf("the run's log: %v", types)
+	}
+	back, err := evals.ReportOf(ctx, tl.Store, "intruded")
+	if err != nil || !back.Passed || back.Cases[0].Passes != 3 {
+		t.Fatalf("the run read back: %+v %v", back, err)
 	}
 }

@@ -76,18 +76,32 @@ func (rec *record) append(ctx context.Context, path string, p events.Payload) er
 	return rec.appendEvents(ctx, ev)
 }
 
+// appendEvents appends evs to the run's log after what it last appended — or, when
+// something else appended there since (the log is a session like any other), after
+// that.
 func (rec *record) appendEvents(ctx context.Context, evs ...events.Event) error {
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
-	for i := range evs {
-		evs[i].Session, evs[i].Seq = rec.session, rec.seq+int64(i)+1
+	for attempt := 0; ; attempt++ {
+		for i := range evs {
+			evs[i].Session, evs[i].Seq = rec.session, rec.seq+int64(i)+1
+		}
+		out, err := rec.log.Append(ctx, rec.session, rec.seq, evs)
+		if err == nil {
+			rec.seq = out[len(out)-1].Seq
+			return nil
+		}
+		if events.CodeOf(err) != events.CodeConflict || attempt == 3 {
+			return fmt.Errorf("record the eval run: %w", err)
+		}
+		since, rerr := rec.log.Events(ctx, rec.session, rec.seq)
+		if rerr != nil {
+			return fmt.Errorf("record the eval run: %w", rerr)
+		}
+		if len(since) > 0 {
+			rec.seq = since[len(since)-1].Seq
+		}
 	}
-	out, err := rec.log.Append(ctx, rec.session, rec.seq, evs)
-	if err != nil {
-		return fmt.Errorf("record the eval run: %w", err)
-	}
-	rec.seq = out[len(out)-1].Seq
-	return nil
 }
 
 // EventReader reads a session's events.
