@@ -84,7 +84,8 @@ func schemaKeys(root, node map[string]any, prefix string, out map[string]bool) {
 }
 
 // TestAValidatorTurnlogDidNotWriteReadsSuites: Python's jsonschema, reading the
-// schema and each suite with PyYAML, finds the demo's suite valid and refuses what
+// schema and each suite with PyYAML, finds the demo's suite and the one
+// docs/evals.md shows valid and refuses what
 // DecodeSuite refuses: a check of two things or of nothing, a case without input or
 // with both, an unknown key, a judge without a rubric, an answer other than yes or no.
 func TestAValidatorTurnlogDidNotWriteReadsSuites(t *testing.T) {
@@ -110,8 +111,23 @@ func TestAValidatorTurnlogDidNotWriteReadsSuites(t *testing.T) {
 		"maybe":           "app: demo\ncases: [{name: a, input: x, approve: [{tool: t, answer: maybe}]}]",
 		"no files":        "app: demo\ncases: [{name: a, input: x, expect: [{files_changed: []}]}]",
 	}
-	items := []item{{Name: "demo", File: "../examples/demo/eval.yaml"}}
 	dir := t.TempDir()
+	// docs/evals.md's suite, which shows every key.
+	doc, err := os.ReadFile("../docs/evals.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, shown, found := strings.Cut(string(doc), "```yaml\nname: demo")
+	shown, _, _ = strings.Cut(shown, "```")
+	if !found {
+		t.Fatal("docs/evals.md shows no suite")
+	}
+	shown = "name: demo" + shown
+	if _, err := evals.DecodeSuite([]byte(shown)); err != nil {
+		t.Fatalf("docs/evals.md's suite: %v", err)
+	}
+	os.WriteFile(dir+"/docs.yaml", []byte(shown), 0o600)
+	items := []item{{Name: "demo", File: "../examples/demo/eval.yaml"}, {Name: "docs", File: dir + "/docs.yaml"}}
 	for name, src := range invalid {
 		if _, err := evals.DecodeSuite([]byte(src)); err == nil {
 			t.Errorf("%s: DecodeSuite takes it", name)
@@ -136,7 +152,7 @@ func TestAValidatorTurnlogDidNotWriteReadsSuites(t *testing.T) {
 		t.Fatalf("%s: %v", out, err)
 	}
 	for _, v := range verdicts {
-		if want := v.Name == "demo"; v.Valid != want {
+		if want := v.Name == "demo" || v.Name == "docs"; v.Valid != want {
 			t.Errorf("%s: jsonschema says valid=%v %v", v.Name, v.Valid, v.Errors)
 		}
 	}
