@@ -50,7 +50,7 @@ func (s *enqueueAtEnd) LastTurn(ctx context.Context, session string) (projection
 func TestInputQueuedAsTheTurnEndsRuns(t *testing.T) {
 	t.Parallel()
 	store, _ := sqlite.MustOpen(t, sqlite.Options{Clock: testClock, Synchronous: "OFF"})
-	at := &enqueueAtEnd{Store: store, looked: make(chan struct{})}
+	at := &enqueueAtEnd{Store: store, looked: make(chan struct{}, 1)} // the kick may look before the append waits
 	e := echoEngine(t, at)
 	ctx := context.Background()
 	s, err := e.CreateSession(ctx, "test", "alice", nil)
