@@ -80,9 +80,8 @@ type judged struct {
 
 // judge judges check j of c on one run: with the verdict recorded for the same
 // request, else — when the runner may call one — the judge model (a call, recorded
-// by the caller); else the run needs a judge.
-// seen counts the run's judged requests, so that two checks with the same request
-// each find their own verdict.
+// by the caller); else the run needs a judge. seen counts the run's judged requests,
+// so that two checks with the same request each find their own verdict.
 func (r *Runner) judge(ctx context.Context, app *fsm.App, c *Case, j int, run *Run, answer string, seen map[string]int) judged {
 	ch := c.Expect[j].Judge
 	llm := judgeLLM(app, ch)
@@ -91,11 +90,13 @@ func (r *Runner) judge(ctx context.Context, app *fsm.App, c *Case, j int, run *R
 		Rubric: ch.Rubric, RequestHash: hash, Message: message}
 	key := verdictKey{c.Name, run.Attempt, hash, seen[hash]}
 	seen[hash]++
-	if rec, ok := r.verdicts[key]; ok {
+	rec, recorded := r.verdicts[key]
+	switch {
+	case recorded:
 		v.Verdict, v.Usage, v.Cost, v.Recorded = rec.Verdict, rec.Usage, rec.Cost, true
-	} else if r.Replay != nil && !r.AllowJudge {
+	case r.Replay != nil && !r.AllowJudge:
 		return judged{}
-	} else {
+	default:
 		resp, err := app.Models[llm].Call(ctx, fsm.ModelRequest{LLM: llm, Agent: "eval-judge", Instructions: instructions,
 			Items: []events.Item{events.UserMessage(message)}})
 		if err != nil {
